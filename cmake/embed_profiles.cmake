@@ -1,0 +1,12 @@
+# Writes a C++ file with every profiles/*.toml as a raw string, keyed by file stem.
+file(GLOB files ${DIR}/*.toml)
+list(SORT files)
+set(body "// Generated from profiles/*.toml. Do not edit.\n#include \"policy/builtin_profiles.h\"\n\nnamespace ward::policy {\n\nconst std::vector<BuiltinProfile>& BuiltinProfiles() {\n  static const std::vector<BuiltinProfile> kProfiles = {\n")
+foreach(f ${files})
+  get_filename_component(stem ${f} NAME_WE)
+  file(READ ${f} text)
+  string(APPEND body "    {\"${stem}\", R\"ward_profile(${text})ward_profile\"},\n")
+endforeach()
+string(APPEND body "  };\n  return kProfiles;\n}\n\n}  // namespace ward::policy\n")
+file(WRITE ${OUT}.tmp "${body}")
+execute_process(COMMAND ${CMAKE_COMMAND} -E copy_if_different ${OUT}.tmp ${OUT})

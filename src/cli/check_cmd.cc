@@ -1,0 +1,115 @@
+// `ward check`: which kernel features exist and whether the default profile can run fully
+// enforced here. Exit 0 if yes, 1 if not.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "enforce/probe.h"
+
+namespace ward::cli {
+namespace {
+
+struct CheckOptions {
+  bool json = false;
+};
+
+const char* YesNo(bool b) { return b ? "yes" : "no"; }
+
+int RunCheck(const CheckOptions& opts) {
+  enforce::KernelFeatures f = enforce::ProbeKernel(true);
+  // What the default profile needs: user, mount, pid, net namespaces; Landlock; seccomp.
+  std::vector<std::string> missing;
+  if (!f.user_ns) missing.push_back("user namespaces");
+  if (!f.net_ns) missing.push_back("network namespaces");
+  if (f.landlock_abi < 1) missing.push_back("landlock");
+  if (!f.seccomp) missing.push_back("seccomp");
+  if (!f.seccomp_user_notif) missing.push_back("seccomp user notification");
+  if (!f.mount_api) missing.push_back("mount API (open_tree/move_mount)");
+  if (!f.openat2) missing.push_back("openat2");
+  if (!f.pidfd) missing.push_back("pidfd");
+  bool ok = missing.empty();
+
+  std::string limits;
+  if (f.cgroup.v2_delegated) {
+    limits = "cgroup v2 (delegated subtree " + f.cgroup.v2_own + ")";
+  } else if (f.cgroup.v1_writable) {
+    limits = "cgroup v1 (memory, pids" + std::string(f.cgroup.v1_cpu ? ", cpu" : "") + ")";
+  } else {
+    limits = "rlimits and sized tmpfs (no writable cgroup)";
+  }
+
+  if (opts.json) {
+    nlohmann::json j = {
+        {"kernel", f.kernel_release},
+        {"user_namespaces", f.user_ns},
+        {"network_namespaces", f.net_ns},
+        {"landlock_abi", f.landlock_abi},
+        {"seccomp", f.seccomp},
+        {"seccomp_user_notif", f.seccomp_user_notif},
+        {"seccomp_addfd_send", f.seccomp_addfd_send},
+        {"pidfd", f.pidfd},
+        {"openat2", f.openat2},
+        {"mount_api", f.mount_api},
+        {"close_range", f.close_range},
+        {"cgroup",
+         {{"v2_mounted", f.cgroup.v2_mounted},
+          {"v2_unified", f.cgroup.v2_unified},
+          {"v2_delegated", f.cgroup.v2_delegated},
+          {"v1_memory", f.cgroup.v1_memory},
+          {"v1_pids", f.cgroup.v1_pids},
+          {"v1_cpu", f.cgroup.v1_cpu},
+          {"v1_writable", f.cgroup.v1_writable}}},
+        {"limits_mechanism", limits},
+        {"outer_wall", f.outer_wall},
+        {"default_profile_fully_enforced", ok},
+        {"missing", missing},
+        {"notes", f.notes},
+    };
+    std::printf("%s\n", j.dump(2).c_str());
+    return ok ? 0 : 1;
+  }
+  std::printf("kernel                      %s\n", f.kernel_release.c_str());
+  std::printf("user namespaces             %s\n", YesNo(f.user_ns));
+  std::printf("network namespaces          %s\n", YesNo(f.net_ns));
+  if (f.landlock_abi > 0) {
+    std::printf("landlock                    ABI %d\n", f.landlock_abi);
+  } else {
+    std::printf("landlock                    no\n");
+  }
+  std::printf("seccomp                     %s (user notification: %s, addfd-send: %s)\n",
+              YesNo(f.seccomp), YesNo(f.seccomp_user_notif), YesNo(f.seccomp_addfd_send));
+  std::printf("pidfd / openat2 / mount API %s / %s / %s\n", YesNo(f.pidfd), YesNo(f.openat2),
+              YesNo(f.mount_api));
+  std::printf("cgroup v2                   %s%s\n",
+              f.cgroup.v2_mounted ? ("mounted at " + f.cgroup.v2_path).c_str() : "not mounted",
+              f.cgroup.v2_delegated ? ", delegated" : "");
+  std::printf("cgroup v1                   memory:%s pids:%s cpu:%s writable:%s\n",
+              YesNo(f.cgroup.v1_memory), YesNo(f.cgroup.v1_pids), YesNo(f.cgroup.v1_cpu),
+              YesNo(f.cgroup.v1_writable));
+  std::printf("resource limits via         %s\n", limits.c_str());
+  std::printf("outer wall                  %s\n",
+              f.outer_wall.empty() ? "none detected" : f.outer_wall.c_str());
+  for (const auto& n : f.notes) std::printf("note: %s\n", n.c_str());
+  if (ok) {
+    std::printf("\nThe default profile runs fully enforced here.\n");
+  } else {
+    std::printf("\nThe default profile cannot run fully enforced here; missing:");
+    for (const auto& m : missing) std::printf(" %s;", m.c_str());
+    std::printf("\n");
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+void AddCheckCommand(CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<CheckOptions>();
+  CLI::App* sub = app.add_subcommand("check", "Report kernel features and whether ward can run "
+                                              "fully enforced here (exit 0 if yes, 1 if not)");
+  sub->add_flag("--json", opts->json, "Machine-readable output");
+  sub->callback([opts, exit_code] { *exit_code = RunCheck(*opts); });
+}
+
+}  // namespace ward::cli

@@ -1,0 +1,16 @@
+// Each subcommand lives in its own file and registers itself on the root CLI11 app.
+// A subcommand's callback stores its exit status in *exit_code.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace ward::cli {
+
+void AddRunCommand(CLI::App& app, int* exit_code);
+void AddCheckCommand(CLI::App& app, int* exit_code);
+void AddExplainCommand(CLI::App& app, int* exit_code);
+void AddWhyCommand(CLI::App& app, int* exit_code);
+
+}  // namespace ward::cli

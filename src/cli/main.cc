@@ -1,0 +1,22 @@
+// ward: a sandbox runtime for AI agents. Subcommands are one file each.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"ward: run commands inside every boundary the Linux kernel offers", "ward"};
+  app.set_version_flag("--version", std::string("ward ") + WARD_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  ward::cli::AddCheckCommand(app, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    // Usage errors of `ward run` are setup failures of ward itself: 125, like env(1) uses 125.
+    return rc == 0 ? 0 : 125;
+  }
+  return exit_code;
+}

@@ -1,0 +1,115 @@
+// Linux constants newer than the 6.1 uapi headers Debian 12 ships, and thin wrappers for
+// syscalls glibc 2.36 does not wrap (or wraps in headers that conflict with linux/mount.h).
+// Availability is always probed at run time; these only make the numbers known.
+#pragma once
+
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <linux/mount.h>
+#include <linux/openat2.h>
+#include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+// ---- Landlock (ABI 3..7) ----
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)  // ABI 3
+#endif
+#ifndef LANDLOCK_ACCESS_FS_IOCTL_DEV
+#define LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)  // ABI 5
+#endif
+#ifndef LANDLOCK_ACCESS_NET_BIND_TCP
+#define LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)  // ABI 4
+#define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
+#endif
+#ifndef LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
+#define LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)  // ABI 6
+#define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
+#endif
+#ifndef LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF
+#define LANDLOCK_RESTRICT_SELF_LOG_SAME_EXEC_OFF (1U << 0)  // ABI 7
+#define LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON (1U << 1)
+#define LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF (1U << 2)
+#endif
+
+namespace ward::sys {
+
+// The ruleset attribute as of ABI 6; the kernel accepts the size it knows.
+struct LandlockRulesetAttr {
+  uint64_t handled_access_fs = 0;
+  uint64_t handled_access_net = 0;  // ABI 4
+  uint64_t scoped = 0;              // ABI 6
+};
+
+// LANDLOCK_RULE_NET_PORT (ABI 4).
+inline constexpr int kLandlockRuleNetPort = 2;
+struct __attribute__((packed)) LandlockNetPortAttr {
+  uint64_t allowed_access;
+  uint64_t port;
+};
+
+inline long LandlockCreateRuleset(const LandlockRulesetAttr* attr, size_t size, uint32_t flags) {
+  return ::syscall(SYS_landlock_create_ruleset, attr, size, flags);
+}
+inline long LandlockAddRule(int ruleset_fd, int rule_type, const void* attr, uint32_t flags) {
+  return ::syscall(SYS_landlock_add_rule, ruleset_fd, rule_type, attr, flags);
+}
+inline long LandlockRestrictSelf(int ruleset_fd, uint32_t flags) {
+  return ::syscall(SYS_landlock_restrict_self, ruleset_fd, flags);
+}
+
+// ---- openat2 / mount API / pidfd / misc ----
+inline int Openat2(int dirfd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve) {
+  struct open_how how = {};
+  how.flags = flags;
+  how.mode = mode;
+  how.resolve = resolve;
+  return static_cast<int>(::syscall(SYS_openat2, dirfd, path, &how, sizeof(how)));
+}
+inline int OpenTree(int dirfd, const char* path, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_open_tree, dirfd, path, flags));
+}
+inline int MoveMount(int from_dirfd, const char* from_path, int to_dirfd, const char* to_path,
+                     unsigned flags) {
+  return static_cast<int>(
+      ::syscall(SYS_move_mount, from_dirfd, from_path, to_dirfd, to_path, flags));
+}
+inline int MountSetattr(int dirfd, const char* path, unsigned flags, struct mount_attr* attr) {
+  return static_cast<int>(
+      ::syscall(SYS_mount_setattr, dirfd, path, flags, attr, sizeof(struct mount_attr)));
+}
+inline int Fsopen(const char* fsname, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_fsopen, fsname, flags));
+}
+inline int Fsconfig(int fd, unsigned cmd, const char* key, const void* value, int aux) {
+  return static_cast<int>(::syscall(SYS_fsconfig, fd, cmd, key, value, aux));
+}
+inline int Fsmount(int fd, unsigned flags, unsigned attr_flags) {
+  return static_cast<int>(::syscall(SYS_fsmount, fd, flags, attr_flags));
+}
+inline int PidfdOpen(pid_t pid, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, flags));
+}
+inline int PidfdSendSignal(int pidfd, int sig, siginfo_t* info, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, info, flags));
+}
+inline int PidfdGetfd(int pidfd, int targetfd, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, targetfd, flags));
+}
+inline int CloseRange(unsigned first, unsigned last, unsigned flags) {
+  return static_cast<int>(::syscall(SYS_close_range, first, last, flags));
+}
+inline long Clone3(struct clone_args* args) {
+  return ::syscall(SYS_clone3, args, sizeof(struct clone_args));
+}
+inline int PivotRoot(const char* new_root, const char* put_old) {
+  return static_cast<int>(::syscall(SYS_pivot_root, new_root, put_old));
+}
+inline int Seccomp(unsigned op, unsigned flags, void* args) {
+  return static_cast<int>(::syscall(SYS_seccomp, op, flags, args));
+}
+
+}  // namespace ward::sys

@@ -1,0 +1,88 @@
+// Test harness for sandbox tests: every test binary runs once as root and once as an
+// unprivileged user (WARD_TEST_AS=root|user). Helpers run the real ward binary.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ward::test {
+
+// Identity the tests run under.
+bool RunningAsRoot();
+std::string Variant();  // "root" or "user"
+
+// Paths of the staged binaries (reachable by the test user; bind them with `-r StageDir()`).
+std::string StageDir();
+std::string WardBin();
+std::string ProbeBin();
+
+// A directory removed (recursively) when the object dies.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& prefix = "ward-test");
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
+
+ private:
+  std::string path_;
+};
+
+// A fake HOME with canary secrets (~/.ssh/id_ed25519, ~/.aws/credentials, ~/.netrc, ...).
+inline constexpr const char* kCanarySecret = "WARD-CANARY-SECRET-7f3a9c";
+inline constexpr const char* kCanaryApiKey = "sk-ward-canary-api-key-4b1d";
+void WriteFile(const std::string& path, const std::string& content, int mode = 0644);
+std::string ReadFile(const std::string& path);
+bool PathExists(const std::string& path);
+void MakeDirs(const std::string& path, int mode = 0755);
+void PlantCanaryHome(const std::string& home);
+
+struct RunResult {
+  int status = -1;  // exit code, or 128+signal
+  std::string out;
+  std::string err;
+  bool timed_out = false;
+};
+
+struct RunOptions {
+  std::string cwd;                           // default: current directory
+  std::map<std::string, std::string> env;    // added to the base environment
+  bool clean_env = false;                    // start from an empty environment
+  std::string stdin_data;
+  int timeout_s = 60;
+  std::vector<int> pass_fds;                 // inherited fds (for --json-status N)
+};
+
+// The environment every ward invocation gets: PATH, HOME=<home>, and a canary API key.
+std::map<std::string, std::string> BaseEnv(const std::string& home);
+
+// Runs an arbitrary program (no shell) and collects its output.
+RunResult RunProgram(const std::vector<std::string>& argv, const RunOptions& opts = {});
+
+// Runs `ward ARGS...`.
+RunResult RunWard(const std::vector<std::string>& args, const RunOptions& opts = {});
+
+// A fixture with a workspace and a canary HOME, owned by the test identity.
+class SandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override;
+  // `ward run [extra] -- ward-probe VERB ARGS...` in the workspace, probe dir bound read-only.
+  RunResult Probe(const std::vector<std::string>& verb_and_args,
+                  const std::vector<std::string>& ward_opts = {}, RunOptions opts = {});
+  // `ward run [extra] -- sh -c SCRIPT` in the workspace.
+  RunResult Shell(const std::string& script, const std::vector<std::string>& ward_opts = {},
+                  RunOptions opts = {});
+  RunOptions Defaults() const;
+
+  std::optional<TempDir> root_;  // holds home/ and ws/
+  std::string home_;
+  std::string ws_;
+};
+
+}  // namespace ward::test

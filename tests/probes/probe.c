@@ -1,0 +1,2 @@
+/* placeholder, replaced by the probe verbs */
+int main(void) { return 0; }
