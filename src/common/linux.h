@@ -9,6 +9,7 @@
 #include <linux/openat2.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 

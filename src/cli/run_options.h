@@ -1,0 +1,33 @@
+// The options shared by `ward run`, `ward explain` and `ward why`: everything that shapes the
+// policy of a run, and how the CLI turns them into an effective Policy.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "policy/loader.h"
+#include "policy/policy.h"
+
+namespace CLI {
+class App;
+}
+
+namespace ward::cli {
+
+struct RunOptions {
+  policy::RunFlags flags;
+  std::string workdir;  // -C
+};
+
+void AddRunOptions(CLI::App* app, RunOptions* opts);
+
+// The caller's environment as (name, value) pairs.
+std::vector<std::pair<std::string, std::string>> CallerEnvironment();
+
+// Loads the effective policy for these options (profiles, .ward.toml, flags), resolving the
+// workspace and the caller's HOME. Errors name the file, line and key.
+Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts);
+
+}  // namespace ward::cli

@@ -1,0 +1,45 @@
+// The control channel between the supervisor and sandbox init (and the command, before it
+// execs): a SOCK_SEQPACKET socketpair carrying fixed-size messages, some with one fd attached.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+#include "common/unique_fd.h"
+#include "enforce/child_error.h"
+#include "enforce/mount.h"
+
+namespace ward::enforce {
+
+enum class MsgType : uint32_t {
+  kGo = 1,         // supervisor -> init: id maps are written, proceed
+  kSetupError,     // init/command -> supervisor: {stage, errno, detail}; exit 125 follows
+  kFd,             // init/command -> supervisor: an fd (see FdKind)
+  kMounted,        // init -> supervisor: the root is built (with MountReport)
+  kStarted,        // init -> supervisor: the command's execve succeeded (pid inside)
+  kExecFailed,     // init -> supervisor: the command could not be executed (errno, path)
+  kExited,         // init -> supervisor: the command ended (wait status)
+};
+
+enum class FdKind : uint32_t {
+  kNone = 0,
+  kPtyMaster = 1,
+  kNotifyListener = 2,  // seccomp user-notification listener of the command's filter
+  kNetFirst = 16,       // sockets created inside the netns for the supervisor to serve
+};
+
+struct ControlMsg {
+  MsgType type = MsgType::kGo;
+  FdKind fd_kind = FdKind::kNone;
+  int32_t value = 0;  // wait status, errno, pid ...
+  ChildError error;
+  MountReport report;
+};
+
+// Async-signal-safe (used after fork). Returns 0 or -errno.
+int SendControl(int sock, const ControlMsg& msg, int fd = -1);
+// Blocks for one message; *fd receives an attached fd (or -1). Returns 1, 0 on EOF, or -errno.
+int RecvControl(int sock, ControlMsg* msg, UniqueFd* fd);
+
+}  // namespace ward::enforce

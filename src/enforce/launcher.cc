@@ -1,0 +1,384 @@
+#include "enforce/launcher.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/linux.h"
+#include "enforce/caps.h"
+#include "enforce/control.h"
+#include "enforce/landlock.h"
+#include "enforce/mount.h"
+#include "enforce/ns/net.h"
+#include "enforce/ns/user.h"
+#include "enforce/seccomp.h"
+
+namespace ward::enforce {
+namespace {
+
+char* g_args_begin = nullptr;
+char* g_args_end = nullptr;
+
+constexpr int kForwardedSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT};
+
+[[noreturn]] void ReportAndExit(int ctl, const ChildError& err) {
+  ControlMsg m;
+  m.type = MsgType::kSetupError;
+  m.error = err;
+  SendControl(ctl, m);
+  _exit(125);
+}
+
+void WipeProcessArgs() {
+  if (g_args_begin == nullptr || g_args_end <= g_args_begin) return;
+  std::memset(g_args_begin, 0, g_args_end - g_args_begin);
+  static const char kName[] = "ward-init";
+  if (static_cast<size_t>(g_args_end - g_args_begin) > sizeof kName) {
+    std::memcpy(g_args_begin, kName, sizeof kName);
+  }
+  prctl(PR_SET_NAME, "ward-init", 0, 0, 0);
+  // environ pointed into the wiped area.
+  static char* empty_env[] = {nullptr};
+  environ = empty_env;
+}
+
+void NoopHandler(int) {}
+
+// execve with a PATH search done in the sandbox's own view and environment, with a shell's
+// exit-status conventions: 127 when nothing was found, 126 when found but not executable.
+int ExecCommand(const ProcessSpec& p, char* const* envp) {
+  std::vector<char*> argv;
+  for (const auto& a : p.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const std::string& cmd = p.argv[0];
+  if (cmd.find('/') != std::string::npos) {
+    execve(cmd.c_str(), argv.data(), envp);
+    return errno;
+  }
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (char* const* e = envp; *e; ++e) {
+    if (std::strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
+  }
+  int saved = ENOENT;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string full = dir + "/" + cmd;
+    execve(full.c_str(), argv.data(), envp);
+    if (errno == EACCES || errno == ENOEXEC || errno == EPERM) saved = errno;
+    start = end + 1;
+  }
+  return saved;
+}
+
+// The command: runs the process layers in the design's order, then execs. Never returns.
+[[noreturn]] void CommandMain(const LaunchPlan& plan, int ctl, int exec_pipe, int pty_slave) {
+  ChildError err;
+  auto fail = [&](const char* stage, int e, const char* d = "") {
+    err.Set(stage, e, d);
+    ReportAndExit(ctl, err);
+  };
+  // Signals: the command starts with default dispositions and an empty mask.
+  sigset_t none;
+  sigemptyset(&none);
+  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  if (setsid() < 0) fail("setsid", errno);
+  if (pty_slave >= 0) {
+    if (ioctl(pty_slave, TIOCSCTTY, 0) != 0) fail("pty", errno, "TIOCSCTTY");
+    for (int fd = 0; fd < 3; ++fd) {
+      if (plan.tty[fd] && dup2(pty_slave, fd) < 0) fail("pty", errno, "dup2");
+    }
+    if (pty_slave > 2) close(pty_slave);
+  }
+  if (chdir(plan.process.workdir.c_str()) != 0) {
+    fail("chdir", errno, plan.process.workdir.c_str());
+  }
+  struct rlimit core = {0, 0};
+  if (setrlimit(RLIMIT_CORE, &core) != 0) fail("rlimit", errno, "RLIMIT_CORE");
+  for (const auto& r : plan.process.rlimits) {
+    struct rlimit rl = {r.soft, r.hard};
+    if (setrlimit(r.resource, &rl) != 0) fail("rlimit", errno);
+  }
+  // Every fd but 0, 1, 2 closes at execve (the control socket and exec pipe are still needed).
+  if (sys::CloseRange(3, UINT_MAX, CLOSE_RANGE_CLOEXEC) != 0) fail("close_range", errno);
+  int rc = DropAllCapabilities();
+  if (rc != 0) fail("capabilities", -rc);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", errno);
+  if (plan.landlock.enabled && !ApplyLandlock(plan.landlock, &err)) ReportAndExit(ctl, err);
+
+  std::vector<char*> envp;
+  for (const auto& e : plan.process.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  if (plan.seccomp_enabled) {
+    int listener = -1;
+    rc = ApplySeccomp(plan.seccomp, &listener);
+    if (rc != 0) fail("seccomp", -rc);
+    if (listener >= 0) {
+      ControlMsg m;
+      m.type = MsgType::kFd;
+      m.fd_kind = FdKind::kNotifyListener;
+      rc = SendControl(ctl, m, listener);
+      close(listener);
+      if (rc != 0) fail("seccomp", -rc, "passing the listener");
+    }
+  }
+  int e = ExecCommand(plan.process, envp.data());
+  int32_t code = e;
+  ssize_t n = write(exec_pipe, &code, sizeof code);
+  (void)n;
+  _exit(e == ENOENT ? 127 : 126);
+}
+
+// Sandbox init: pid 1 of the new namespaces. Never returns.
+[[noreturn]] void InitMain(const LaunchPlan& plan, int ctl) {
+  // Keep only 0, 1, 2 and the control socket.
+  if (ctl > 3) sys::CloseRange(3, ctl - 1, 0);
+  sys::CloseRange(ctl + 1, UINT_MAX, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  WipeProcessArgs();
+
+  ControlMsg go;
+  UniqueFd unused;
+  if (RecvControl(ctl, &go, &unused) != 1 || go.type != MsgType::kGo) _exit(125);
+
+  ChildError err;
+  if (plan.privileged && setgroups(0, nullptr) != 0) {
+    err.Set("setgroups", errno);
+    ReportAndExit(ctl, err);
+  }
+  if (sethostname(plan.mount.hostname.c_str(), plan.mount.hostname.size()) != 0) {
+    err.Set("uts", errno, "sethostname");
+    ReportAndExit(ctl, err);
+  }
+  int rc = BringUpLoopback();
+  if (rc != 0) {
+    err.Set("net", -rc, "bringing up lo");
+    ReportAndExit(ctl, err);
+  }
+  MountReport report;
+  if (!ApplyMounts(plan.mount, &report, &err)) ReportAndExit(ctl, err);
+  {
+    ControlMsg m;
+    m.type = MsgType::kMounted;
+    m.report = report;
+    SendControl(ctl, m);
+  }
+
+  // The sandbox's own terminal, from its private devpts.
+  int pty_master = -1, pty_slave = -1;
+  if (plan.tty[0] || plan.tty[1] || plan.tty[2]) {
+    pty_master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (pty_master < 0 || unlockpt(pty_master) != 0) {
+      err.Set("pty", errno, "/dev/ptmx");
+      ReportAndExit(ctl, err);
+    }
+    char name[64];
+    if (ptsname_r(pty_master, name, sizeof name) != 0) {
+      err.Set("pty", errno, "ptsname");
+      ReportAndExit(ctl, err);
+    }
+    pty_slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (pty_slave < 0) {
+      err.Set("pty", errno, name);
+      ReportAndExit(ctl, err);
+    }
+    if (plan.has_termios) tcsetattr(pty_slave, TCSANOW, &plan.termios);
+    if (plan.has_winsize) ioctl(pty_slave, TIOCSWINSZ, &plan.winsize);
+    ControlMsg m;
+    m.type = MsgType::kFd;
+    m.fd_kind = FdKind::kPtyMaster;
+    SendControl(ctl, m, pty_master);
+    close(pty_master);
+  }
+
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  // Signals are handled synchronously through a signalfd. pid 1 only receives signals it has
+  // handlers for, so each gets a no-op handler and stays blocked.
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  for (int s : kForwardedSignals) sigaddset(&mask, s);
+  struct sigaction sa = {};
+  sa.sa_handler = NoopHandler;
+  for (int s : kForwardedSignals) sigaction(s, &sa, nullptr);
+  sigaction(SIGCHLD, &sa, nullptr);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+  if (sfd < 0) {
+    err.Set("init", errno, "signalfd");
+    ReportAndExit(ctl, err);
+  }
+
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    err.Set("init", errno, "pipe");
+    ReportAndExit(ctl, err);
+  }
+  pid_t cmd = fork();
+  if (cmd < 0) {
+    err.Set("fork", errno);
+    ReportAndExit(ctl, err);
+  }
+  if (cmd == 0) {
+    close(exec_pipe[0]);
+    close(sfd);
+    CommandMain(plan, ctl, exec_pipe[1], pty_slave);
+  }
+  close(exec_pipe[1]);
+  if (pty_slave >= 0) close(pty_slave);
+  {
+    int32_t exec_errno = 0;
+    ssize_t n;
+    do {
+      n = read(exec_pipe[0], &exec_errno, sizeof exec_errno);
+    } while (n < 0 && errno == EINTR);
+    close(exec_pipe[0]);
+    ControlMsg m;
+    if (n == sizeof exec_errno) {
+      m.type = MsgType::kExecFailed;
+      m.value = exec_errno;
+    } else {
+      m.type = MsgType::kStarted;
+      m.value = cmd;
+    }
+    SendControl(ctl, m);
+  }
+  // Init keeps nothing it does not need: no capabilities, no new privileges.
+  DropAllCapabilities();
+  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+
+  struct pollfd pfds[2] = {{sfd, POLLIN, 0}, {ctl, POLLIN, 0}};
+  while (true) {
+    int n = poll(pfds, 2, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      _exit(125);
+    }
+    if (pfds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+      // Only EOF is expected here: the supervisor went away, so everything inside ends.
+      char buf[sizeof(ControlMsg)];
+      ssize_t r = recv(ctl, buf, sizeof buf, MSG_DONTWAIT);
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+        kill(-1, SIGKILL);
+        _exit(137);
+      }
+    }
+    if (pfds[0].revents & POLLIN) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == sizeof si) {
+        if (si.ssi_signo != SIGCHLD) {
+          kill(-cmd, static_cast<int>(si.ssi_signo));
+          kill(cmd, static_cast<int>(si.ssi_signo));
+          continue;
+        }
+        int status;
+        pid_t w;
+        while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
+          if (w != cmd) continue;
+          // The command is done: everything it left behind dies with this namespace.
+          kill(-1, SIGKILL);
+          ControlMsg m;
+          m.type = MsgType::kExited;
+          m.value = status;
+          SendControl(ctl, m);
+          _exit(0);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void RememberProcessArgs(int argc, char** argv) {
+  if (argc <= 0 || argv == nullptr || argv[0] == nullptr) return;
+  g_args_begin = argv[0];
+  char* end = argv[argc - 1] + std::strlen(argv[argc - 1]) + 1;
+  for (char** e = environ; e && *e; ++e) {
+    char* last = *e + std::strlen(*e) + 1;
+    // Only strings contiguous with argv (the kernel places envp right after it).
+    if (*e >= g_args_begin && last > end && *e <= end + 1) end = last;
+  }
+  g_args_end = end;
+}
+
+std::string DescribeChildError(const ChildError& e) {
+  std::string s = e.stage;
+  if (e.detail[0]) {
+    s += ": ";
+    s += e.detail;
+  }
+  if (e.err) {
+    s += ": ";
+    s += std::strerror(e.err);
+  }
+  return s;
+}
+
+Result<Sandbox> StartSandbox(const LaunchPlan& plan) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    return Errno("socketpair");
+  }
+  UniqueFd parent_end(sv[0]), child_end(sv[1]);
+  int pidfd = -1;
+  struct clone_args args = {};
+  args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+               CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.exit_signal = SIGCHLD;
+  long pid = sys::Clone3(&args);
+  if (pid < 0) {
+    int e = errno;
+    return ErrnoError("creating namespaces (clone3 with user, mount, pid, net, ipc, uts, cgroup)",
+                      e);
+  }
+  if (pid == 0) {
+    parent_end.reset();
+    InitMain(plan, child_end.release());
+  }
+  Sandbox sb;
+  sb.pid = static_cast<pid_t>(pid);
+  sb.pidfd.reset(pidfd);
+  child_end.reset();
+  Status st = WriteIdMaps(sb.pid, plan.uid, plan.gid, plan.privileged);
+  if (!st.ok()) {
+    sys::PidfdSendSignal(sb.pidfd.get(), SIGKILL, nullptr, 0);
+    waitpid(sb.pid, nullptr, 0);
+    return std::move(st).With("writing user namespace id maps");
+  }
+  ControlMsg go;
+  go.type = MsgType::kGo;
+  if (int rc = SendControl(parent_end.get(), go); rc != 0) {
+    sys::PidfdSendSignal(sb.pidfd.get(), SIGKILL, nullptr, 0);
+    waitpid(sb.pid, nullptr, 0);
+    return ErrnoError("starting sandbox init", -rc);
+  }
+  sb.control = std::move(parent_end);
+  return sb;
+}
+
+}  // namespace ward::enforce

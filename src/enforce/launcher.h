@@ -1,0 +1,33 @@
+// The sandbox's process side of the launch sequence: clone into new namespaces (parent), then
+// in sandbox init build the root, and in the command apply the process layers in order and
+// execve. The supervisor (src/supervisor) drives this and serves what init hands back.
+#pragma once
+
+#include <sys/types.h>
+
+#include "common/status.h"
+#include "common/unique_fd.h"
+#include "enforce/child_error.h"
+#include "enforce/spec.h"
+
+namespace ward::enforce {
+
+// Remembers where the process's argv and environment strings live, so that sandbox init (a
+// clone of the supervisor, sharing none of its memory afterwards) can wipe them: nothing of the
+// caller's command line or environment may be readable through /proc/1/cmdline or environ.
+void RememberProcessArgs(int argc, char** argv);
+
+struct Sandbox {
+  pid_t pid = -1;  // sandbox init, as seen from the supervisor
+  UniqueFd pidfd;
+  UniqueFd control;
+};
+
+// Clones sandbox init into new user, mount, pid, net, ipc, uts and cgroup namespaces, writes
+// its id maps and tells it to proceed. The caller must be single-threaded.
+Result<Sandbox> StartSandbox(const LaunchPlan& plan);
+
+// Human text for a setup failure: "mount: attaching /usr: Permission denied".
+std::string DescribeChildError(const ChildError& e);
+
+}  // namespace ward::enforce

@@ -1,0 +1,561 @@
+#include "enforce/mount.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <linux/magic.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/linux.h"
+#include "common/unique_fd.h"
+
+namespace ward::enforce {
+namespace {
+
+constexpr uint64_t kResolveInside = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+// Created in the root tmpfs during setup and unlinked before the root becomes read-only; the
+// masks keep referencing its inode.
+constexpr const char* kEmptyFile = ".ward-empty";
+
+std::vector<std::string> Split(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    size_t j = i;
+    while (j < path.size() && path[j] != '/') ++j;
+    if (j > i) parts.push_back(path.substr(i, j - i));
+    i = j;
+  }
+  return parts;
+}
+
+uint64_t MountId(int fd) {
+  struct statx stx;
+  if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) != 0) return 0;
+  return stx.stx_mnt_id;
+}
+
+class Builder {
+ public:
+  Builder(const MountSpec& spec, MountReport* report, ChildError* error)
+      : spec_(spec), report_(report), error_(error) {}
+
+  bool Run() {
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+      return error_->Set("mount", errno, "making / private");
+    }
+    if (!CaptureSources()) return false;
+    if (!CreateRoot()) return false;
+    for (const MountOp& op : spec_.ops) {
+      if (!Apply(op)) return false;
+    }
+    for (const MaskOp& m : spec_.masks) {
+      if (!Mask(m)) return false;
+    }
+    if (!Protect()) return false;
+    if (unlinkat(root_.get(), kEmptyFile, 0) != 0) {
+      return error_->Set("mount", errno, "removing setup file");
+    }
+    struct mount_attr attr = {};
+    attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    if (sys::MountSetattr(root_.get(), "", AT_EMPTY_PATH, &attr) != 0) {
+      return error_->Set("mount", errno, "making the root read-only");
+    }
+    return PivotRoot();
+  }
+
+ private:
+  // Detached clones of every host path to bind, taken before anything covers the host tree.
+  bool CaptureSources() {
+    sources_.resize(spec_.ops.size());
+    for (size_t i = 0; i < spec_.ops.size(); ++i) {
+      const MountOp& op = spec_.ops[i];
+      if (op.kind == MountOp::Kind::kBind) {
+        UniqueFd fd = CloneTree(AT_FDCWD, op.source.c_str(), op.writable, op.source.c_str());
+        if (!fd) return false;
+        sources_[i] = std::move(fd);
+      } else if (op.kind == MountOp::Kind::kDev) {
+        for (const char* node : kDevNodes) {
+          std::string host = std::string("/dev/") + node;
+          int fd = sys::OpenTree(AT_FDCWD, host.c_str(),
+                                 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+          if (fd < 0) return error_->Set("mount", errno, "cloning ", host.c_str());
+          struct mount_attr attr = {};
+          attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+          if (sys::MountSetattr(fd, "", AT_EMPTY_PATH, &attr) != 0) {
+            close(fd);
+            return error_->Set("mount", errno, "setting flags of ", host.c_str());
+          }
+          dev_sources_.emplace_back(fd);
+        }
+      }
+    }
+    return true;
+  }
+
+  UniqueFd CloneTree(int dirfd, const char* path, bool writable, const char* what) {
+    int flags = OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_SYMLINK_NOFOLLOW;
+    if (*path == '\0') flags |= AT_EMPTY_PATH;
+    UniqueFd fd(sys::OpenTree(dirfd, path, flags));
+    if (!fd) {
+      error_->Set("mount", errno, "cloning ", what);
+      return UniqueFd();
+    }
+    struct mount_attr attr = {};
+    attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (writable ? 0 : MOUNT_ATTR_RDONLY);
+    attr.propagation = MS_PRIVATE;
+    if (sys::MountSetattr(fd.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) != 0) {
+      error_->Set("mount", errno, "setting flags of ", what);
+      return UniqueFd();
+    }
+    return fd;
+  }
+
+  UniqueFd NewMount(const char* fstype, const std::vector<std::pair<const char*, std::string>>& opts,
+                    unsigned attrs, const char* what) {
+    UniqueFd fs(sys::Fsopen(fstype, FSOPEN_CLOEXEC));
+    if (!fs) {
+      error_->Set("mount", errno, "fsopen ", fstype);
+      return UniqueFd();
+    }
+    for (const auto& [key, value] : opts) {
+      int r = value.empty() ? sys::Fsconfig(fs.get(), FSCONFIG_SET_FLAG, key, nullptr, 0)
+                            : sys::Fsconfig(fs.get(), FSCONFIG_SET_STRING, key, value.c_str(), 0);
+      if (r != 0) {
+        error_->Set("mount", errno, "configuring ", what);
+        return UniqueFd();
+      }
+    }
+    if (sys::Fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+      error_->Set("mount", errno, "creating ", what);
+      return UniqueFd();
+    }
+    UniqueFd mnt(sys::Fsmount(fs.get(), FSMOUNT_CLOEXEC, attrs));
+    if (!mnt) error_->Set("mount", errno, "fsmount ", what);
+    return mnt;
+  }
+
+  bool CreateRoot() {
+    root_ = NewMount("tmpfs", {{"mode", "0755"}, {"size", "1m"}},
+                     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "the root tmpfs");
+    if (!root_) return false;
+    // Staging place: any directory works since every host source is already captured.
+    const char* stage = access("/tmp", F_OK) == 0 ? "/tmp" : "/mnt";
+    if (sys::MoveMount(root_.get(), "", AT_FDCWD, stage, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+      return error_->Set("mount", errno, "attaching the root tmpfs at ", stage);
+    }
+    owned_mounts_.insert(MountId(root_.get()));
+    UniqueFd f(openat(root_.get(), kEmptyFile, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0));
+    if (!f) return error_->Set("mount", errno, "creating setup file");
+    ++report_->mounts;
+    return true;
+  }
+
+  // Opens the directory at `path` (inside the new root), creating missing components only in
+  // tmpfs mounts ward made itself: never in a host directory.
+  UniqueFd OpenDir(const std::string& path, bool create) {
+    UniqueFd cur(fcntl(root_.get(), F_DUPFD_CLOEXEC, 3));
+    for (const std::string& comp : Split(path)) {
+      UniqueFd next(sys::Openat2(cur.get(), comp.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                                 kResolveInside));
+      if (!next && errno == ENOENT && create) {
+        if (owned_mounts_.count(MountId(cur.get())) == 0) {
+          error_->Set("mount", ENOENT, "parent directory outside ward's tmpfs: ", path.c_str());
+          return UniqueFd();
+        }
+        if (mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST) {
+          error_->Set("mount", errno, "mkdir ", path.c_str());
+          return UniqueFd();
+        }
+        next.reset(sys::Openat2(cur.get(), comp.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                                kResolveInside));
+      }
+      if (!next) {
+        error_->Set("mount", errno, "opening ", path.c_str());
+        return UniqueFd();
+      }
+      cur = std::move(next);
+    }
+    return cur;
+  }
+
+  static std::string Parent(const std::string& p) {
+    size_t slash = p.find_last_of('/');
+    return slash == 0 || slash == std::string::npos ? "/" : p.substr(0, slash);
+  }
+  static std::string Base(const std::string& p) { return p.substr(p.find_last_of('/') + 1); }
+
+  // Opens (creating in an owned tmpfs if missing) the mount point for `target`.
+  UniqueFd MountPoint(const std::string& target, bool dir) {
+    UniqueFd parent = OpenDir(Parent(target), true);
+    if (!parent) return UniqueFd();
+    std::string base = Base(target);
+    unsigned flags = O_PATH | O_CLOEXEC | O_NOFOLLOW | (dir ? O_DIRECTORY : 0);
+    UniqueFd fd(sys::Openat2(parent.get(), base.c_str(), flags, 0, kResolveInside));
+    if (!fd && errno == ENOENT) {
+      if (owned_mounts_.count(MountId(parent.get())) == 0) {
+        error_->Set("mount", ENOENT, "mount point missing in a host directory: ", target.c_str());
+        return UniqueFd();
+      }
+      int r = dir ? mkdirat(parent.get(), base.c_str(), 0755)
+                  : ([&] {
+                      int f = openat(parent.get(), base.c_str(),
+                                     O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+                      if (f >= 0) close(f);
+                      return f >= 0 ? 0 : -1;
+                    })();
+      if (r != 0 && errno != EEXIST) {
+        error_->Set("mount", errno, "creating mount point ", target.c_str());
+        return UniqueFd();
+      }
+      fd.reset(sys::Openat2(parent.get(), base.c_str(), flags, 0, kResolveInside));
+    }
+    if (!fd) error_->Set("mount", errno, "opening mount point ", target.c_str());
+    return fd;
+  }
+
+  bool Attach(int mnt_fd, int target_fd, const std::string& what) {
+    if (sys::MoveMount(mnt_fd, "", target_fd, "",
+                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+      return error_->Set("mount", errno, "attaching ", what.c_str());
+    }
+    ++report_->mounts;
+    return true;
+  }
+
+  bool Apply(const MountOp& op) {
+    size_t index = &op - spec_.ops.data();
+    switch (op.kind) {
+      case MountOp::Kind::kTmpfs: {
+        std::vector<std::pair<const char*, std::string>> opts;
+        char mode[16];
+        snprintf(mode, sizeof mode, "%o", op.mode);
+        opts.push_back({"mode", mode});
+        if (op.size > 0) opts.push_back({"size", std::to_string(op.size)});
+        UniqueFd mnt = NewMount("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                                op.target.c_str());
+        if (!mnt) return false;
+        UniqueFd tgt = MountPoint(op.target, true);
+        if (!tgt || !Attach(mnt.get(), tgt.get(), op.target)) return false;
+        owned_mounts_.insert(MountId(mnt.get()));
+        return true;
+      }
+      case MountOp::Kind::kBind: {
+        UniqueFd tgt = MountPoint(op.target, op.is_dir);
+        return tgt && Attach(sources_[index].get(), tgt.get(), op.target);
+      }
+      case MountOp::Kind::kSymlink: {
+        UniqueFd parent = OpenDir(Parent(op.target), true);
+        if (!parent) return false;
+        if (owned_mounts_.count(MountId(parent.get())) == 0) {
+          return error_->Set("mount", EPERM, "symlink outside ward's tmpfs: ", op.target.c_str());
+        }
+        if (symlinkat(op.source.c_str(), parent.get(), Base(op.target).c_str()) != 0 &&
+            errno != EEXIST) {
+          return error_->Set("mount", errno, "symlink ", op.target.c_str());
+        }
+        return true;
+      }
+      case MountOp::Kind::kFile:
+        return PlaceFile(op);
+      case MountOp::Kind::kDev:
+        return BuildDev(op);
+      case MountOp::Kind::kProc:
+        return BuildProc(op);
+    }
+    return true;
+  }
+
+  // A file with fixed content, over a bound file (e.g. /etc/resolv.conf) or in a tmpfs.
+  bool PlaceFile(const MountOp& op) {
+    const char* stage_name = ".ward-file";
+    {
+      UniqueFd f(openat(root_.get(), stage_name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, op.mode));
+      if (!f) return error_->Set("mount", errno, "staging ", op.target.c_str());
+      if (write(f.get(), op.content.data(), op.content.size()) !=
+          static_cast<ssize_t>(op.content.size())) {
+        return error_->Set("mount", errno, "writing ", op.target.c_str());
+      }
+    }
+    UniqueFd tree = CloneTree(root_.get(), stage_name, false, op.target.c_str());
+    if (!tree) return false;
+    // The clone keeps the inode alive; the staging name must not stay in the root.
+    if (unlinkat(root_.get(), stage_name, 0) != 0) {
+      return error_->Set("mount", errno, "unstaging ", op.target.c_str());
+    }
+    UniqueFd tgt = MountPoint(op.target, false);
+    return tgt && Attach(tree.get(), tgt.get(), op.target);
+  }
+
+  static constexpr const char* kDevNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
+
+  bool BuildDev(const MountOp& op) {
+    UniqueFd mnt = NewMount("tmpfs", {{"mode", "0755"}, {"size", "64k"}},
+                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "/dev");
+    if (!mnt) return false;
+    UniqueFd tgt = MountPoint(op.target, true);
+    if (!tgt || !Attach(mnt.get(), tgt.get(), op.target)) return false;
+    owned_mounts_.insert(MountId(mnt.get()));
+    for (size_t i = 0; i < dev_sources_.size(); ++i) {
+      std::string node = op.target + "/" + kDevNodes[i];
+      UniqueFd point = MountPoint(node, false);
+      if (!point || !Attach(dev_sources_[i].get(), point.get(), node)) return false;
+    }
+    // A private devpts instance: the sandbox's ptys are its own, never the host's.
+    UniqueFd pts = NewMount("devpts", {{"newinstance", ""}, {"ptmxmode", "0666"}, {"mode", "0620"}},
+                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "/dev/pts");
+    if (!pts) return false;
+    UniqueFd pts_point = MountPoint(op.target + "/pts", true);
+    if (!pts_point || !Attach(pts.get(), pts_point.get(), op.target + "/pts")) return false;
+    UniqueFd shm = NewMount("tmpfs", {{"mode", "1777"}, {"size", "64m"}},
+                            MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "/dev/shm");
+    if (!shm) return false;
+    UniqueFd shm_point = MountPoint(op.target + "/shm", true);
+    if (!shm_point || !Attach(shm.get(), shm_point.get(), op.target + "/shm")) return false;
+    UniqueFd dev = OpenDir(op.target, false);
+    if (!dev) return false;
+    const std::pair<const char*, const char*> links[] = {
+        {"ptmx", "pts/ptmx"},          {"fd", "/proc/self/fd"},
+        {"stdin", "/proc/self/fd/0"},  {"stdout", "/proc/self/fd/1"},
+        {"stderr", "/proc/self/fd/2"}, {"core", "/proc/kcore"},
+    };
+    for (const auto& [name, dest] : links) {
+      if (std::strcmp(name, "core") == 0) continue;  // never expose kcore
+      if (symlinkat(dest, dev.get(), name) != 0 && errno != EEXIST) {
+        return error_->Set("mount", errno, "/dev symlink ", name);
+      }
+    }
+    return true;
+  }
+
+  bool BuildProc(const MountOp& op) {
+    UniqueFd mnt = NewMount("proc", {}, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                            "/proc");
+    if (!mnt) return false;
+    UniqueFd tgt = MountPoint(op.target, true);
+    if (!tgt || !Attach(mnt.get(), tgt.get(), op.target)) return false;
+    // Kernel knobs and host-wide information: read-only, or covered with an empty file/dir.
+    static constexpr const char* kReadOnly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs",
+                                                "sysvipc", "driver"};
+    static constexpr const char* kHidden[] = {"kcore",        "keys",         "key-users",
+                                              "timer_list",   "sched_debug",  "latency_stats",
+                                              "timer_stats",  "kallsyms",     "kmsg",
+                                              "kpagecount",   "kpageflags",   "kpagecgroup",
+                                              "acpi",         "scsi",         "asound",
+                                              "config.gz",    "modules",      "vmallocinfo",
+                                              "slabinfo",     "pagetypeinfo", "buddyinfo",
+                                              "iomem",        "ioports",      "dma"};
+    for (const char* name : kReadOnly) {
+      struct stat st;
+      if (fstatat(mnt.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      std::string what = op.target + "/" + name;
+      UniqueFd tree = CloneTree(mnt.get(), name, false, what.c_str());
+      if (!tree) return false;
+      UniqueFd point(openat(mnt.get(), name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      if (!point) return error_->Set("mount", errno, "opening ", what.c_str());
+      if (!Attach(tree.get(), point.get(), what)) return false;
+    }
+    for (const char* name : kHidden) {
+      struct stat st;
+      if (fstatat(mnt.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      UniqueFd point(openat(mnt.get(), name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+      if (!point) return error_->Set("mount", errno, "opening /proc/", name);
+      if (!Cover(point.get(), S_ISDIR(st.st_mode), op.target + "/" + name)) return false;
+    }
+    return true;
+  }
+
+  // Covers an entry with an empty, unreadable file or an empty read-only directory.
+  bool Cover(int point_fd, bool dir, const std::string& what) {
+    UniqueFd cover;
+    if (dir) {
+      cover = NewMount("tmpfs", {{"mode", "0"}, {"size", "4k"}},
+                       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                           MOUNT_ATTR_NOEXEC,
+                       what.c_str());
+    } else {
+      cover = CloneTree(root_.get(), kEmptyFile, false, what.c_str());
+    }
+    if (!cover) return false;
+    ++report_->masked;
+    return Attach(cover.get(), point_fd, what);
+  }
+
+  bool Mask(const MaskOp& m) {
+    std::string parent_path = Parent(m.target);
+    std::string pattern = Base(m.target);
+    UniqueFd parent(sys::Openat2(root_.get(), parent_path.c_str() + 1,
+                                 O_PATH | O_DIRECTORY | O_CLOEXEC, 0, kResolveInside));
+    if (!parent) {
+      if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR) return true;  // not visible
+      return error_->Set("mount", errno, "resolving mask ", m.target.c_str());
+    }
+    std::vector<std::string> names;
+    if (pattern.find_first_of("*?[") == std::string::npos) {
+      names.push_back(pattern);
+    } else {
+      UniqueFd dir(openat(parent.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+      DIR* d = dir ? fdopendir(dir.release()) : nullptr;
+      if (d == nullptr) return true;
+      while (struct dirent* e = readdir(d)) {
+        if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+        if (fnmatch(pattern.c_str(), e->d_name, FNM_PERIOD) == 0) names.push_back(e->d_name);
+      }
+      closedir(d);
+    }
+    for (const std::string& name : names) {
+      struct stat st;
+      if (fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      // A symlink cannot be covered; whatever it points to is decided by its own path.
+      if (S_ISLNK(st.st_mode)) continue;
+      UniqueFd point(sys::Openat2(parent.get(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
+                                  kResolveInside));
+      if (!point) return error_->Set("mount", errno, "opening mask ", name.c_str());
+      if (!Cover(point.get(), S_ISDIR(st.st_mode), parent_path + "/" + name)) return false;
+    }
+    return true;
+  }
+
+  // Protected paths: read-only self-binds below each writable root and nested repository;
+  // intermediate directories are pinned (a mount point cannot be renamed or removed), so
+  // `mv .git x` cannot carry the protection away.
+  bool Protect() {
+    for (const std::string& root : spec_.protect.roots) {
+      UniqueFd root_fd(sys::Openat2(root_.get(), root.c_str() + 1,
+                                    O_PATH | O_DIRECTORY | O_CLOEXEC, 0, kResolveInside));
+      if (!root_fd) return error_->Set("mount", errno, "opening writable root ", root.c_str());
+      std::vector<std::pair<UniqueFd, std::string>> bases;
+      bases.emplace_back(std::move(root_fd), root);
+      FindNestedRepos(bases[0].first.get(), root, spec_.protect.nested_repo_depth, &bases);
+      report_->nested_repos += static_cast<int>(bases.size()) - 1;
+      for (auto& [fd, path] : bases) {
+        struct stat st;
+        if (fstat(fd.get(), &st) == 0 && report_->nbases < MountReport::kMaxBases) {
+          report_->base_dev[report_->nbases] = st.st_dev;
+          report_->base_ino[report_->nbases] = st.st_ino;
+          ++report_->nbases;
+        }
+        for (const std::string& rel : spec_.protect.relpaths) {
+          if (!ProtectOne(fd.get(), path, rel)) return false;
+        }
+      }
+    }
+    return true;
+  }
+
+  void FindNestedRepos(int dirfd, const std::string& path, int depth,
+                       std::vector<std::pair<UniqueFd, std::string>>* out) {
+    if (depth <= 0 || visited_ > 4000) return;
+    UniqueFd dir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    DIR* d = dir ? fdopendir(dir.release()) : nullptr;
+    if (d == nullptr) return;
+    std::vector<std::string> subdirs;
+    while (struct dirent* e = readdir(d)) {
+      if (e->d_type != DT_DIR) continue;
+      std::string name = e->d_name;
+      if (name == "." || name == ".." || name == ".git" || name == "node_modules") continue;
+      subdirs.push_back(name);
+    }
+    closedir(d);
+    for (const std::string& name : subdirs) {
+      if (++visited_ > 4000) return;
+      UniqueFd sub(sys::Openat2(dirfd, name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                                kResolveInside | RESOLVE_NO_XDEV));
+      if (!sub) continue;
+      struct stat st;
+      std::string sub_path = path + "/" + name;
+      if (fstatat(sub.get(), ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        UniqueFd copy(fcntl(sub.get(), F_DUPFD_CLOEXEC, 3));
+        out->emplace_back(std::move(copy), sub_path);
+      }
+      FindNestedRepos(sub.get(), sub_path, depth - 1, out);
+    }
+  }
+
+  bool SelfBind(int fd, bool read_only, const std::string& what) {
+    UniqueFd tree = CloneTree(fd, "", !read_only, what.c_str());
+    return tree && Attach(tree.get(), fd, what);
+  }
+
+  bool ProtectOne(int base_fd, const std::string& base_path, const std::string& rel) {
+    std::vector<std::string> comps = Split(rel);
+    UniqueFd cur(fcntl(base_fd, F_DUPFD_CLOEXEC, 3));
+    std::string path = base_path;
+    for (size_t i = 0; i < comps.size(); ++i) {
+      bool last = i + 1 == comps.size();
+      path += "/" + comps[i];
+      UniqueFd next(sys::Openat2(cur.get(), comps[i].c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
+                                 kResolveInside));
+      if (!next) {
+        if (errno == ENOENT || errno == ENOTDIR) return true;  // absent: not creatable (supervisor)
+        return error_->Set("mount", errno, "resolving protected path ", path.c_str());
+      }
+      struct stat st;
+      if (fstat(next.get(), &st) != 0) return error_->Set("mount", errno, "stat ", path.c_str());
+      if (S_ISLNK(st.st_mode)) {
+        // A symlink cannot carry a mount: pin what contains it instead (read-only), unless that
+        // is the writable root itself, whose protected names stay uncreatable.
+        if (i == 0) return true;
+        ++report_->protected_existing;
+        return SelfBind(cur.get(), true, path);
+      }
+      if (last || !S_ISDIR(st.st_mode)) {
+        // The protected entry itself (or a file where a directory was expected, such as a
+        // .git pointer file): read-only.
+        if (already_protected_.count({st.st_dev, st.st_ino})) return true;
+        already_protected_.insert({st.st_dev, st.st_ino});
+        ++report_->protected_existing;
+        return SelfBind(next.get(), true, path);
+      }
+      // Pin the intermediate directory (still writable) so it cannot be renamed away.
+      if (!pinned_.count({st.st_dev, st.st_ino})) {
+        pinned_.insert({st.st_dev, st.st_ino});
+        if (!SelfBind(next.get(), false, path)) return false;
+        next.reset(sys::Openat2(cur.get(), comps[i].c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
+                                kResolveInside));
+        if (!next) return error_->Set("mount", errno, "reopening ", path.c_str());
+      }
+      cur = std::move(next);
+    }
+    return true;
+  }
+
+  bool PivotRoot() {
+    if (fchdir(root_.get()) != 0) return error_->Set("pivot_root", errno, "chdir to new root");
+    if (sys::PivotRoot(".", ".") != 0) return error_->Set("pivot_root", errno, "pivot_root");
+    // The old root is now stacked on top of "."; detach it.
+    if (umount2(".", MNT_DETACH) != 0) return error_->Set("pivot_root", errno, "detach old root");
+    if (chdir("/") != 0) return error_->Set("pivot_root", errno, "chdir /");
+    return true;
+  }
+
+  const MountSpec& spec_;
+  MountReport* report_;
+  ChildError* error_;
+  UniqueFd root_;
+  std::vector<UniqueFd> sources_;
+  std::vector<UniqueFd> dev_sources_;
+  std::set<uint64_t> owned_mounts_;
+  std::set<std::pair<dev_t, ino_t>> pinned_;
+  std::set<std::pair<dev_t, ino_t>> already_protected_;
+  int visited_ = 0;
+};
+
+}  // namespace
+
+bool ApplyMounts(const MountSpec& spec, MountReport* report, ChildError* error) {
+  Builder b(spec, report, error);
+  return b.Run();
+}
+
+}  // namespace ward::enforce

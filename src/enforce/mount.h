@@ -1,0 +1,29 @@
+// Builds the sandbox's root from nothing (tmpfs, binds of allowed paths, minimal /dev, fresh
+// /proc, masks, protected paths) and pivots into it. Child side: runs in sandbox init, which
+// holds every capability of its new user namespace and nothing outside it.
+#pragma once
+
+#include "enforce/child_error.h"
+#include "enforce/spec.h"
+
+namespace ward::enforce {
+
+// Mount ids and protection results, reported back for `ward explain` and tests.
+struct MountReport {
+  int mounts = 0;     // mount operations performed
+  int masked = 0;     // deny masks applied inside visible binds
+  int protected_existing = 0;  // protected paths made read-only
+  int nested_repos = 0;        // nested repositories found and protected
+  // Writable roots and nested repository roots below which protected names are not creatable
+  // (the supervisor's creation guard compares directories by device and inode).
+  static constexpr int kMaxBases = 64;
+  int nbases = 0;
+  unsigned long long base_dev[kMaxBases] = {};
+  unsigned long long base_ino[kMaxBases] = {};
+};
+
+// Returns false and fills *error on the first failure. Leaves the process in the new root with
+// cwd "/".
+bool ApplyMounts(const MountSpec& spec, MountReport* report, ChildError* error);
+
+}  // namespace ward::enforce

@@ -1,0 +1,16 @@
+// User namespace id maps, written by the parent for the child it cloned.
+#pragma once
+
+#include <sys/types.h>
+
+#include "common/status.h"
+
+namespace ward::enforce {
+
+// Maps uid -> uid and gid -> gid (the caller's ids map to themselves inside). When
+// `allow_setgroups` (the parent is privileged), the child may then drop its supplementary
+// groups with setgroups(0, NULL); otherwise setgroups is denied, as the kernel requires for an
+// unprivileged single-id map.
+Status WriteIdMaps(pid_t pid, uid_t uid, gid_t gid, bool allow_setgroups);
+
+}  // namespace ward::enforce

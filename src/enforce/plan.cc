@@ -1,0 +1,317 @@
+#include "enforce/plan.h"
+
+#include <fnmatch.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+
+namespace ward::enforce {
+namespace {
+
+std::vector<std::string> Components(const std::string& p) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < p.size()) {
+    while (i < p.size() && p[i] == '/') ++i;
+    size_t j = p.find('/', i);
+    if (j == std::string::npos) j = p.size();
+    if (j > i) out.push_back(p.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+bool PathLess(const std::string& a, const std::string& b) {
+  return Components(a) < Components(b);
+}
+
+// A deny rule matches `path` when path is at or below it; a trailing glob component matches
+// one directory entry.
+bool DeniedBy(const std::string& path, const policy::DenyRule& d) {
+  if (d.path.find_first_of("*?[") == std::string::npos) return PathIsWithin(path, d.path);
+  std::vector<std::string> dc = Components(d.path), pc = Components(path);
+  if (pc.size() < dc.size()) return false;
+  for (size_t i = 0; i < dc.size(); ++i) {
+    if (fnmatch(dc[i].c_str(), pc[i].c_str(), FNM_PERIOD) != 0) return false;
+  }
+  return true;
+}
+
+const policy::DenyRule* FindDeny(const policy::Policy& p, const std::string& path) {
+  for (const auto& d : p.deny) {
+    if (DeniedBy(path, d)) return &d;
+  }
+  return nullptr;
+}
+
+struct Bind {
+  std::string target;  // canonical host path, same path inside
+  bool writable = false;
+  bool is_dir = true;
+  std::string why;
+};
+
+}  // namespace
+
+std::string NormalizePath(const std::string& path) {
+  std::vector<std::string> out;
+  for (const std::string& c : Components(path)) {
+    if (c == ".") continue;
+    if (c == "..") {
+      if (!out.empty()) out.pop_back();
+      continue;
+    }
+    out.push_back(c);
+  }
+  std::string s;
+  for (const auto& c : out) s += "/" + c;
+  return s.empty() ? "/" : s;
+}
+
+bool PathIsWithin(const std::string& path, const std::string& dir) {
+  if (dir == "/") return true;
+  if (path.size() < dir.size() || path.compare(0, dir.size(), dir) != 0) return false;
+  return path.size() == dir.size() || path[dir.size()] == '/';
+}
+
+Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures& features,
+                              const PlanInput& input, PlanNotes* notes) {
+  LaunchPlan plan;
+  plan.uid = getuid();
+  plan.gid = getgid();
+  plan.privileged = geteuid() == 0;
+  if (input.argv.empty()) return InvalidArgument("no command given (ward run [OPTIONS] -- COMMAND)");
+
+  // --- the workspace ---------------------------------------------------------------------
+  char buf[PATH_MAX];
+  std::string ws;
+  if (policy.workspace_access) {
+    if (realpath(policy.workspace.c_str(), buf) == nullptr) {
+      return ErrnoError("workspace " + policy.workspace, errno);
+    }
+    ws = buf;
+    struct stat st;
+    if (stat(ws.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return InvalidArgument("workspace " + ws + " is not a directory");
+    }
+    if (const policy::DenyRule* d = FindDeny(policy, ws)) {
+      return InvalidArgument("workspace " + ws + " is denied by " + d->origin.ToString());
+    }
+  } else {
+    ws = policy.workspace;
+  }
+  notes->workspace = ws;
+  std::string home = policy.home.empty() ? std::string() : NormalizePath(policy.home);
+  if (!home.empty() && home != "/") {
+    char hb[PATH_MAX];
+    if (realpath(home.c_str(), hb) != nullptr) home = hb;
+  }
+  if (policy.workspace_access && !home.empty() && PathIsWithin(home, ws)) {
+    return InvalidArgument(
+        "the workspace " + ws + " contains your HOME (" + home +
+        "): every credential in it (~/.ssh, ~/.aws, tokens) would be visible inside. Run ward in "
+        "a project directory, or pass -C DIR");
+  }
+
+  // --- binds -------------------------------------------------------------------------------
+  std::map<std::string, Bind> binds;  // by target
+  std::vector<std::pair<std::string, std::string>> symlinks;  // link path -> canonical target
+  for (const policy::PathRule& r : policy.paths) {
+    std::string path = NormalizePath(r.path);
+    if (PathIsWithin(path, "/proc") || PathIsWithin(path, "/dev")) {
+      return InvalidArgument(path + " (" + r.origin.ToString() +
+                             "): /proc and /dev are the sandbox's own and cannot be bound");
+    }
+    if (const policy::DenyRule* d = FindDeny(policy, path)) {
+      notes->skipped.push_back(path + ": denied by " + d->origin.ToString());
+      continue;
+    }
+    if (realpath(path.c_str(), buf) == nullptr) {
+      if (errno == ENOENT && r.optional) {
+        notes->skipped.push_back(path + ": absent on this host (" + r.origin.ToString() + ")");
+        continue;
+      }
+      return ErrnoError(path + " (" + r.origin.ToString() + ")", errno);
+    }
+    std::string real = buf;
+    if (const policy::DenyRule* d = FindDeny(policy, real)) {
+      notes->skipped.push_back(path + " -> " + real + ": denied by " + d->origin.ToString());
+      continue;
+    }
+    if (real != path) symlinks.push_back({path, real});
+    struct stat st;
+    if (stat(real.c_str(), &st) != 0) return ErrnoError(real, errno);
+    Bind b;
+    b.target = real;
+    b.writable = r.access == policy::Access::kWrite;
+    b.is_dir = S_ISDIR(st.st_mode);
+    b.why = std::string("filesystem.") + (b.writable ? "write" : "read") + " (" +
+            r.origin.ToString() + ")";
+    binds[real] = b;  // a later rule for the same path wins (flags after profiles)
+  }
+  if (policy.workspace_access) {
+    Bind b;
+    b.target = ws;
+    b.writable = *policy.workspace_access == policy::Access::kWrite;
+    b.why = "workspace";
+    binds[ws] = b;
+    if (NormalizePath(policy.workspace) != ws) symlinks.push_back({NormalizePath(policy.workspace), ws});
+  }
+
+  uint64_t tmp_size = policy.limits.tmp_size_bytes.value_or(0);
+  std::vector<MountOp> ops;
+  auto covered_by_bind = [&](const std::string& path) {
+    for (const auto& [t, b] : binds) {
+      if (PathIsWithin(path, t) && path != t) return true;
+    }
+    return false;
+  };
+  {
+    MountOp tmp;
+    tmp.kind = MountOp::Kind::kTmpfs;
+    tmp.target = "/tmp";
+    tmp.mode = 01777;
+    tmp.size = tmp_size;
+    tmp.why = "private /tmp";
+    ops.push_back(tmp);
+  }
+  if (!home.empty() && home != "/" && !covered_by_bind(home) && binds.count(home) == 0) {
+    MountOp h;
+    h.kind = MountOp::Kind::kTmpfs;
+    h.target = home;
+    h.mode = 0700;
+    h.size = tmp_size;
+    h.why = "private HOME";
+    ops.push_back(h);
+  }
+  {
+    MountOp dev;
+    dev.kind = MountOp::Kind::kDev;
+    dev.target = "/dev";
+    dev.why = "minimal /dev";
+    ops.push_back(dev);
+    MountOp proc;
+    proc.kind = MountOp::Kind::kProc;
+    proc.target = "/proc";
+    proc.why = "fresh /proc";
+    ops.push_back(proc);
+  }
+  for (const auto& [t, b] : binds) {
+    MountOp op;
+    op.kind = MountOp::Kind::kBind;
+    op.source = t;
+    op.target = t;
+    op.writable = b.writable;
+    op.is_dir = b.is_dir;
+    op.why = b.why;
+    ops.push_back(op);
+  }
+  for (const auto& [link, real] : symlinks) {
+    // Only where ward owns the parent directory (the root tmpfs, /tmp, HOME).
+    if (covered_by_bind(link) || binds.count(link)) continue;
+    MountOp op;
+    op.kind = MountOp::Kind::kSymlink;
+    op.source = real;
+    op.target = link;
+    op.why = "symlink to " + real;
+    ops.push_back(op);
+  }
+  if (!covered_by_bind("/var/tmp") && binds.count("/var") == 0 && binds.count("/var/tmp") == 0) {
+    MountOp op;
+    op.kind = MountOp::Kind::kSymlink;
+    op.source = "/tmp";
+    op.target = "/var/tmp";
+    op.why = "/var/tmp is the private /tmp";
+    ops.push_back(op);
+  }
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const MountOp& a, const MountOp& b) { return PathLess(a.target, b.target); });
+  plan.mount.ops = std::move(ops);
+
+  // --- masks: deny rules that fall inside something visible -------------------------------
+  for (const policy::DenyRule& d : policy.deny) {
+    std::string path = NormalizePath(d.path);
+    bool visible = false;
+    for (const auto& [t, b] : binds) {
+      if (PathIsWithin(path, t) && path != t) visible = true;
+    }
+    if (visible) plan.mount.masks.push_back({path, "filesystem.deny (" + d.origin.ToString() + ")"});
+  }
+
+  // --- protected paths --------------------------------------------------------------------
+  for (const auto& [t, b] : binds) {
+    if (b.writable && b.is_dir) plan.mount.protect.roots.push_back(t);
+  }
+  for (const policy::ProtectedRule& pr : policy.protected_paths) {
+    plan.mount.protect.relpaths.push_back(pr.relpath);
+  }
+  plan.mount.protect.nested_repo_depth = policy.nested_repo_depth;
+  plan.mount.workdir = ws;
+
+  // --- landlock ---------------------------------------------------------------------------
+  bool want_landlock = true;
+  if (features.landlock_abi <= 0) {
+    if (policy.allow_degraded.count(policy::Layer::kLandlock) == 0) {
+      return Error(Code::kFailedPrecondition,
+                   "Landlock is not available on this kernel; refusing to run without it. Pass "
+                   "--allow-degraded=landlock to accept a run without this layer");
+    }
+    want_landlock = false;
+    notes->degraded.push_back("landlock: not available in this kernel (allowed by " +
+                              policy.degraded_origins.at(policy::Layer::kLandlock).ToString() +
+                              ")");
+  }
+  plan.landlock.enabled = want_landlock;
+  plan.landlock.abi = features.landlock_abi;
+  plan.landlock.paths.push_back({"/", false, false, false});
+  for (const auto& [t, b] : binds) {
+    if (b.writable) plan.landlock.paths.push_back({t, true, false, false});
+  }
+  plan.landlock.paths.push_back({"/tmp", true, false, false});
+  if (!home.empty() && home != "/") plan.landlock.paths.push_back({home, true, false, false});
+  plan.landlock.paths.push_back({"/dev/shm", true, false, false});
+  for (const char* node : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                           "/dev/tty", "/dev/pts"}) {
+    plan.landlock.paths.push_back({node, false, true, false});
+  }
+  plan.landlock.paths.push_back({"/proc", false, false, true});
+
+  // --- seccomp ----------------------------------------------------------------------------
+  if (!features.seccomp) {
+    if (policy.allow_degraded.count(policy::Layer::kSeccomp) == 0) {
+      return Error(Code::kFailedPrecondition,
+                   "seccomp is not available; refusing to run without it. Pass "
+                   "--allow-degraded=seccomp to accept a run without this layer");
+    }
+    plan.seccomp_enabled = false;
+    notes->degraded.push_back("seccomp: not available (allowed by " +
+                              policy.degraded_origins.at(policy::Layer::kSeccomp).ToString() + ")");
+  }
+  plan.seccomp_spec.notify_creations =
+      !plan.mount.protect.roots.empty() && !plan.mount.protect.relpaths.empty();
+  if (plan.seccomp_spec.notify_creations && !features.seccomp_user_notif) {
+    return Error(Code::kFailedPrecondition,
+                 "protected paths need seccomp user notification (Linux >= 5.5), which this "
+                 "kernel lacks");
+  }
+  if (plan.seccomp_enabled && input.compile_seccomp) {
+    WARD_ASSIGN_OR_RETURN(plan.seccomp, PrepareSeccomp(plan.seccomp_spec));
+  }
+
+  // --- the process ------------------------------------------------------------------------
+  plan.process.argv = input.argv;
+  plan.process.env = input.env;
+  plan.process.workdir = policy.workspace_access ? ws : "/";
+  if (policy.limits.file_size_bytes) {
+    rlim_t v = *policy.limits.file_size_bytes;
+    plan.process.rlimits.push_back({RLIMIT_FSIZE, v, v});
+  }
+  for (int i = 0; i < 3; ++i) plan.tty[i] = input.tty[i];
+  return plan;
+}
+
+}  // namespace ward::enforce

@@ -1,0 +1,36 @@
+// The planner: turns the effective Policy into the specs each enforcer takes, in the parent,
+// before anything is cloned. It resolves host paths (symlinks, existence), orders the mounts,
+// and decides which layer enforces which rule; `ward explain` prints its result.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "enforce/probe.h"
+#include "enforce/spec.h"
+#include "policy/policy.h"
+
+namespace ward::enforce {
+
+struct PlanInput {
+  std::vector<std::string> argv;
+  std::vector<std::string> env;  // "NAME=VALUE", already built from the policy's allow list
+  bool tty[3] = {false, false, false};
+  bool compile_seccomp = true;  // false for explain-only plans that do not need the program
+};
+
+struct PlanNotes {
+  std::vector<std::string> skipped;    // optional paths absent on this host
+  std::vector<std::string> degraded;   // layers running weaker, each with the reason
+  std::string workspace;               // canonical workspace path
+};
+
+Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures& features,
+                              const PlanInput& input, PlanNotes* notes);
+
+// Lexical helpers shared with explain/why.
+bool PathIsWithin(const std::string& path, const std::string& dir);  // path == dir or below it
+std::string NormalizePath(const std::string& path);                  // "/a//b/./c/../d" -> "/a/b/d"
+
+}  // namespace ward::enforce
