@@ -121,6 +121,7 @@ struct ProfileSource {
 
 struct Policy {
   std::string profile;  // name of the top profile
+  std::string description;  // the `description` of the most derived profile that has one
   std::vector<ProfileSource> sources;
 
   // The workspace: the command's working directory, writable unless workspace_access says not.

@@ -1,0 +1,56 @@
+// Builds the effective Policy of one run from profiles (TOML, with `extends`), the workspace's
+// .ward.toml (narrowing only) and command-line flags. Pure: file contents arrive through a
+// FileReader, so every rule and error is unit-testable without a filesystem.
+// The schema and the precedence rules are documented in docs/profiles.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "policy/policy.h"
+
+namespace ward::policy {
+
+// Returns the contents of a file, or a Status with Code::kNotFound when it does not exist
+// (any other error is reported as is: the loader fails closed).
+using FileReader = std::function<Result<std::string>(const std::string& path)>;
+
+// What `ward run/explain/why` accept that shapes the policy (raw strings; validated here).
+struct RunFlags {
+  std::string profile = "default";  // NAME, builtin:NAME, or FILE if it has a '/' or ends in .toml
+  std::vector<std::string> read, write, deny;    // -r -w --deny: absolute, ~/..., or cwd-relative
+  std::vector<std::string> env;                  // -e NAME (pass from caller) or NAME=VALUE (set)
+  std::vector<std::string> allow_net, deny_net;  // -n/--allow-net, --deny-net
+  std::vector<std::string> allow_degraded;       // --allow-degraded LAYER[,LAYER]
+  std::vector<std::string> credentials;          // --credential NAME (defined by the profile)
+  std::vector<std::string> credential_env;       // --credential-env VAR=HOST[,HOST...]
+  std::optional<std::string> memory, pids, cpu, timeout, tmp_size, file_size;  // raw CLI strings
+  std::optional<bool> approvals;                                               // --ask
+  bool no_audit = false;                                                       // --no-audit
+};
+
+// Facts about the caller, gathered by the CLI.
+struct Context {
+  std::string home;        // caller's HOME, absolute
+  std::string cwd;         // absolute
+  std::string workspace;   // absolute and canonical (the CLI resolved -C DIR / cwd and symlinks)
+  std::string config_dir;  // $XDG_CONFIG_HOME/ward or ~/.config/ward ("" = no user profiles)
+};
+
+// Loads, merges and validates. Every error is kInvalidArgument (or the reader's own error) with
+// a message "FILE:LINE: KEY: what is wrong" whenever a file is involved.
+Result<Policy> LoadPolicy(const RunFlags& flags, const Context& ctx, const FileReader& reader);
+
+// Sizes: "8G", "512M", "1.5G", "64k", "1024" (bytes; binary multiples k/M/G/T, case-insensitive,
+// optionally followed by "B" or "iB").
+Result<uint64_t> ParseSize(std::string_view text);
+
+// Durations: "500ms", "30s", "10m", "1h", "1h30m", "2d"; a bare number means seconds.
+Result<uint64_t> ParseDurationMs(std::string_view text);
+
+}  // namespace ward::policy

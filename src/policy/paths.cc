@@ -1,0 +1,70 @@
+#include "policy/paths.h"
+
+#include <fnmatch.h>
+
+#include <vector>
+
+namespace ward::policy {
+
+std::string NormalizePath(std::string_view abs_path) {
+  std::vector<std::string_view> parts;
+  size_t i = 0;
+  while (i < abs_path.size()) {
+    while (i < abs_path.size() && abs_path[i] == '/') ++i;
+    size_t j = i;
+    while (j < abs_path.size() && abs_path[j] != '/') ++j;
+    std::string_view comp = abs_path.substr(i, j - i);
+    if (comp.empty() || comp == ".") {
+      // skip
+    } else if (comp == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else {
+      parts.push_back(comp);
+    }
+    i = j;
+  }
+  if (parts.empty()) return "/";
+  std::string out;
+  for (std::string_view p : parts) {
+    out += '/';
+    out += p;
+  }
+  return out;
+}
+
+bool PathIsWithin(std::string_view path, std::string_view prefix) {
+  if (prefix == "/") return !path.empty() && path[0] == '/';
+  if (path.size() < prefix.size() || path.substr(0, prefix.size()) != prefix) return false;
+  return path.size() == prefix.size() || path[prefix.size()] == '/';
+}
+
+int PathDepthBelow(std::string_view path, std::string_view prefix) {
+  if (!PathIsWithin(path, prefix)) return -1;
+  std::string_view rest = path.substr(prefix == "/" ? 0 : prefix.size());
+  int depth = 0;
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] == '/' && i + 1 < rest.size()) ++depth;
+  }
+  return depth;
+}
+
+std::string JoinPath(std::string_view base, std::string_view rel) {
+  std::string out(base);
+  if (out.empty() || out.back() != '/') out += '/';
+  out += rel;
+  return out;
+}
+
+std::string ParentPath(std::string_view path) {
+  size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos || slash == 0) return "/";
+  return std::string(path.substr(0, slash));
+}
+
+bool HasGlob(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
+
+bool MatchComponent(const std::string& pattern, const std::string& name) {
+  return fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) == 0;
+}
+
+}  // namespace ward::policy

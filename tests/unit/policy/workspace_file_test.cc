@@ -1,0 +1,200 @@
+// .ward.toml: the workspace file may only narrow the policy.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "policy/loader.h"
+#include "policy_test_util.h"
+
+namespace ward::policy {
+namespace {
+
+using testing::ErrorOf;
+using ::testing::HasSubstr;
+using testing::MemFs;
+
+const std::string kFile = std::string(testing::kWorkspace) + "/.ward.toml";
+
+// The default profile plus limits, with `text` as the workspace file.
+Result<Policy> WithWorkspaceFile(const std::string& text, RunFlags flags = RunFlags()) {
+  MemFs fs;
+  fs.AddProfile("t", R"(extends = "builtin:default"
+[limits]
+memory = "8G"
+pids = 1000
+cpu = 4
+timeout = "1h"
+tmp_size = "1G"
+[network]
+allow = ["example.com"]
+)");
+  fs.AddWorkspaceFile(text);
+  flags.profile = "t";
+  return testing::Load(fs, flags);
+}
+
+void ExpectNarrowError(const Result<Policy>& r, int line, const char* key) {
+  ASSERT_FALSE(r.ok()) << key;
+  const std::string& m = r.status().message();
+  EXPECT_THAT(m, HasSubstr(kFile + ":" + std::to_string(line) + ": " + key)) << m;
+  EXPECT_THAT(m, HasSubstr("may only narrow")) << m;
+}
+
+TEST(WorkspaceFile, AbsentIsFine) {
+  MemFs fs;
+  Result<Policy> r = testing::Load(fs);
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_TRUE(std::none_of(r->sources.begin(), r->sources.end(),
+                           [](const ProfileSource& s) { return s.origin == "workspace"; }));
+  EXPECT_NE(std::find(fs.reads().begin(), fs.reads().end(), kFile), fs.reads().end());
+}
+
+TEST(WorkspaceFile, NarrowingKeysAreAccepted) {
+  Result<Policy> r = WithWorkspaceFile(R"([workspace]
+access = "read"
+[filesystem]
+deny = ["secrets", "~/.cache"]
+protected = ["Makefile"]
+[network]
+deny = ["example.com"]
+[limits]
+memory = "2G"
+pids = 100
+cpu = 1.5
+timeout = "10m"
+tmp_size = "1G"
+file_size = "100M"
+)");
+  // Relative deny paths are an error even here; fix and retry below.
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":4: filesystem.deny: relative path 'secrets'"));
+
+  r = WithWorkspaceFile(R"([workspace]
+access = "read"
+[filesystem]
+deny = ["/home/u/proj/secrets", "~/.cache"]
+protected = ["Makefile"]
+[network]
+deny = ["example.com"]
+[limits]
+memory = "2G"
+pids = 100
+cpu = 1.5
+timeout = "10m"
+tmp_size = "1G"
+file_size = "100M"
+)");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_EQ(r->workspace_access, Access::kRead);
+  EXPECT_EQ(r->workspace_origin.source, kFile);
+  EXPECT_EQ(r->deny.back().path, "/home/u/.cache");
+  EXPECT_EQ(r->deny.back().origin.source, kFile);
+  EXPECT_EQ(r->protected_paths.back().relpath, "Makefile");
+  EXPECT_EQ(r->network.deny.back().pattern, "example.com");
+  EXPECT_EQ(r->limits.memory_bytes, 2ull << 30);
+  EXPECT_EQ(r->limits.origins.at("memory").source, kFile);
+  EXPECT_EQ(r->limits.pids, 100u);
+  EXPECT_DOUBLE_EQ(*r->limits.cpu_cores, 1.5);
+  EXPECT_EQ(r->limits.timeout_ms, 600000u);
+  EXPECT_EQ(r->limits.tmp_size_bytes, 1ull << 30);     // equal is not wider
+  EXPECT_EQ(r->limits.file_size_bytes, 100ull << 20);  // unset before: any value narrows
+  const ProfileSource& last = r->sources.back();
+  EXPECT_EQ(last.origin, "workspace");
+  EXPECT_EQ(last.name, kFile);
+  EXPECT_EQ(last.sha256.size(), 64u);
+}
+
+TEST(WorkspaceFile, WorkspaceAccessOnlyNarrower) {
+  ASSERT_TRUE(WithWorkspaceFile("[workspace]\naccess = \"none\"\n").ok());
+  ASSERT_TRUE(WithWorkspaceFile("[workspace]\naccess = \"write\"\n").ok());  // equal
+  MemFs fs;
+  fs.AddProfile("ro", "[workspace]\naccess = \"read\"\n");
+  fs.AddWorkspaceFile("\n[workspace]\naccess = \"write\"\n");
+  RunFlags f;
+  f.profile = "ro";
+  Result<Policy> r = testing::Load(fs, f);
+  ExpectNarrowError(r, 3, "workspace.access");
+  EXPECT_THAT(ErrorOf(r), HasSubstr("wider than the effective access \"read\""));
+  fs.AddWorkspaceFile("[workspace]\naccess = \"read\"\n");
+  EXPECT_TRUE(testing::Load(fs, f).ok());
+}
+
+TEST(WorkspaceFile, EachWideningKeyIsRejected) {
+  struct Case {
+    const char* text;
+    int line;
+    const char* key;
+  };
+  const Case cases[] = {
+      {"[filesystem]\nread = [\"/srv\"]\n", 2, "filesystem.read"},
+      {"[filesystem]\nwrite = [\"~/.ssh\"]\n", 2, "filesystem.write"},
+      {"[filesystem]\nnested_repo_depth = 1\n", 2, "filesystem.nested_repo_depth"},
+      {"[network]\nallow = [\"evil.example.com\"]\n", 2, "network.allow"},
+      {"[env]\npass = [\"ANTHROPIC_API_KEY\"]\n", 1, "env"},
+      {"[credentials.x]\nfrom = \"env:X\"\nhosts = [\"evil\"]\n", 1, "credentials"},
+      {"[approvals]\nauto_allow_once = [\"*\"]\n", 1, "approvals"},
+      {"[sandbox]\nallow_degraded = [\"landlock\"]\n", 1, "sandbox"},
+      {"description = \"hi\"\n", 1, "description"},
+      {"\nextends = \"builtin:default\"\n", 2, "extends"},
+  };
+  for (const Case& c : cases) {
+    ExpectNarrowError(WithWorkspaceFile(c.text), c.line, c.key);
+  }
+  Result<Policy> ext = WithWorkspaceFile("extends = \"x\"\n");
+  EXPECT_THAT(ErrorOf(ext), HasSubstr("cannot extend profiles"));
+}
+
+TEST(WorkspaceFile, UnknownKeysAreErrorsWithTheNarrowingNote) {
+  Result<Policy> r = WithWorkspaceFile("\n\nlimitz = 1\n");
+  ExpectNarrowError(r, 3, "limitz");
+  EXPECT_THAT(ErrorOf(r), HasSubstr("did you mean 'limits'"));
+  ExpectNarrowError(WithWorkspaceFile("[filesystem]\nraed = []\n"), 2, "filesystem.raed");
+}
+
+TEST(WorkspaceFile, LimitsOnlyLower) {
+  struct Case {
+    const char* text;
+    const char* key;
+  };
+  const Case cases[] = {
+      {"[limits]\nmemory = \"16G\"\n", "limits.memory"},
+      {"[limits]\npids = 1001\n", "limits.pids"},
+      {"[limits]\ncpu = 4.5\n", "limits.cpu"},
+      {"[limits]\ntimeout = \"2h\"\n", "limits.timeout"},
+      {"[limits]\ntmp_size = 1073741825\n", "limits.tmp_size"},
+  };
+  for (const Case& c : cases) {
+    Result<Policy> r = WithWorkspaceFile(c.text);
+    ASSERT_FALSE(r.ok()) << c.key;
+    EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":2: " + c.key)) << c.key;
+    EXPECT_THAT(ErrorOf(r), HasSubstr("above the effective limit")) << c.key;
+    EXPECT_THAT(ErrorOf(r), HasSubstr("may only lower limits")) << c.key;
+    EXPECT_THAT(ErrorOf(r), HasSubstr(testing::ProfilePath("t"))) << c.key;  // names the source
+  }
+  // Validation still applies to narrowing values.
+  EXPECT_THAT(ErrorOf(WithWorkspaceFile("[limits]\nmemory = \"-1G\"\n")), HasSubstr("negative"));
+}
+
+TEST(WorkspaceFile, CommandLineComesAfterTheWorkspaceFile) {
+  // The user's own flags are applied last: they may raise a limit the workspace lowered.
+  RunFlags f;
+  f.memory = "4G";
+  Result<Policy> r = WithWorkspaceFile("[limits]\nmemory = \"2G\"\n", f);
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_EQ(r->limits.memory_bytes, 4ull << 30);
+  // The workspace's deny still beats a command-line write (deny beats everything).
+  f = RunFlags();
+  f.write = {"/home/u/proj/out"};
+  r = WithWorkspaceFile("[filesystem]\ndeny = [\"/home/u/proj/out\"]\n", f);
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_EQ(r->deny.back().path, "/home/u/proj/out");
+}
+
+TEST(WorkspaceFile, MalformedFileIsAnErrorNotIgnored) {
+  Result<Policy> r = WithWorkspaceFile("[limits\nmemory = 1\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":1: invalid TOML"));
+}
+
+}  // namespace
+}  // namespace ward::policy
