@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of the pure net parsers with clang (ASan + UBSan) straight from
+# their sources and runs each for a bounded time. Registered in ctest as fuzz.net.
+#
+#   tests/fuzz/run_fuzzers.sh [WORK_DIR]
+#
+# Environment: FUZZ_SECONDS (per target, default 5), FUZZ_TARGETS (names without _fuzzer,
+# default all), FUZZ_CXX (default clang++, then clang++-14), FUZZ_JOBS (parallel compiles,
+# default 2), FUZZ_MAX_LEN (default 20000 bytes).
+# Exit status: 0 clean, 1 a crash / sanitizer report / invariant failure / build error,
+# 77 no clang with libFuzzer here (ctest reports the test as skipped).
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+work=${1:-${TMPDIR:-/tmp}/ward-fuzz-net}
+seconds=${FUZZ_SECONDS:-5}
+jobs=${FUZZ_JOBS:-2}
+max_len=${FUZZ_MAX_LEN:-20000}
+
+# Only the pure code: no sockets, no policy library, nothing but these files.
+sources=(
+  src/common/status.cc
+  src/net/text_util.cc
+  src/net/addr.cc
+  src/net/idna.cc
+  src/net/egress_rules.cc
+  src/net/http_parser.cc
+  src/net/socks5.cc
+  src/net/tls_client_hello.cc
+  src/net/dns_message.cc
+)
+
+cxx=${FUZZ_CXX:-}
+if [ -z "$cxx" ]; then
+  for c in clang++ clang++-14; do
+    if command -v "$c" >/dev/null 2>&1; then cxx=$c; break; fi
+  done
+fi
+if [ -z "$cxx" ]; then
+  echo "fuzz.net: no clang++ found; skipping" >&2
+  exit 77
+fi
+
+mkdir -p "$work/obj" "$work/bin" "$work/corpus" "$work/artifacts" || exit 1
+san=(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+cxxflags=(-std=c++20 -O1 -g "${san[@]}" -I"$root/src" -I"$here" -Wall -Wextra)
+
+# Can this compiler link a fuzzer at all (libclang-rt-*-dev installed)?
+probe="$work/probe.cc"
+echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long) { return 0; }' \
+  >"$probe"
+if ! "$cxx" "${cxxflags[@]}" -fsanitize=fuzzer "$probe" -o "$work/probe" >"$work/probe.log" 2>&1
+then
+  echo "fuzz.net: $cxx cannot build libFuzzer targets (see $work/probe.log); skipping" >&2
+  exit 77
+fi
+
+# Rebuild an object when its source or any header it may include is newer.
+newest_header=$(ls -t "$root"/src/common/*.h "$root"/src/net/*.h "$root"/src/policy/policy.h \
+  "$here"/*.h "$0" 2>/dev/null | head -n1)
+needs_build() {  # target, sources...
+  local out=$1
+  shift
+  [ -e "$out" ] || return 0
+  [ "$newest_header" -nt "$out" ] && return 0
+  local s
+  for s in "$@"; do [ "$s" -nt "$out" ] && return 0; done
+  return 1
+}
+
+compile() {  # source object
+  if needs_build "$2" "$1"; then
+    "$cxx" "${cxxflags[@]}" -fsanitize=fuzzer-no-link -c "$1" -o "$2" 2>"$2.log" || {
+      cat "$2.log" >&2
+      return 1
+    }
+  fi
+}
+
+failed=0
+pids=()
+objects=()
+for s in "${sources[@]}"; do
+  o="$work/obj/$(echo "$s" | tr / _).o"
+  objects+=("$o")
+  compile "$root/$s" "$o" &
+  pids+=($!)
+  if [ ${#pids[@]} -ge "$jobs" ]; then
+    wait "${pids[0]}" || failed=1
+    pids=("${pids[@]:1}")
+  fi
+done
+for p in "${pids[@]}"; do wait "$p" || failed=1; done
+if [ $failed -ne 0 ]; then
+  echo "fuzz.net: building the net sources failed" >&2
+  exit 1
+fi
+
+targets=()
+if [ -n "${FUZZ_TARGETS:-}" ]; then
+  for t in $FUZZ_TARGETS; do targets+=("$t"); done
+else
+  for f in "$here"/*_fuzzer.cc; do
+    t=$(basename "$f" _fuzzer.cc)
+    targets+=("$t")
+  done
+fi
+
+for t in "${targets[@]}"; do
+  src="$here/${t}_fuzzer.cc"
+  bin="$work/bin/${t}_fuzzer"
+  if [ ! -f "$src" ]; then
+    echo "fuzz.net: no such target: $t" >&2
+    exit 1
+  fi
+  if needs_build "$bin" "$src" "${objects[@]}"; then
+    "$cxx" "${cxxflags[@]}" -fsanitize=fuzzer "$src" "${objects[@]}" -o "$bin" || {
+      echo "fuzz.net: building $t failed" >&2
+      exit 1
+    }
+  fi
+done
+
+for t in "${targets[@]}"; do
+  corpus="$work/corpus/$t"
+  mkdir -p "$corpus"
+  seeds=()
+  [ -d "$here/corpus/$t" ] && seeds=("$here/corpus/$t")
+  log="$work/$t.log"
+  # New inputs go to the work corpus (first directory); the committed seeds stay untouched.
+  if "$work/bin/${t}_fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -max_len="$max_len" -print_final_stats=1 -artifact_prefix="$work/artifacts/$t-" \
+    "$corpus" "${seeds[@]}" >"$log" 2>&1; then
+    runs=$(grep -m1 '^stat::number_of_executed_units' "$log" | awk '{print $2}')
+    echo "fuzz.net: $t ok (${runs:-?} runs in ${seconds}s)"
+  else
+    failed=1
+    echo "fuzz.net: $t FAILED; log $log, artifacts $work/artifacts/$t-*" >&2
+    tail -n 40 "$log" >&2
+  fi
+done
+exit $failed
