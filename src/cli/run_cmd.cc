@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/run_options.h"
+#include "common/trace.h"
 #include "policy/env.h"
 #include "supervisor/run.h"
 
@@ -54,6 +55,7 @@ int RunCommand(RunCommandOptions& opts) {
     out.exit_code = 125;
     out.message = pol.status().ToString();
   } else {
+    TraceMark("policy loaded");
     supervisor::RunRequest req;
     req.policy = std::move(pol).value();
     req.argv = opts.command;

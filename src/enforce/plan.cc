@@ -127,6 +127,10 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
                              "): /proc and /dev are the sandbox's own and cannot be bound");
     }
     if (const policy::DenyRule* d = FindDeny(policy, path)) {
+      if (!r.optional) {
+        return InvalidArgument(path + " (" + r.origin.ToString() + ") is denied by " +
+                               d->origin.ToString() + " (deny wins over every other rule)");
+      }
       notes->skipped.push_back(path + ": denied by " + d->origin.ToString());
       continue;
     }
@@ -160,6 +164,27 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     b.why = "workspace";
     binds[ws] = b;
     if (NormalizePath(policy.workspace) != ws) symlinks.push_back({NormalizePath(policy.workspace), ws});
+  }
+
+  // A bind inside another bind of the same host tree with the same access adds nothing (the
+  // paths are identical inside and out): drop it, every mount costs start-up time.
+  for (auto it = binds.begin(); it != binds.end();) {
+    bool redundant = false;
+    for (const auto& [t, b] : binds) {
+      if (t != it->first && PathIsWithin(it->first, t) && b.writable == it->second.writable &&
+          b.is_dir) {
+        // Unless something between them changes the access (a nested bind of the other kind).
+        bool interposed = false;
+        for (const auto& [t2, b2] : binds) {
+          if (t2 != t && t2 != it->first && PathIsWithin(t2, t) && PathIsWithin(it->first, t2) &&
+              b2.writable != b.writable) {
+            interposed = true;
+          }
+        }
+        if (!interposed) redundant = true;
+      }
+    }
+    it = redundant ? binds.erase(it) : std::next(it);
   }
 
   uint64_t tmp_size = policy.limits.tmp_size_bytes.value_or(0);

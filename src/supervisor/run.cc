@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "common/linux.h"
+#include "common/trace.h"
 #include "enforce/control.h"
 #include "enforce/launcher.h"
 #include "enforce/probe.h"
@@ -100,6 +101,7 @@ class Session {
   void Handle(const enforce::ControlMsg& m, UniqueFd fd) {
     switch (m.type) {
       case enforce::MsgType::kMounted:
+        TraceMark("root built");
         out_->mounts = m.report;
         break;
       case enforce::MsgType::kFd:
@@ -121,6 +123,7 @@ class Session {
                              {"detail", m.error.detail}});
         break;
       case enforce::MsgType::kStarted:
+        TraceMark("command started");
         started_ = true;
         Emit("exec", {{"argv", req_.argv}, {"pid_inside", m.value}});
         break;
@@ -210,6 +213,7 @@ class Session {
   }
 
   void OnInitExit() {
+    TraceMark("sandbox exited");
     siginfo_t si = {};
     waitid(P_PIDFD, sb_.pidfd.get(), &si, WEXITED);
     init_exited_ = true;
@@ -296,6 +300,7 @@ Outcome Run(const RunRequest& req) {
   Outcome out;
   auto start = Clock::now();
   enforce::KernelFeatures features = enforce::ProbeKernel(/*probe_user_ns=*/false);
+  TraceMark("kernel probed");
   TerminalState term;
   term.Capture();
   enforce::PlanInput input;
@@ -309,6 +314,7 @@ Outcome Run(const RunRequest& req) {
     out.message = plan.status().ToString();
     return out;
   }
+  TraceMark("planned (seccomp compiled)");
   plan->has_termios = term.termios(&plan->termios);
   plan->has_winsize = term.winsize(&plan->winsize);
 
@@ -321,6 +327,7 @@ Outcome Run(const RunRequest& req) {
     out.message = sb.status().ToString();
     return out;
   }
+  TraceMark("cloned");
   {
     Session session(req, std::move(sb).value(), *plan, &term, &out);
     session.Serve();

@@ -99,6 +99,7 @@ void PlantCanaryHome(const std::string& home) {
   MakeDirs(home + "/.config/gh", 0700);
   WriteFile(home + "/.config/gh/hosts.yml", std::string("oauth_token: ") + kCanarySecret + "\n",
             0600);
+  WriteFile(home + "/notes.txt", std::string("private notes ") + kCanarySecret + "\n", 0600);
   WriteFile(home + "/.gitconfig", "[user]\n\tname = Ward Test\n\temail = test@ward.invalid\n");
 }
 

@@ -1,2 +1,437 @@
-/* placeholder, replaced by the probe verbs */
-int main(void) { return 0; }
+/* ward-probe: one small static program, one verb per behaviour, run inside sandboxes by the
+ * integration and escape tests. Each verb attempts one thing and prints exactly one line:
+ *   "ok [detail]"            exit 0: the attempt succeeded
+ *   "err ENAME [detail]"     exit 1: it failed with errno ENAME
+ * Usage errors exit 2. The tests assert the exact errno, and pair every denial with a
+ * positive control that proves the probe can see the thing succeed. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/io_uring.h>
+#include <linux/keyctl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+static const char* ErrName(int e) {
+  switch (e) {
+#define E(x) case x: return #x;
+    E(EPERM) E(ENOENT) E(ESRCH) E(EINTR) E(EIO) E(ENXIO) E(E2BIG) E(ENOEXEC) E(EBADF)
+    E(ECHILD) E(EAGAIN) E(ENOMEM) E(EACCES) E(EFAULT) E(EBUSY) E(EEXIST) E(EXDEV)
+    E(ENODEV) E(ENOTDIR) E(EISDIR) E(EINVAL) E(ENFILE) E(EMFILE) E(ENOTTY) E(ETXTBSY)
+    E(EFBIG) E(ENOSPC) E(ESPIPE) E(EROFS) E(EMLINK) E(EPIPE) E(ERANGE) E(ENAMETOOLONG)
+    E(ENOSYS) E(ENOTEMPTY) E(ELOOP) E(ENOTSOCK) E(EPROTONOSUPPORT) E(EOPNOTSUPP)
+    E(EAFNOSUPPORT) E(EADDRINUSE) E(EADDRNOTAVAIL) E(ENETDOWN) E(ENETUNREACH)
+    E(ECONNRESET) E(EISCONN) E(ENOTCONN) E(ETIMEDOUT) E(ECONNREFUSED) E(EHOSTUNREACH)
+    E(EALREADY) E(EINPROGRESS) E(EDQUOT) E(ENOKEY) E(EKEYREJECTED) E(ESOCKTNOSUPPORT)
+#undef E
+    default: return "EUNKNOWN";
+  }
+}
+
+static int Ok(const char* detail) {
+  printf("ok%s%s\n", detail && *detail ? " " : "", detail ? detail : "");
+  return 0;
+}
+static int Err(int e, const char* detail) {
+  printf("err %s%s%s\n", ErrName(e), detail && *detail ? " " : "", detail ? detail : "");
+  return 1;
+}
+static int Result(long rc, const char* detail) { return rc < 0 ? Err(errno, detail) : Ok(detail); }
+
+static int Connect(int family, const char* host, int port, int type, int timeout_ms) {
+  struct sockaddr_storage ss;
+  socklen_t len;
+  memset(&ss, 0, sizeof ss);
+  if (family == AF_INET6) {
+    struct sockaddr_in6* a = (struct sockaddr_in6*)&ss;
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(port);
+    if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1) return Err(EINVAL, "address");
+    len = sizeof *a;
+  } else {
+    struct sockaddr_in* a = (struct sockaddr_in*)&ss;
+    a->sin_family = AF_INET;
+    a->sin_port = htons(port);
+    if (inet_pton(AF_INET, host, &a->sin_addr) != 1) return Err(EINVAL, "address");
+    len = sizeof *a;
+  }
+  int fd = socket(family, type | SOCK_CLOEXEC | (type == SOCK_STREAM ? SOCK_NONBLOCK : 0), 0);
+  if (fd < 0) return Err(errno, "socket");
+  if (type == SOCK_DGRAM) {
+    ssize_t n = sendto(fd, "x", 1, 0, (struct sockaddr*)&ss, len);
+    return n < 0 ? Err(errno, "sendto") : Ok("sent");
+  }
+  if (connect(fd, (struct sockaddr*)&ss, len) == 0) return Ok("connected");
+  if (errno != EINPROGRESS) return Err(errno, "connect");
+  struct pollfd p = {fd, POLLOUT, 0};
+  if (poll(&p, 1, timeout_ms) <= 0) return Err(ETIMEDOUT, "connect");
+  int soerr = 0;
+  socklen_t sl = sizeof soerr;
+  getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+  if (soerr) return Err(soerr, "connect");
+  return Ok("connected");
+}
+
+/* Scans every /proc/<pid>/{environ,cmdline} it can read for a needle. */
+static int ScanProc(const char* needle) {
+  DIR* d = opendir("/proc");
+  if (!d) return Err(errno, "/proc");
+  struct dirent* e;
+  int found = 0, readable = 0;
+  char where[320] = "";
+  while ((e = readdir(d))) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const char* files[] = {"environ", "cmdline"};
+    for (int i = 0; i < 2; ++i) {
+      /* Our own argv carries the needle; our own environment is fair game. */
+      if (i == 1 && atoi(e->d_name) == getpid()) continue;
+      char path[300];
+      snprintf(path, sizeof path, "/proc/%s/%s", e->d_name, files[i]);
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      char buf[65536];
+      ssize_t n = read(fd, buf, sizeof buf - 1);
+      close(fd);
+      if (n < 0) continue;
+      ++readable;
+      buf[n] = 0;
+      for (ssize_t j = 0; j < n; ++j) if (buf[j] == 0) buf[j] = '\n';
+      if (strstr(buf, needle)) {
+        found = 1;
+        snprintf(where, sizeof where, "%s", path);
+      }
+    }
+  }
+  closedir(d);
+  char detail[400];
+  snprintf(detail, sizeof detail, "readable=%d%s%.300s", readable, found ? " found=" : "", where);
+  return found ? Ok(detail) : Err(ENOENT, detail);
+}
+
+static int ListFds(void) {
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return Err(errno, "/proc/self/fd");
+  char out[1024] = "";
+  struct dirent* e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    int fd = atoi(e->d_name);
+    if (fd == dirfd(d)) continue;
+    char link[300] = "", target[256] = "";
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0) target[n] = 0;
+    char item[320];
+    snprintf(item, sizeof item, "%s%d=%s", out[0] ? "," : "", fd, target);
+    strncat(out, item, sizeof out - strlen(out) - 1);
+  }
+  closedir(d);
+  return Ok(out);
+}
+
+static int Caps(void) {
+  FILE* f = fopen("/proc/self/status", "r");
+  if (!f) return Err(errno, "status");
+  char line[256], out[512] = "";
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "Cap", 3) == 0 || strncmp(line, "NoNewPrivs", 10) == 0 ||
+        strncmp(line, "Seccomp:", 8) == 0 || strncmp(line, "Groups", 6) == 0) {
+      line[strcspn(line, "\n")] = 0;
+      for (char* p = line; *p; ++p) if (*p == '\t') *p = ' ';
+      strncat(out, line, sizeof out - strlen(out) - 2);
+      strcat(out, ";");
+    }
+  }
+  fclose(f);
+  return Ok(out);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: ward-probe VERB [ARGS...]\n");
+    return 2;
+  }
+  const char* v = argv[1];
+  const char* a1 = argc > 2 ? argv[2] : NULL;
+  const char* a2 = argc > 3 ? argv[3] : NULL;
+#define NEED(n) do { if (argc < 2 + (n)) { fprintf(stderr, "%s: missing argument\n", v); return 2; } } while (0)
+  if (!strcmp(v, "read")) {
+    NEED(1);
+    int fd = open(a1, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Err(errno, "open");
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    if (n < 0) return Err(errno, "read");
+    buf[n] = 0;
+    for (ssize_t i = 0; i < n; ++i) if (buf[i] == '\n') buf[i] = ' ';
+    return Ok(buf);
+  }
+  if (!strcmp(v, "stat")) { NEED(1); struct stat st; return Result(lstat(a1, &st), a1); }
+  if (!strcmp(v, "access")) { NEED(1); return Result(access(a1, F_OK), a1); }
+  if (!strcmp(v, "ls")) {
+    NEED(1);
+    DIR* d = opendir(a1);
+    if (!d) return Err(errno, a1);
+    char out[2048] = "";
+    struct dirent* e;
+    while ((e = readdir(d))) {
+      if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
+      if (out[0]) strncat(out, ",", sizeof out - strlen(out) - 1);
+      strncat(out, e->d_name, sizeof out - strlen(out) - 1);
+    }
+    closedir(d);
+    return Ok(out);
+  }
+  if (!strcmp(v, "write")) {
+    NEED(1);
+    int fd = open(a1, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Err(errno, "open");
+    const char* data = a2 ? a2 : "x";
+    return Result(write(fd, data, strlen(data)), "write");
+  }
+  if (!strcmp(v, "append")) {
+    NEED(1);
+    int fd = open(a1, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0) return Err(errno, "open");
+    return Result(write(fd, "x", 1), "write");
+  }
+  if (!strcmp(v, "truncate")) { NEED(1); return Result(truncate(a1, 0), a1); }
+  if (!strcmp(v, "mkdir")) { NEED(1); return Result(mkdir(a1, 0755), a1); }
+  if (!strcmp(v, "rmdir")) { NEED(1); return Result(rmdir(a1), a1); }
+  if (!strcmp(v, "unlink")) { NEED(1); return Result(unlink(a1), a1); }
+  if (!strcmp(v, "symlink")) { NEED(2); return Result(symlink(a1, a2), a2); }
+  if (!strcmp(v, "link")) { NEED(2); return Result(link(a1, a2), a2); }
+  if (!strcmp(v, "rename")) { NEED(2); return Result(rename(a1, a2), a2); }
+  if (!strcmp(v, "chmod")) { NEED(2); return Result(chmod(a1, strtol(a2, NULL, 8)), a1); }
+  if (!strcmp(v, "mknod-fifo")) { NEED(1); return Result(mknod(a1, S_IFIFO | 0644, 0), a1); }
+  if (!strcmp(v, "mknod-char")) { NEED(1); return Result(mknod(a1, S_IFCHR | 0666, makedev(1, 3)), a1); }
+  if (!strcmp(v, "exec")) {
+    NEED(1);
+    execv(a1, argv + 2);
+    return Err(errno, a1);
+  }
+  if (!strcmp(v, "connect")) { NEED(2); return Connect(strchr(a1, ':') ? AF_INET6 : AF_INET, a1, atoi(a2), SOCK_STREAM, 3000); }
+  if (!strcmp(v, "udp")) { NEED(2); return Connect(strchr(a1, ':') ? AF_INET6 : AF_INET, a1, atoi(a2), SOCK_DGRAM, 0); }
+  if (!strcmp(v, "bind")) {
+    NEED(1);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Err(errno, "socket");
+    struct sockaddr_in sa = {0};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(atoi(a1));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return Result(bind(fd, (struct sockaddr*)&sa, sizeof sa), "bind");
+  }
+  if (!strcmp(v, "icmp")) {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_ICMP);
+    if (fd < 0) return Err(errno, "socket");
+    return Ok("socket");
+  }
+  if (!strcmp(v, "raw")) { int fd = socket(AF_INET, SOCK_RAW, IPPROTO_ICMP); return Result(fd, "socket"); }
+  if (!strcmp(v, "socket")) {
+    NEED(1);
+    int fam = atoi(a1);
+    return Result(socket(fam, SOCK_DGRAM | SOCK_CLOEXEC, 0), "socket");
+  }
+  if (!strcmp(v, "netlink")) { return Result(socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0), "socket"); }
+  if (!strcmp(v, "abstract-connect")) {
+    NEED(1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {0};
+    sa.sun_family = AF_UNIX;
+    size_t n = strlen(a1);
+    if (n > sizeof sa.sun_path - 2) return Err(EINVAL, "name");
+    memcpy(sa.sun_path + 1, a1, n);
+    return Result(connect(fd, (struct sockaddr*)&sa, offsetof(struct sockaddr_un, sun_path) + 1 + n), "connect");
+  }
+  if (!strcmp(v, "unix-connect")) {
+    NEED(1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {0};
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", a1);
+    return Result(connect(fd, (struct sockaddr*)&sa, sizeof sa), "connect");
+  }
+  if (!strcmp(v, "ptrace-parent")) {
+    pid_t pp = getppid();
+    return Result(ptrace(PTRACE_ATTACH, pp, 0, 0), "attach");
+  }
+  if (!strcmp(v, "ptrace")) { NEED(1); return Result(ptrace(PTRACE_ATTACH, atoi(a1), 0, 0), "attach"); }
+  if (!strcmp(v, "ptrace-child")) {
+    /* Positive-control shape: attach to our own child (allowed by the kernel without seccomp). */
+    pid_t c = fork();
+    if (c == 0) { pause(); _exit(0); }
+    long rc = ptrace(PTRACE_ATTACH, c, 0, 0);
+    int e = errno;
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    errno = e;
+    return Result(rc, "attach child");
+  }
+  if (!strcmp(v, "vmread")) {
+    NEED(1);
+    char buf[16];
+    struct iovec l = {buf, sizeof buf}, r = {(void*)0x400000, sizeof buf};
+    return Result(process_vm_readv(atoi(a1), &l, 1, &r, 1, 0), "process_vm_readv");
+  }
+  if (!strcmp(v, "proc-mem")) {
+    NEED(1);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%s/mem", a1);
+    return Result(open(path, O_RDONLY | O_CLOEXEC), path);
+  }
+  if (!strcmp(v, "kill")) { NEED(2); return Result(kill(atoi(a1), atoi(a2)), "kill"); }
+  if (!strcmp(v, "tiocsti")) {
+    int fd = a1 ? open(a1, O_RDWR | O_CLOEXEC) : 0;
+    if (fd < 0) return Err(errno, "open");
+    char c = 'x';
+    return Result(ioctl(fd, TIOCSTI, &c), "TIOCSTI");
+  }
+  if (!strcmp(v, "tiocsti-high")) {
+    char c = 'x';
+    return Result(syscall(SYS_ioctl, 0, (unsigned long)TIOCSTI | (1UL << 32), &c), "TIOCSTI|1<<32");
+  }
+  if (!strcmp(v, "tiocgwinsz")) {
+    struct winsize ws;
+    return Result(ioctl(0, TIOCGWINSZ, &ws), "TIOCGWINSZ");
+  }
+  if (!strcmp(v, "isatty")) {
+    char d[64];
+    snprintf(d, sizeof d, "%d%d%d", isatty(0), isatty(1), isatty(2));
+    return Ok(d);
+  }
+  if (!strcmp(v, "dev-tty")) { return Result(open("/dev/tty", O_RDWR | O_CLOEXEC), "/dev/tty"); }
+  if (!strcmp(v, "userns")) { return Result(unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)"); }
+  if (!strcmp(v, "mountns")) { return Result(unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)"); }
+  if (!strcmp(v, "clone-userns")) {
+    long rc = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+    if (rc == 0) _exit(0);
+    if (rc > 0) waitpid(rc, NULL, 0);
+    return Result(rc, "clone(CLONE_NEWUSER)");
+  }
+  if (!strcmp(v, "clone3")) {
+    struct { uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls; } args = {0};
+    args.exit_signal = SIGCHLD;
+    long rc = syscall(SYS_clone3, &args, sizeof args);
+    if (rc == 0) _exit(0);
+    if (rc > 0) waitpid(rc, NULL, 0);
+    return Result(rc, "clone3");
+  }
+  if (!strcmp(v, "fork")) {
+    pid_t c = fork();
+    if (c == 0) _exit(0);
+    if (c > 0) waitpid(c, NULL, 0);
+    return Result(c, "fork");
+  }
+  if (!strcmp(v, "io_uring")) {
+    struct io_uring_params p;
+    memset(&p, 0, sizeof p);
+    return Result(syscall(SYS_io_uring_setup, 4, &p), "io_uring_setup");
+  }
+  if (!strcmp(v, "bpf")) { return Result(syscall(SYS_bpf, 0, NULL, 0), "bpf"); }
+  if (!strcmp(v, "perf")) { return Result(syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0), "perf_event_open"); }
+  if (!strcmp(v, "keyctl")) { return Result(syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 0), "keyctl"); }
+  if (!strcmp(v, "add_key")) { return Result(syscall(SYS_add_key, "user", "ward", "x", 1, KEY_SPEC_PROCESS_KEYRING), "add_key"); }
+  if (!strcmp(v, "userfaultfd")) { return Result(syscall(SYS_userfaultfd, 0), "userfaultfd"); }
+  if (!strcmp(v, "mount")) { return Result(mount("none", "/tmp", "tmpfs", 0, NULL), "mount"); }
+  if (!strcmp(v, "umount")) { NEED(1); return Result(umount2(a1, MNT_DETACH), "umount"); }
+  if (!strcmp(v, "chroot")) { return Result(chroot("/tmp"), "chroot"); }
+  if (!strcmp(v, "pivot_root")) { return Result(syscall(SYS_pivot_root, "/tmp", "/tmp"), "pivot_root"); }
+  if (!strcmp(v, "setns")) {
+    int fd = open("/proc/1/ns/net", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Err(errno, "open ns");
+    return Result(setns(fd, 0), "setns");
+  }
+  if (!strcmp(v, "syslog")) { char b[16]; return Result(syscall(SYS_syslog, 3, b, sizeof b), "syslog"); }
+  if (!strcmp(v, "personality")) { NEED(1); return Result(personality(strtoul(a1, NULL, 0)), "personality"); }
+  if (!strcmp(v, "open_by_handle_at")) { return Result(syscall(SYS_open_by_handle_at, AT_FDCWD, NULL, 0), "open_by_handle_at"); }
+  if (!strcmp(v, "reboot")) { return Result(syscall(SYS_reboot, 0, 0, 0, NULL), "reboot"); }
+  if (!strcmp(v, "sethostname")) { return Result(sethostname("evil", 4), "sethostname"); }
+  if (!strcmp(v, "hostname")) { char h[256] = ""; gethostname(h, sizeof h); return Ok(h); }
+  if (!strcmp(v, "fds")) return ListFds();
+  if (!strcmp(v, "caps")) return Caps();
+  if (!strcmp(v, "id")) {
+    char out[512];
+    gid_t groups[64];
+    int n = getgroups(64, groups);
+    int off = snprintf(out, sizeof out, "uid=%d gid=%d euid=%d groups=", getuid(), getgid(), geteuid());
+    for (int i = 0; i < n && off < (int)sizeof out - 16; ++i) off += snprintf(out + off, sizeof out - off, "%s%d", i ? "," : "", groups[i]);
+    return Ok(out);
+  }
+  if (!strcmp(v, "getenv")) { NEED(1); const char* e = getenv(a1); return e ? Ok(e) : Err(ENOENT, a1); }
+  if (!strcmp(v, "scan-proc")) { NEED(1); return ScanProc(a1); }
+  if (!strcmp(v, "rlimit-core")) {
+    struct rlimit rl;
+    getrlimit(RLIMIT_CORE, &rl);
+    char d[64];
+    snprintf(d, sizeof d, "soft=%llu hard=%llu", (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max);
+    return Ok(d);
+  }
+  if (!strcmp(v, "raise-core")) {
+    struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+    return Result(setrlimit(RLIMIT_CORE, &rl), "setrlimit");
+  }
+  if (!strcmp(v, "setuid0")) { return Result(setuid(0) == 0 && getuid() == 0 && geteuid() == 0 ? 0 : -1, "setuid"); }
+  if (!strcmp(v, "daemon")) {
+    /* Leaves a double-forked, session-detached process behind that ignores SIGTERM/SIGHUP and
+     * carries the marker in its argv so the host can look for it. */
+    NEED(1);
+    pid_t c = fork();
+    if (c == 0) {
+      setsid();
+      if (fork() == 0) {
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGHUP, SIG_IGN);
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        char* sargs[] = {argv[0], "sleep", "300", (char*)a1, NULL};
+        execv(argv[0], sargs);
+        _exit(1);
+      }
+      _exit(0);
+    }
+    waitpid(c, NULL, 0);
+    return Ok("spawned");
+  }
+  if (!strcmp(v, "sleep")) { NEED(1); sleep(atoi(a1)); return Ok("slept"); }
+  if (!strcmp(v, "exit")) { NEED(1); return atoi(a1); }
+  if (!strcmp(v, "signal-self")) { NEED(1); kill(getpid(), atoi(a1)); pause(); return 1; }
+  if (!strcmp(v, "proc-write")) {
+    NEED(2);
+    int fd = open(a1, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Err(errno, "open");
+    return Result(write(fd, a2, strlen(a2)), "write");
+  }
+  if (!strcmp(v, "pidns")) {
+    char d[64];
+    snprintf(d, sizeof d, "pid=%d ppid=%d", getpid(), getppid());
+    return Ok(d);
+  }
+  fprintf(stderr, "unknown verb %s\n", v);
+  return 2;
+}

@@ -1,0 +1,207 @@
+// The filesystem view: a root built from nothing, a private HOME and /tmp, protected paths.
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+namespace ward::test {
+namespace {
+
+class FilesystemTest : public SandboxTest {};
+
+TEST_F(FilesystemTest, CanarySecretsInHomeAreInvisible) {
+  for (const char* rel : {".ssh/id_ed25519", ".aws/credentials", ".netrc", ".git-credentials",
+                          ".config/gh/hosts.yml", "notes.txt"}) {
+    std::string path = home_ + "/" + rel;
+    RunResult r = Probe({"read", path});
+    EXPECT_EQ(r.out, "err ENOENT open\n") << rel;
+    r = Probe({"stat", path});
+    EXPECT_EQ(r.out, "err ENOENT " + path + "\n") << rel;  // not even its existence leaks
+  }
+  // Positive control: the probe can read a HOME file when the policy names it.
+  std::string notes = home_ + "/notes.txt";
+  RunResult r = Probe({"read", notes}, {"-r", notes});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(kCanarySecret), std::string::npos);
+  // Naming a denied secret explicitly is refused, not silently ignored.
+  r = Probe({"read", home_ + "/.ssh/id_ed25519"}, {"-r", home_ + "/.ssh/id_ed25519"});
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("denied"), std::string::npos) << r.err;
+}
+
+TEST_F(FilesystemTest, ProfileSelectedHomeFileIsReadOnly) {
+  RunResult r = Probe({"read", home_ + "/.gitconfig"});
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("Ward Test"), std::string::npos);
+  r = Probe({"append", home_ + "/.gitconfig"});
+  EXPECT_EQ(r.out, "err EROFS open\n");
+}
+
+TEST_F(FilesystemTest, WritesOutsideWritableRootsFailAndLeaveNothing) {
+  RunResult r = Probe({"write", "/usr/ward-canary"});
+  EXPECT_EQ(r.out, "err EROFS open\n");
+  r = Probe({"write", "/ward-canary"});
+  EXPECT_EQ(r.out, "err EROFS open\n");
+  r = Probe({"write", "/etc/ward-canary"});
+  EXPECT_EQ(r.out, "err EROFS open\n");
+  // HOME and /tmp are private: writes succeed inside and never reach the host.
+  r = Probe({"write", home_ + "/.bashrc", "evil"});
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_FALSE(PathExists(home_ + "/.bashrc"));
+  std::string host_tmp = root_->path() + "/tmp-canary";
+  r = Probe({"write", host_tmp});
+  EXPECT_EQ(r.status, 0) << r.out;  // the fixture dir lies in the private /tmp inside
+  EXPECT_FALSE(PathExists(host_tmp));
+  // Positive control: the workspace is writable and the write reaches the host.
+  r = Probe({"write", ws_ + "/out.txt", "data"});
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(ReadFile(ws_ + "/out.txt"), "data");
+}
+
+TEST_F(FilesystemTest, ExtraWritableAndReadOnlyPaths) {
+  std::string extra = root_->path() + "/extra";
+  MakeDirs(extra);
+  RunResult r = Probe({"write", extra + "/f"}, {"-w", extra});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(PathExists(extra + "/f"));
+  r = Probe({"write", extra + "/g"}, {"-r", extra});
+  EXPECT_EQ(r.out, "err EROFS open\n");
+  r = Probe({"read", extra + "/f"}, {"-r", extra});
+  EXPECT_EQ(r.status, 0);
+}
+
+TEST_F(FilesystemTest, DenyHidesInsideTheWorkspace) {
+  MakeDirs(ws_ + "/secrets");
+  WriteFile(ws_ + "/secrets/token", kCanarySecret);
+  RunResult r = Probe({"read", ws_ + "/secrets/token"}, {"--deny", ws_ + "/secrets"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(r.out.find(kCanarySecret), std::string::npos);
+  r = Probe({"read", ws_ + "/secrets/token"});  // positive control
+  EXPECT_NE(r.out.find(kCanarySecret), std::string::npos);
+}
+
+TEST_F(FilesystemTest, SystemCredentialFilesAreMasked) {
+  RunResult r = Probe({"read", "/etc/shadow"});
+  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(r.out.find("root:"), std::string::npos);
+  r = Probe({"read", "/etc/passwd"});  // positive control
+  EXPECT_NE(r.out.find("root:"), std::string::npos);
+}
+
+TEST_F(FilesystemTest, NoSysAndMinimalDev) {
+  EXPECT_EQ(Probe({"stat", "/sys"}).out, "err ENOENT /sys\n");
+  RunResult r = Probe({"ls", "/dev"});
+  ASSERT_EQ(r.status, 0);
+  for (const char* want : {"null", "zero", "full", "random", "urandom", "tty", "pts", "ptmx",
+                           "shm"}) {
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << " in " << r.out;
+  }
+  for (const char* absent : {"sda", "vda", "mem", "kmsg", "kvm", "console", "vcs"}) {
+    EXPECT_EQ(r.out.find(std::string(absent) + ","), std::string::npos) << absent << " in " << r.out;
+  }
+  EXPECT_EQ(Probe({"write", "/dev/null"}).status, 0);
+}
+
+TEST_F(FilesystemTest, HostUnixSocketsAreUnreachable) {
+  // A listener on the host in /tmp (like an ssh-agent or X11 socket).
+  std::string sock = root_->path() + "/agent.sock";
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  struct sockaddr_un sa = {};
+  sa.sun_family = AF_UNIX;
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock.c_str());
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  ASSERT_EQ(listen(fd, 4), 0);
+  RunResult r = Probe({"unix-connect", sock});
+  EXPECT_EQ(r.out, "err ENOENT connect\n");
+  // Positive control: the same probe outside the sandbox connects.
+  RunResult outside = RunProgram({ProbeBin(), "unix-connect", sock});
+  EXPECT_EQ(outside.out, "ok connect\n");
+  close(fd);
+}
+
+TEST_F(FilesystemTest, ProtectedPathsAreReadOnlyAndNotCreatable) {
+  MakeDirs(ws_ + "/.git/hooks");
+  WriteFile(ws_ + "/.git/config", "[core]\n");
+  WriteFile(ws_ + "/.vscode-placeholder", "");
+  RunResult r = Probe({"write", ws_ + "/.git/hooks/pre-commit"});
+  EXPECT_EQ(r.out, "err EROFS open\n");
+  r = Probe({"append", ws_ + "/.git/config"});
+  EXPECT_EQ(r.out, "err EROFS open\n");
+  EXPECT_EQ(ReadFile(ws_ + "/.git/config"), "[core]\n");
+  // Absent protected names cannot be created, by any route.
+  EXPECT_EQ(Probe({"write", ws_ + "/.envrc"}).out, "err EROFS open\n");
+  EXPECT_EQ(Probe({"mkdir", ws_ + "/.vscode"}).out, "err EROFS " + ws_ + "/.vscode\n");
+  EXPECT_EQ(Probe({"symlink", "x", ws_ + "/.mcp.json"}).out, "err EROFS " + ws_ + "/.mcp.json\n");
+  EXPECT_EQ(Probe({"rename", ws_ + "/.vscode-placeholder", ws_ + "/.idea"}).out,
+            "err EROFS " + ws_ + "/.idea\n");
+  EXPECT_FALSE(PathExists(ws_ + "/.envrc"));
+  EXPECT_FALSE(PathExists(ws_ + "/.vscode"));
+  EXPECT_FALSE(PathExists(ws_ + "/.mcp.json"));
+  EXPECT_FALSE(PathExists(ws_ + "/.idea"));
+  // A symlink planted in the workspace cannot be used to create the protected name.
+  ASSERT_EQ(symlink(".envrc", (ws_ + "/innocent").c_str()), 0);
+  EXPECT_EQ(Probe({"write", ws_ + "/innocent"}).out, "err EROFS open\n");
+  EXPECT_FALSE(PathExists(ws_ + "/.envrc"));
+  // The protection cannot be carried away by renaming or removing what contains it.
+  EXPECT_EQ(Probe({"rename", ws_ + "/.git", ws_ + "/moved"}).out, "err EBUSY " + ws_ + "/moved\n");
+  EXPECT_EQ(Probe({"rename", ws_ + "/.git/hooks", ws_ + "/.git/h2"}).out,
+            "err EBUSY " + ws_ + "/.git/h2\n");
+  EXPECT_TRUE(PathExists(ws_ + "/.git/hooks"));
+  // Positive controls: ordinary files, directories, links and renames work.
+  EXPECT_EQ(Probe({"write", ws_ + "/src.c"}).status, 0);
+  EXPECT_EQ(Probe({"mkdir", ws_ + "/build"}).status, 0);
+  EXPECT_EQ(Probe({"symlink", "src.c", ws_ + "/link.c"}).status, 0);
+  EXPECT_EQ(Probe({"rename", ws_ + "/src.c", ws_ + "/main.c"}).status, 0);
+  EXPECT_TRUE(PathExists(ws_ + "/main.c"));
+  EXPECT_EQ(Probe({"write", ws_ + "/.git/index"}).status, 0);  // the rest of .git is writable
+}
+
+TEST_F(FilesystemTest, NestedRepositoriesAreProtected) {
+  MakeDirs(ws_ + "/vendor/lib/.git/hooks");
+  WriteFile(ws_ + "/vendor/lib/.git/config", "[core]\n");
+  EXPECT_EQ(Probe({"write", ws_ + "/vendor/lib/.git/hooks/post-checkout"}).out, "err EROFS open\n");
+  EXPECT_EQ(Probe({"append", ws_ + "/vendor/lib/.git/config"}).out, "err EROFS open\n");
+  EXPECT_EQ(Probe({"write", ws_ + "/vendor/lib/.envrc"}).out, "err EROFS open\n");
+  EXPECT_EQ(Probe({"write", ws_ + "/vendor/lib/code.c"}).status, 0);  // positive control
+}
+
+TEST_F(FilesystemTest, GitInitAtTheWorkspaceRootCannotPlantConfig) {
+  // .git is absent: creating .git/config (a protected path) is refused even through a fresh .git.
+  EXPECT_EQ(Probe({"mkdir", ws_ + "/.git"}).status, 0);
+  EXPECT_EQ(Probe({"write", ws_ + "/.git/config"}).out, "err EROFS open\n");
+  EXPECT_EQ(Probe({"mkdir", ws_ + "/.git/hooks"}).out, "err EROFS " + ws_ + "/.git/hooks\n");
+}
+
+TEST_F(FilesystemTest, SymlinkPlantedByAPreviousRunCannotRedirectProtection) {
+  // A previous run planted .git -> ~/.ssh: the protection must not bind or expose the target.
+  ASSERT_EQ(symlink((home_ + "/.ssh").c_str(), (ws_ + "/.git").c_str()), 0);
+  RunResult r = Probe({"ls", ws_ + "/.git/"});
+  EXPECT_NE(r.status, 0) << r.out;
+  r = Probe({"read", ws_ + "/.git/id_ed25519"});
+  EXPECT_EQ(r.out.find(kCanarySecret), std::string::npos);
+  EXPECT_NE(r.status, 0);
+}
+
+TEST_F(FilesystemTest, RelativeAndDotDotPathsInTheGuard) {
+  MakeDirs(ws_ + "/a/b");
+  RunResult r = Shell("cd a/b && echo x > ../../.envrc", {});
+  EXPECT_NE(r.status, 0);
+  EXPECT_FALSE(PathExists(ws_ + "/.envrc"));
+  r = Shell("cd a/b && echo x > ../../fine.txt && cat ../../fine.txt", {});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "x\n");
+  r = Shell("umask 077 && echo x > private.txt", {});
+  EXPECT_EQ(r.status, 0);
+  struct stat st;
+  ASSERT_EQ(stat((ws_ + "/private.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  r = Shell("echo to-stdout > /dev/stdout", {});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "to-stdout\n");
+}
+
+}  // namespace
+}  // namespace ward::test

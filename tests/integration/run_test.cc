@@ -1,0 +1,151 @@
+// `ward run` end to end: exit statuses, --json-status, workspace handling, environment.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+namespace ward::test {
+namespace {
+
+class RunTest : public SandboxTest {};
+
+TEST_F(RunTest, ExitStatusIsTheCommands) {
+  EXPECT_EQ(Probe({"exit", "0"}).status, 0);
+  EXPECT_EQ(Probe({"exit", "3"}).status, 3);
+  EXPECT_EQ(Probe({"exit", "255"}).status, 255);
+}
+
+TEST_F(RunTest, SignalGives128PlusN) {
+  RunResult r = Probe({"signal-self", "15"});
+  EXPECT_EQ(r.status, 128 + 15) << r.err;
+  r = Probe({"signal-self", "9"});
+  EXPECT_EQ(r.status, 128 + 9) << r.err;
+}
+
+TEST_F(RunTest, MissingCommandIs127AndNotExecutableIs126) {
+  RunResult r = Shell("true", {});
+  ASSERT_EQ(r.status, 0) << r.err;  // positive control: the shell itself runs
+  r = RunWard({"run", "--", "/nonexistent/cmd"}, Defaults());
+  EXPECT_EQ(r.status, 127) << r.err;
+  EXPECT_NE(r.err.find("No such file"), std::string::npos) << r.err;
+  r = RunWard({"run", "--", "no-such-command-ward"}, Defaults());
+  EXPECT_EQ(r.status, 127) << r.err;
+  WriteFile(ws_ + "/not-exec.sh", "#!/bin/sh\necho hi\n", 0644);
+  r = RunWard({"run", "--", ws_ + "/not-exec.sh"}, Defaults());
+  EXPECT_EQ(r.status, 126) << r.err;
+}
+
+TEST_F(RunTest, RefusalIs125AndNamesTheProblem) {
+  RunResult r = RunWard({"run", "-r", "/nonexistent/path", "--", "/bin/true"}, Defaults());
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("/nonexistent/path"), std::string::npos) << r.err;
+  r = RunWard({"run", "--allow-degraded", "bogus-layer", "--", "/bin/true"}, Defaults());
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("bogus-layer"), std::string::npos) << r.err;
+  r = RunWard({"run", "-p", "no-such-profile", "--", "/bin/true"}, Defaults());
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("no-such-profile"), std::string::npos) << r.err;
+}
+
+TEST_F(RunTest, MalformedProfileIsRefusedWithFileAndLine) {
+  std::string profile = root_->path() + "/bad.toml";
+  WriteFile(profile, "[filesystem]\nread = [\"/usr\"\nwrite = 3\n");
+  RunResult r = RunWard({"run", "-p", profile, "--", "/bin/true"}, Defaults());
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("bad.toml"), std::string::npos) << r.err;
+  WriteFile(profile, "[filesystem]\nwirte = [\"/tmp\"]\n");
+  r = RunWard({"run", "-p", profile, "--", "/bin/true"}, Defaults());
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("bad.toml:2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("wirte"), std::string::npos) << r.err;
+}
+
+TEST_F(RunTest, JsonStatusReportsTheOutcome) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  RunOptions o = Defaults();
+  o.pass_fds = {fds[1]};
+  RunResult r = RunWard({"run", "--json-status", std::to_string(fds[1]), "--", "/bin/sh", "-c",
+                         "exit 7"},
+                        o);
+  close(fds[1]);
+  char buf[4096];
+  ssize_t n = read(fds[0], buf, sizeof buf);
+  close(fds[0]);
+  ASSERT_GT(n, 0);
+  auto j = nlohmann::json::parse(std::string(buf, n));
+  EXPECT_EQ(r.status, 7);
+  EXPECT_EQ(j["status"], "exited");
+  EXPECT_EQ(j["exit_code"], 7);
+
+  ASSERT_EQ(pipe(fds), 0);
+  o.pass_fds = {fds[1]};
+  r = RunWard({"run", "--json-status", std::to_string(fds[1]), "-r", "/nonexistent", "--",
+               "/bin/true"},
+              o);
+  close(fds[1]);
+  n = read(fds[0], buf, sizeof buf);
+  close(fds[0]);
+  ASSERT_GT(n, 0);
+  j = nlohmann::json::parse(std::string(buf, n));
+  EXPECT_EQ(r.status, 125);
+  EXPECT_EQ(j["status"], "refused");
+  EXPECT_NE(j["message"].get<std::string>().find("/nonexistent"), std::string::npos);
+}
+
+TEST_F(RunTest, WorkspaceUnderTmpWithSpacesAndSymlink) {
+  // The fixture's workspace already lives under /tmp, which is private inside.
+  std::string spaced = root_->path() + "/my work space";
+  MakeDirs(spaced);
+  WriteFile(spaced + "/marker", "here");
+  RunOptions o = Defaults();
+  o.cwd = spaced;
+  RunResult r = RunWard({"run", "-r", StageDir(), "--", ProbeBin(), "read", "marker"}, o);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "ok here\n");
+  std::string link = root_->path() + "/ws-link";
+  ASSERT_EQ(symlink(spaced.c_str(), link.c_str()), 0);
+  o.cwd = link;
+  r = RunWard({"run", "-r", StageDir(), "--", ProbeBin(), "write", "created"}, o);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(PathExists(spaced + "/created"));
+  // -C names the workspace explicitly.
+  r = RunWard({"run", "-C", spaced, "-r", StageDir(), "--", ProbeBin(), "read", "marker"},
+              Defaults());
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+TEST_F(RunTest, HomeAsWorkspaceIsRefused) {
+  RunOptions o = Defaults();
+  o.cwd = home_;
+  RunResult r = RunWard({"run", "--", "/bin/true"}, o);
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("HOME"), std::string::npos) << r.err;
+}
+
+TEST_F(RunTest, EnvironmentIsBuiltFromAnAllowList) {
+  RunResult r = Probe({"getenv", "ANTHROPIC_API_KEY"});
+  EXPECT_EQ(r.out, "err ENOENT ANTHROPIC_API_KEY\n");
+  r = Probe({"getenv", "PATH"});
+  EXPECT_EQ(r.status, 0);  // positive control: allow-listed names pass
+  r = Probe({"getenv", "WARD_SET"}, {"-e", "WARD_SET=value1"});
+  EXPECT_EQ(r.out, "ok value1\n");
+  r = Probe({"getenv", "WARD_CANARY_TOKEN"}, {"-e", "WARD_CANARY_TOKEN"});
+  EXPECT_EQ(r.out, std::string("ok ") + kCanaryApiKey + "\n");  // passed only when named
+  r = Probe({"getenv", "HOME"});
+  EXPECT_EQ(r.out, "ok " + home_ + "\n");
+}
+
+TEST_F(RunTest, StdinAndStdoutPassThrough) {
+  RunOptions o = Defaults();
+  o.stdin_data = "line from stdin\n";
+  RunResult r = Shell("cat; echo err >&2", {}, o);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, "line from stdin\n");
+  EXPECT_NE(r.err.find("err"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ward::test
