@@ -10,6 +10,7 @@ namespace ward::cli {
 
 void AddRunCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);
+void AddAuditCommand(CLI::App& app, int* exit_code);
 void AddExplainCommand(CLI::App& app, int* exit_code);
 void AddWhyCommand(CLI::App& app, int* exit_code);
 

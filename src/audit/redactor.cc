@@ -1,0 +1,161 @@
+#include "audit/redactor.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <mutex>
+
+#include "audit/record.h"
+
+namespace ward::audit {
+namespace {
+
+std::string Upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Marks the password of "scheme://user:password@host" in [begin, end) ranges.
+void MarkUrlPasswords(std::string_view s, std::vector<bool>& mask) {
+  size_t pos = 0;
+  while ((pos = s.find("://", pos)) != std::string_view::npos) {
+    size_t start = pos + 3;
+    size_t auth_end = s.find_first_of("/?#@ \t\r\n\"'<>", start);
+    pos = start;
+    if (auth_end == std::string_view::npos || s[auth_end] != '@') continue;
+    size_t colon = s.find(':', start);
+    if (colon == std::string_view::npos || colon >= auth_end) continue;
+    for (size_t i = colon + 1; i < auth_end; ++i) mask[i] = true;
+    pos = auth_end;
+  }
+}
+
+}  // namespace
+
+void Redactor::AddSecret(std::string value) {
+  if (value.empty()) return;
+  std::unique_lock lock(mu_);
+  if (std::find(secrets_.begin(), secrets_.end(), value) == secrets_.end()) {
+    secrets_.push_back(std::move(value));
+  }
+}
+
+bool Redactor::NameLooksSecret(std::string_view env_name) {
+  std::string n = Upper(env_name);
+  static constexpr std::array<std::string_view, 12> kParts = {
+      "TOKEN",      "SECRET", "PASSWORD", "PASSWD",     "PASSPHRASE", "KEY",
+      "CREDENTIAL", "COOKIE", "PRIVATE",  "SESSION_ID", "SIGNATURE",  "CERT_PASS"};
+  for (std::string_view part : kParts) {
+    if (n.find(part) != std::string::npos) return true;
+  }
+  // AUTH covers *_AUTH, AUTHORIZATION, AUTH_TOKEN; AUTHOR (GIT_AUTHOR_NAME) is not a secret.
+  for (size_t p = n.find("AUTH"); p != std::string::npos; p = n.find("AUTH", p + 1)) {
+    if (n.compare(p, 6, "AUTHOR") != 0 || n.compare(p, 13, "AUTHORIZATION") == 0) return true;
+  }
+  for (std::string_view suffix : {"_DSN", "_PASS", "_PW"}) {
+    if (n.ends_with(suffix)) return true;
+  }
+  // Connection strings that usually embed a password.
+  for (std::string_view known : {"DATABASE_URL", "REDIS_URL", "MONGODB_URI", "MONGO_URL"}) {
+    if (n == known) return true;
+  }
+  return false;
+}
+
+std::string Redactor::Scrub(std::string_view s) const {
+  std::shared_lock lock(mu_);
+  return ScrubLocked(s);
+}
+
+std::string Redactor::ScrubLocked(std::string_view s) const {
+  // Mark every byte covered by any occurrence of any secret on the original string, then
+  // replace each marked run once: overlapping or nested secrets leave no fragment behind.
+  std::vector<bool> mask;
+  auto ensure_mask = [&] {
+    if (mask.empty()) mask.assign(s.size(), false);
+  };
+  for (const std::string& secret : secrets_) {
+    if (secret.size() > s.size()) continue;
+    for (size_t p = s.find(secret); p != std::string_view::npos; p = s.find(secret, p + 1)) {
+      ensure_mask();
+      std::fill(mask.begin() + static_cast<ptrdiff_t>(p),
+                mask.begin() + static_cast<ptrdiff_t>(p + secret.size()), true);
+    }
+  }
+  if (s.find("://") != std::string_view::npos) {
+    ensure_mask();
+    MarkUrlPasswords(s, mask);
+  }
+  if (mask.empty() || std::find(mask.begin(), mask.end(), true) == mask.end()) {
+    return std::string(s);
+  }
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    if (!mask[i]) {
+      out += s[i++];
+      continue;
+    }
+    out += kRedacted;
+    while (i < s.size() && mask[i]) ++i;
+  }
+  return out;
+}
+
+nlohmann::json Redactor::Apply(nlohmann::json j) const {
+  std::shared_lock lock(mu_);
+  return ApplyLocked(std::move(j), 0);
+}
+
+nlohmann::json Redactor::RedactEnv(nlohmann::json env, int depth) const {
+  if (env.is_object()) {
+    for (auto it = env.begin(); it != env.end(); ++it) {
+      if (NameLooksSecret(it.key()) && !it.value().is_null()) it.value() = kRedacted;
+    }
+  } else if (env.is_array()) {
+    for (auto& item : env) {
+      if (!item.is_string()) continue;
+      const std::string& s = item.get_ref<const std::string&>();
+      size_t eq = s.find('=');
+      if (eq != std::string::npos && NameLooksSecret(std::string_view(s).substr(0, eq))) {
+        item = s.substr(0, eq + 1) + std::string(kRedacted);
+      }
+    }
+  }
+  return ApplyLocked(std::move(env), depth);
+}
+
+nlohmann::json Redactor::ApplyLocked(nlohmann::json j, int depth) const {
+  if (depth > kMaxJsonDepth) return "[too deep]";
+  switch (j.type()) {
+    case nlohmann::json::value_t::string:
+      return ScrubLocked(j.get_ref<const std::string&>());
+    case nlohmann::json::value_t::array: {
+      nlohmann::json out = nlohmann::json::array();
+      for (auto& item : j) out.push_back(ApplyLocked(std::move(item), depth + 1));
+      return out;
+    }
+    case nlohmann::json::value_t::object: {
+      nlohmann::json out = nlohmann::json::object();
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        std::string key = ScrubLocked(it.key());
+        nlohmann::json value = it.key() == "env" ? RedactEnv(std::move(it.value()), depth + 1)
+                                                 : ApplyLocked(std::move(it.value()), depth + 1);
+        // Two keys that scrub to the same text must not overwrite each other.
+        std::string unique = key;
+        for (int n = 2; out.contains(unique); ++n) unique = key + "#" + std::to_string(n);
+        out[unique] = std::move(value);
+      }
+      return out;
+    }
+    case nlohmann::json::value_t::binary:
+      return "[binary]";  // never serialised into the log as raw bytes
+    case nlohmann::json::value_t::discarded:
+      return nullptr;
+    default:
+      return j;
+  }
+}
+
+}  // namespace ward::audit

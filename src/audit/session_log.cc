@@ -1,0 +1,383 @@
+#include "audit/session_log.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "audit/record.h"
+
+namespace ward::audit {
+namespace {
+
+constexpr const char* kHeadTmp = "head.tmp";
+// A type longer than this is cut (types are short dotted names chosen by ward's own code).
+constexpr size_t kMaxTypeBytes = 128;
+
+// Writes all of `bytes`; returns 0 or the errno, with *written set to what reached the file.
+int WriteAll(int fd, std::string_view bytes, size_t* written) {
+  *written = 0;
+  while (*written < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + *written, bytes.size() - *written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return EIO;
+    *written += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+Status MkdirAll(const std::string& path) {
+  if (path.empty()) return InvalidArgument("audit: empty state directory");
+  for (size_t pos = 1; pos <= path.size(); ++pos) {
+    if (pos != path.size() && path[pos] != '/') continue;
+    std::string prefix = path.substr(0, pos);
+    if (::mkdir(prefix.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Errno("audit: cannot create directory " + prefix);
+    }
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return Errno("audit: cannot access " + path);
+  if (!S_ISDIR(st.st_mode)) return ErrnoError("audit: not a directory: " + path, ENOTDIR);
+  return Ok();
+}
+
+// Replaces `head` atomically with {"hash":…,"seq":…}.
+Status WriteHeadAt(int dir_fd, const std::string& dir, int64_t seq, const std::string& hash) {
+  nlohmann::json head = {{"seq", seq}, {"hash", hash}};
+  std::string text = CanonicalJson(head) + "\n";
+  UniqueFd fd(
+      ::openat(dir_fd, kHeadTmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) return Errno("audit: cannot create " + dir + "/" + kHeadTmp);
+  size_t written = 0;
+  int err = WriteAll(fd.get(), text, &written);
+  if (err == 0 && ::close(fd.release()) != 0) err = errno;
+  if (err == 0 && ::renameat(dir_fd, kHeadTmp, dir_fd, std::string(kHeadFile).c_str()) != 0) {
+    err = errno;
+  }
+  if (err != 0) {
+    ::unlinkat(dir_fd, kHeadTmp, 0);  // frees the space; the old head stays valid
+    return ErrnoError("audit: cannot write " + dir + "/" + std::string(kHeadFile), err);
+  }
+  return Ok();
+}
+
+}  // namespace
+
+std::string DefaultStateDir() {
+  const char* xdg = std::getenv("XDG_STATE_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/ward";
+  std::string home;
+  const char* env_home = std::getenv("HOME");
+  if (env_home != nullptr && env_home[0] == '/') {
+    home = env_home;
+  } else {
+    struct passwd pw {};
+    struct passwd* found = nullptr;
+    char buf[4096];
+    if (::getpwuid_r(::getuid(), &pw, buf, sizeof buf, &found) == 0 && found != nullptr &&
+        found->pw_dir != nullptr && found->pw_dir[0] == '/') {
+      home = found->pw_dir;
+    }
+  }
+  if (home.empty()) return "";
+  while (home.size() > 1 && home.back() == '/') home.pop_back();
+  return (home == "/" ? "" : home) + "/.local/state/ward";
+}
+
+std::string SessionsDir(const std::string& state_dir) { return state_dir + "/sessions"; }
+
+std::string NewSessionId() {
+  time_t now = ::time(nullptr);
+  struct tm tm {};
+  gmtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  uint32_t r = 0;
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r)) {
+    // No entropy yet (early boot): uniqueness, not secrecy, is what matters here.
+    struct timespec ts {};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    r = static_cast<uint32_t>(ts.tv_nsec) ^ (static_cast<uint32_t>(::getpid()) << 16);
+  }
+  char out[64];
+  std::snprintf(out, sizeof out, "%s-%08x", stamp, r);
+  return out;
+}
+
+bool IsValidSessionId(std::string_view id) {
+  if (id.empty() || id.size() > 128 || id[0] == '.') return false;
+  for (char c : id) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+Result<std::unique_ptr<SessionLog>> SessionLog::Create(const Options& options) {
+  if (options.state_dir.empty()) {
+    return InvalidArgument("audit: no state directory (set XDG_STATE_HOME or HOME)");
+  }
+  if (!IsValidSessionId(options.session_id)) {
+    return InvalidArgument("audit: invalid session id '" + options.session_id + "'");
+  }
+  if (options.flush_interval.count() <= 0) {
+    return InvalidArgument("audit: flush interval must be positive");
+  }
+  WARD_TRY(MkdirAll(options.state_dir));
+  std::string sessions = SessionsDir(options.state_dir);
+  WARD_TRY(MkdirAll(sessions));
+  std::string dir = sessions + "/" + options.session_id;
+  if (::mkdir(dir.c_str(), 0700) != 0) {
+    if (errno == EEXIST) {
+      return Status(Code::kFailedPrecondition, "audit: session already exists: " + dir);
+    }
+    return Errno("audit: cannot create session directory " + dir);
+  }
+
+  // From here on, a failure removes what was created: a refused run leaves nothing behind.
+  auto cleanup = [&](Status st) -> Status {
+    UniqueFd d(::open(dir.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (d) {
+      ::unlinkat(d.get(), kHeadTmp, 0);
+      ::unlinkat(d.get(), std::string(kHeadFile).c_str(), 0);
+      ::unlinkat(d.get(), std::string(kEventsFile).c_str(), 0);
+    }
+    ::rmdir(dir.c_str());
+    return st;
+  };
+
+  UniqueFd dir_fd(::open(dir.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!dir_fd) return cleanup(Errno("audit: cannot open " + dir));
+  // The probe: a real write through the head path, so ENOSPC/EDQUOT/EROFS show up now.
+  Status probe = WriteHeadAt(dir_fd.get(), dir, -1, std::string(kZeroHash));
+  if (!probe.ok()) return cleanup(std::move(probe).With("audit: refusing to start"));
+  UniqueFd log_fd(::openat(dir_fd.get(), std::string(kEventsFile).c_str(),
+                           O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!log_fd) {
+    return cleanup(Errno("audit: cannot create " + dir + "/" + std::string(kEventsFile)));
+  }
+  std::unique_ptr<SessionLog> log(new SessionLog(dir, options.session_id, std::move(dir_fd),
+                                                 std::move(log_fd), options.flush_interval));
+  return log;
+}
+
+SessionLog::SessionLog(std::string dir, std::string session_id, UniqueFd dir_fd, UniqueFd log_fd,
+                       std::chrono::milliseconds flush_interval)
+    : dir_(std::move(dir)),
+      session_id_(std::move(session_id)),
+      dir_fd_(std::move(dir_fd)),
+      log_fd_(std::move(log_fd)),
+      flush_interval_(flush_interval),
+      last_hash_(kZeroHash) {
+  flusher_ = std::thread([this] { FlusherLoop(); });
+}
+
+SessionLog::~SessionLog() {
+  (void)Close();
+  if (flusher_.joinable()) {
+    if (flusher_.get_id() == std::this_thread::get_id()) {
+      flusher_.detach();
+    } else {
+      flusher_.join();
+    }
+  }
+}
+
+void SessionLog::Emit(std::string_view type, nlohmann::json data) {
+  try {
+    if (data.is_null()) {
+      data = nlohmann::json::object();
+    } else if (!data.is_object()) {
+      data = nlohmann::json{{"value", std::move(data)}};
+    }
+    // Redaction and serialisation happen outside the lock; only chaining is serialised.
+    std::string type_s = redactor_.Scrub(type.substr(0, kMaxTypeBytes));
+    std::string data_canonical = CanonicalJson(redactor_.Apply(std::move(data)));
+    if (data_canonical.size() + type_s.size() > kMaxRecordBytes - 512) {
+      data_canonical = CanonicalJson(nlohmann::json{{"error", "event data too large; dropped"},
+                                                    {"bytes", data_canonical.size()}});
+    }
+    bool flush_now = false;
+    {
+      std::lock_guard lock(mu_);
+      if (closed_ || !health_.ok()) {
+        ++dropped_;
+        return;
+      }
+      BuiltRecord rec =
+          BuildRecordFromCanonicalData(next_seq_, FormatTimestamp(std::chrono::system_clock::now()),
+                                       type_s, data_canonical, last_hash_);
+      bool was_empty = batch_.empty();
+      batch_ += rec.line;
+      batch_ += '\n';
+      marks_.push_back(Mark{batch_.size(), next_seq_, rec.hash});
+      last_hash_ = std::move(rec.hash);
+      ++next_seq_;
+      auto now = std::chrono::steady_clock::now();
+      if (was_empty) batch_since_ = now;
+      // The next Emit also flushes an overdue batch, in case the flusher is starved.
+      flush_now = IsSyncType(type) || now - batch_since_ >= flush_interval_;
+      if (was_empty && !flush_now) cv_.notify_one();
+    }
+    if (flush_now) (void)Flush();
+  } catch (...) {
+    // Only allocation failures get here; losing a record silently is not acceptable.
+    if (Fail(Status(Code::kResourceExhausted,
+                    "audit: cannot record event '" + std::string(type.substr(0, 64)) + "'"))) {
+      FireFailure();
+    }
+  }
+}
+
+Status SessionLog::Flush() {
+  bool fire = false;
+  Status result;
+  {
+    std::lock_guard write_lock(write_mu_);
+    std::string batch;
+    std::vector<Mark> marks;
+    {
+      std::lock_guard lock(mu_);
+      if (!health_.ok()) return health_;
+      batch.swap(batch_);
+      marks.swap(marks_);
+    }
+    if (batch.empty()) return Ok();
+    size_t written = 0;
+    int err = WriteAll(log_fd_.get(), batch, &written);
+    if (err != 0) {
+      // Cut a torn record off so the file ends at a record boundary, and point the head at
+      // the last complete record (best effort: the disk may refuse the head too).
+      const Mark* last_good = nullptr;
+      for (const Mark& m : marks) {
+        if (m.end <= written) last_good = &m;
+      }
+      size_t good_end = last_good != nullptr ? last_good->end : 0;
+      if (good_end != written) {
+        if (::ftruncate(log_fd_.get(), file_size_ + static_cast<off_t>(good_end)) != 0) {
+          // The torn tail stays; verify reports it as an incomplete last line.
+        }
+      }
+      file_size_ += static_cast<off_t>(good_end);
+      if (last_good != nullptr) (void)WriteHead(last_good->seq, last_good->hash);
+      result = ErrnoError("audit: cannot write " + dir_ + "/" + std::string(kEventsFile), err);
+    } else {
+      file_size_ += static_cast<off_t>(batch.size());
+      result = WriteHead(marks.back().seq, marks.back().hash);
+    }
+    if (!result.ok()) fire = Fail(result);
+  }
+  if (fire) FireFailure();
+  return result.ok() ? result : health();
+}
+
+Status SessionLog::WriteHead(int64_t seq, const std::string& hash) {
+  return WriteHeadAt(dir_fd_.get(), dir_, seq, hash);
+}
+
+Status SessionLog::Close() {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return health_;
+    closed_ = true;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (flusher_.joinable() && flusher_.get_id() != std::this_thread::get_id()) flusher_.join();
+  Status st = Flush();
+  if (!st.ok()) return st;
+  Status sync;
+  if (::fsync(log_fd_.get()) != 0) {
+    sync = Errno("audit: fsync " + dir_ + "/" + std::string(kEventsFile));
+  } else {
+    UniqueFd head(
+        ::openat(dir_fd_.get(), std::string(kHeadFile).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!head || ::fsync(head.get()) != 0 || ::fsync(dir_fd_.get()) != 0) {
+      sync = Errno("audit: fsync " + dir_ + "/" + std::string(kHeadFile));
+    }
+  }
+  if (!sync.ok() && Fail(sync)) FireFailure();
+  return health();
+}
+
+Status SessionLog::health() const {
+  std::lock_guard lock(mu_);
+  return health_;
+}
+
+int64_t SessionLog::emitted() const {
+  std::lock_guard lock(mu_);
+  return next_seq_;
+}
+
+int64_t SessionLog::dropped() const {
+  std::lock_guard lock(mu_);
+  return dropped_;
+}
+
+void SessionLog::OnFailure(std::function<void(const Status&)> callback) {
+  bool failed = false;
+  {
+    std::lock_guard lock(mu_);
+    on_failure_ = std::move(callback);
+    failed = !health_.ok();
+  }
+  if (failed) FireFailure();
+}
+
+bool SessionLog::Fail(Status st) {
+  std::lock_guard lock(mu_);
+  if (!health_.ok()) return false;
+  health_ = std::move(st);
+  // Records emitted meanwhile can never be chained onto the file any more.
+  dropped_ += static_cast<int64_t>(marks_.size());
+  batch_.clear();
+  marks_.clear();
+  return true;
+}
+
+void SessionLog::FireFailure() {
+  std::function<void(const Status&)> callback;
+  Status st;
+  {
+    std::lock_guard lock(mu_);
+    if (!on_failure_ || failure_fired_) return;
+    failure_fired_ = true;
+    callback = on_failure_;
+    st = health_;
+  }
+  try {
+    callback(st);
+  } catch (...) {
+    // The callback's own problem; the log's state is already recorded in health().
+  }
+}
+
+void SessionLog::FlusherLoop() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    if (batch_.empty() || !health_.ok()) {
+      cv_.wait(lock);
+      continue;
+    }
+    auto deadline = batch_since_ + flush_interval_;
+    if (std::chrono::steady_clock::now() < deadline) {
+      cv_.wait_until(lock, deadline);
+      continue;
+    }
+    lock.unlock();
+    (void)Flush();
+    lock.lock();
+  }
+}
+
+}  // namespace ward::audit
