@@ -1,0 +1,76 @@
+// The seccomp layer: a deny list over the kernel's attack surface, compiled in the parent
+// (libseccomp -> classic BPF, before fork) and loaded last in the child, right before execve.
+//
+// Verdicts (default ALLOW; the other layers decide what files and hosts exist):
+//   KILL_PROCESS  any ABI but the native one (i386 via int 0x80) and x32 syscall numbers
+//   EPERM         the dangerous syscalls listed in seccomp.cc, clone with namespace flags,
+//                 personality other than the harmless values, ioctl TIOCSTI/TIOCLINUX/...
+//   ENOSYS        clone3 (its flags are behind a pointer; libc falls back to clone), memfd_secret
+//   EAFNOSUPPORT  socket/socketpair families other than AF_UNIX, AF_INET, AF_INET6
+//   USER_NOTIF    the creation/open traps of SeccompSpec, answered by the supervisor
+#pragma once
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace ward::enforce {
+
+// The errno for a socket family outside the allow list: what a kernel without that family
+// says, so programs that probe for netlink, vsock, ... take their "not available" path.
+inline constexpr int kSeccompSocketFamilyErrno = EAFNOSUPPORT;
+
+struct SeccompSpec {  // immutable input of this enforcer only
+  // Lets ptrace, process_vm_readv and process_vm_writev through (the same kernel access check).
+  // Never true in shipped profiles; for the positive-control tests.
+  bool allow_ptrace = false;
+  // Trap the syscalls that CREATE or RENAME directory entries with SECCOMP_RET_USER_NOTIF so the
+  // supervisor can enforce "protected paths are not creatable" (it performs the operation itself
+  // and answers; it never lets a checked call CONTINUE): open/openat/creat with O_CREAT in the
+  // flags argument (openat2: always, its flags are behind a pointer), mkdir, mkdirat, mknod,
+  // mknodat, symlink, symlinkat, link, linkat, rename, renameat, renameat2.
+  bool notify_creations = false;
+  // Trap every open/openat/openat2/creat (for the approvals issue; supersedes notify_creations
+  // for the open family).
+  bool notify_opens = false;
+};
+
+struct SeccompProgram {
+  std::vector<struct sock_filter> insns;
+};
+
+// Parent side: compiles the filter with libseccomp and checks the result (kernel-style
+// validation plus a few verdicts that must hold), so a broken build fails here, not in the child.
+Result<SeccompProgram> PrepareSeccomp(const SeccompSpec& spec);
+
+// True when the program has a SECCOMP_RET_USER_NOTIF return (it then needs a listener).
+bool SeccompNeedsListener(const SeccompProgram& program);
+
+// Child side, async-signal-safe, no allocation. The caller must have set no_new_privs. When
+// the program has USER_NOTIF rules it is loaded with SECCOMP_FILTER_FLAG_NEW_LISTENER (plus
+// WAIT_KILLABLE_RECV when the kernel has it, so a signal cannot restart a call the supervisor
+// already performed) and the listener fd (O_CLOEXEC; the caller hands it to the supervisor
+// before execve) is stored in *listener; else *listener = -1. Returns 0 or -errno.
+int ApplySeccomp(const SeccompProgram& program, int* listener);
+
+// Pure: runs the classic-BPF program on a seccomp_data, returns the SECCOMP_RET_* value.
+// A program the kernel would refuse to load yields SECCOMP_RET_KILL_PROCESS.
+uint32_t EvaluateSeccomp(const SeccompProgram& program, const struct seccomp_data& data);
+
+// For `ward explain`: over all native syscall numbers with zeroed args, how many are allowed,
+// denied (errno), trapped (user notif), killed; plus the names of the denied/trapped ones.
+// TRAP counts as killed (SIGSYS), TRACE as denied (no tracer: ENOSYS), LOG as allowed. With
+// zeroed args socket and socketpair count as denied (AF_UNSPEC is not an allowed family).
+struct SeccompSummary {
+  int allowed = 0, denied = 0, notified = 0, killed = 0;
+  std::vector<std::string> denied_names, notified_names;
+};
+SeccompSummary SummarizeSeccomp(const SeccompProgram& program);
+
+}  // namespace ward::enforce
