@@ -4,13 +4,20 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "enforce/launcher.h"
+#include "common/trace.h"
 
 int main(int argc, char** argv) {
+  ward::enforce::RememberProcessArgs(argc, argv);
+  ward::TraceMark("main");
   CLI::App app{"ward: run commands inside every boundary the Linux kernel offers", "ward"};
   app.set_version_flag("--version", std::string("ward ") + WARD_VERSION);
   app.require_subcommand(1);
   int exit_code = 0;
+  ward::cli::AddRunCommand(app, &exit_code);
   ward::cli::AddCheckCommand(app, &exit_code);
+  ward::cli::AddExplainCommand(app, &exit_code);
+  ward::cli::AddWhyCommand(app, &exit_code);
   ward::cli::AddAuditCommand(app, &exit_code);
   try {
     app.parse(argc, argv);

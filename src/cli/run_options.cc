@@ -15,20 +15,44 @@ namespace ward::cli {
 void AddRunOptions(CLI::App* app, RunOptions* o) {
   auto& f = o->flags;
   app->add_option("-p,--profile", f.profile, "Profile NAME or FILE (default: default)");
-  app->add_option("-w,--write", f.write, "Make PATH visible read-write (repeatable)");
-  app->add_option("-r,--read", f.read, "Make PATH visible read-only (repeatable)");
-  app->add_option("--deny", f.deny, "Never show PATH, even inside a visible tree (repeatable)");
-  app->add_option("-e,--env", f.env, "Pass NAME from the environment, or set NAME=VALUE");
+  app->add_option("-w,--write", f.write, "Make PATH visible read-write (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
+  app->add_option("-r,--read", f.read, "Make PATH visible read-only (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
+  app->add_option("--deny", f.deny, "Never show PATH, even inside a visible tree (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
+  app->add_option("-e,--env", f.env, "Pass NAME from the environment, or set NAME=VALUE")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
   app->add_option("-C,--workdir", o->workdir,
                   "The workspace and working directory (default: the current directory)");
-  app->add_option("-n,--allow-net", f.allow_net, "Allow egress to HOST[:PORT] (repeatable)");
-  app->add_option("--deny-net", f.deny_net, "Deny egress to HOST (repeatable; deny wins)");
+  app->add_option("-n,--allow-net", f.allow_net, "Allow egress to HOST[:PORT] (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
+  app->add_option("--deny-net", f.deny_net, "Deny egress to HOST (repeatable; deny wins)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
   app->add_option("--allow-degraded", f.allow_degraded,
                   "Accept running without LAYER (landlock, seccomp, limits)")
       ->delimiter(',');
-  app->add_option("--credential", f.credentials, "Enable the profile's credential NAME");
+  app->add_option("--credential", f.credentials, "Enable the profile's credential NAME")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
   app->add_option("--credential-env", f.credential_env,
-                  "VAR=HOST[,HOST...]: phantom inside, real $VAR injected for those hosts");
+                  "VAR=HOST[,HOST...]: phantom inside, real $VAR injected for those hosts")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
   app->add_option("--memory", f.memory, "Memory limit (e.g. 2G)");
   app->add_option("--pids", f.pids, "Maximum number of processes");
   app->add_option("--cpu", f.cpu, "CPU limit in cores (fractional)");

@@ -153,8 +153,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     b.target = real;
     b.writable = r.access == policy::Access::kWrite;
     b.is_dir = S_ISDIR(st.st_mode);
-    b.why = std::string("filesystem.") + (b.writable ? "write" : "read") + " (" +
-            r.origin.ToString() + ")";
+    b.why = r.origin.ToString();
     binds[real] = b;  // a later rule for the same path wins (flags after profiles)
   }
   if (policy.workspace_access) {
@@ -164,6 +163,12 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     b.why = "workspace";
     binds[ws] = b;
     if (NormalizePath(policy.workspace) != ws) symlinks.push_back({NormalizePath(policy.workspace), ws});
+  }
+
+  // Protected paths apply below every writable root, including nested write rules that the
+  // pass below may fold into their parent.
+  for (const auto& [t, b] : binds) {
+    if (b.writable && b.is_dir) plan.mount.protect.roots.push_back(t);
   }
 
   // A bind inside another bind of the same host tree with the same access adds nothing (the
@@ -204,7 +209,8 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     tmp.why = "private /tmp";
     ops.push_back(tmp);
   }
-  if (!home.empty() && home != "/" && !covered_by_bind(home) && binds.count(home) == 0) {
+  // The private HOME, also when a broader bind (-r /home) would otherwise show the host's.
+  if (!home.empty() && home != "/" && binds.count(home) == 0) {
     MountOp h;
     h.kind = MountOp::Kind::kTmpfs;
     h.target = home;
@@ -264,13 +270,15 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     for (const auto& [t, b] : binds) {
       if (PathIsWithin(path, t) && path != t) visible = true;
     }
-    if (visible) plan.mount.masks.push_back({path, "filesystem.deny (" + d.origin.ToString() + ")"});
+    // Only what exists needs covering (a glob is expanded inside, at mount time).
+    struct stat st;
+    bool glob = path.find_first_of("*?[") != std::string::npos;
+    if (visible && (glob || lstat(path.c_str(), &st) == 0)) {
+      plan.mount.masks.push_back({path, d.origin.ToString()});
+    }
   }
 
   // --- protected paths --------------------------------------------------------------------
-  for (const auto& [t, b] : binds) {
-    if (b.writable && b.is_dir) plan.mount.protect.roots.push_back(t);
-  }
   for (const policy::ProtectedRule& pr : policy.protected_paths) {
     plan.mount.protect.relpaths.push_back(pr.relpath);
   }

@@ -1,0 +1,157 @@
+// `ward why [run options] PATH|HOST[:PORT]...`: which rule decides what the sandbox sees at a
+// path, or whether it may reach a host, naming the rule's file and line.
+// Exit status: 0 when every target is visible/allowed, 1 when any is hidden/denied, 125 on error.
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/run_options.h"
+#include "enforce/plan.h"
+#include "net/egress_rules.h"
+#include "policy/decide.h"
+#include "policy/json.h"
+
+namespace ward::cli {
+namespace {
+
+struct WhyOptions {
+  RunOptions run;
+  bool json = false;
+  std::vector<std::string> targets;
+};
+
+bool LooksLikePath(const std::string& t) {
+  return !t.empty() && (t[0] == '/' || t[0] == '.' || t[0] == '~' || t.find('/') != std::string::npos);
+}
+
+std::string CanonicalPath(const std::string& raw, const std::string& home) {
+  std::string p = raw;
+  if (p == "~" || p.rfind("~/", 0) == 0) p = home + p.substr(1);
+  if (p[0] != '/') {
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof cwd)) p = std::string(cwd) + "/" + p;
+  }
+  p = enforce::NormalizePath(p);
+  // Resolve symlinks of the longest existing prefix, as the sandbox's mounts would.
+  std::string rest;
+  std::string head = p;
+  char buf[PATH_MAX];
+  while (head != "/" && realpath(head.c_str(), buf) == nullptr) {
+    size_t slash = head.find_last_of('/');
+    rest = head.substr(slash) + rest;
+    head = slash == 0 ? "/" : head.substr(0, slash);
+  }
+  std::string base = head == "/" ? "" : (realpath(head.c_str(), buf) ? std::string(buf) : head);
+  return enforce::NormalizePath(base + rest);
+}
+
+// Nested repository roots between a writable root and the path (within the depth limit).
+std::vector<std::string> NestedRepoRoots(const policy::Policy& pol, const std::string& path) {
+  std::vector<std::string> roots;
+  std::vector<std::string> writable;
+  if (pol.workspace_access == policy::Access::kWrite) writable.push_back(pol.workspace);
+  for (const auto& r : pol.paths) {
+    if (r.access == policy::Access::kWrite) writable.push_back(r.path);
+  }
+  for (const auto& w : writable) {
+    if (!enforce::PathIsWithin(path, w) || path == w) continue;
+    std::string cur = w;
+    std::string rel = path.substr(w.size());
+    size_t pos = 1;
+    for (int depth = 1; depth <= pol.nested_repo_depth; ++depth) {
+      size_t next = rel.find('/', pos);
+      if (next == std::string::npos) break;
+      std::string comp = rel.substr(pos, next - pos);
+      if (comp == ".git" || comp == "node_modules") break;
+      cur += "/" + comp;
+      struct stat st;
+      if (lstat((cur + "/.git").c_str(), &st) == 0) roots.push_back(cur);
+      pos = next + 1;
+    }
+  }
+  return roots;
+}
+
+int RunWhy(const WhyOptions& opts) {
+  Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
+  if (!pol.ok()) {
+    std::fprintf(stderr, "ward: %s\n", pol.status().ToString().c_str());
+    return 125;
+  }
+  Result<net::EgressRules> egress = net::EgressRules::Compile(pol->network);
+  if (!egress.ok()) {
+    std::fprintf(stderr, "ward: %s\n", egress.status().ToString().c_str());
+    return 125;
+  }
+  bool all_ok = true;
+  nlohmann::json out = nlohmann::json::array();
+  for (const std::string& t : opts.targets) {
+    if (LooksLikePath(t)) {
+      std::string path = CanonicalPath(t, pol->home);
+      policy::PathDecision d = policy::DecidePath(*pol, path, NestedRepoRoots(*pol, path));
+      bool visible = d.visibility != policy::PathDecision::Visibility::kHidden;
+      all_ok = all_ok && visible;
+      nlohmann::json j = {{"target", t},
+                          {"path", path},
+                          {"visibility", policy::VisibilityName(d.visibility)},
+                          {"host_file", d.host_file},
+                          {"protected", d.is_protected},
+                          {"masked", d.masked},
+                          {"via", d.via},
+                          {"reason", d.reason}};
+      if (d.rule) j["rule"] = policy::OriginToJson(*d.rule);
+      out.push_back(j);
+      if (!opts.json) {
+        std::printf("%s: %s%s%s\n  via: %s\n  why: %s\n", path.c_str(),
+                    policy::VisibilityName(d.visibility), d.is_protected ? " (protected)" : "",
+                    visible && !d.host_file ? " (private to the sandbox, not the host's file)" : "",
+                    d.via.c_str(), d.reason.c_str());
+      }
+    } else {
+      std::string host = t;
+      uint16_t port = 443;
+      size_t colon = t.rfind(':');
+      if (colon != std::string::npos && t.find(']') == std::string::npos
+              ? t.find(':') == colon
+              : (colon != std::string::npos && colon > t.find(']'))) {
+        host = t.substr(0, colon);
+        port = static_cast<uint16_t>(std::atoi(t.c_str() + colon + 1));
+      }
+      if (!host.empty() && host.front() == '[' && host.back() == ']') {
+        host = host.substr(1, host.size() - 2);
+      }
+      net::EgressRules::Decision d = egress->CheckName(host, port);
+      all_ok = all_ok && d.allowed;
+      nlohmann::json j = {{"target", t},     {"host", host},      {"port", port},
+                          {"allowed", d.allowed}, {"rule", d.rule}, {"reason", d.reason}};
+      if (!d.rule.empty()) j["origin"] = policy::OriginToJson(d.origin);
+      out.push_back(j);
+      if (!opts.json) {
+        std::printf("%s:%u: %s\n  why: %s\n", host.c_str(), port,
+                    d.allowed ? "allowed" : "denied", d.reason.c_str());
+      }
+    }
+  }
+  if (opts.json) std::printf("%s\n", out.dump(2).c_str());
+  return all_ok ? 0 : 1;
+}
+
+}  // namespace
+
+void AddWhyCommand(CLI::App& app, int* exit_code) {
+  auto opts = std::make_shared<WhyOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "why", "Say which rule decides a PATH (what the sandbox sees there) or a HOST[:PORT]");
+  AddRunOptions(sub, &opts->run);
+  sub->add_flag("--json", opts->json, "Machine-readable output");
+  sub->add_option("target", opts->targets, "PATH or HOST[:PORT] (repeatable)")->required();
+  sub->callback([opts, exit_code] { *exit_code = RunWhy(*opts); });
+}
+
+}  // namespace ward::cli

@@ -1,0 +1,322 @@
+#include "supervisor/explain.h"
+
+#include <sys/stat.h>
+
+#include <set>
+#include <sstream>
+
+#include "enforce/plan.h"
+#include "enforce/seccomp.h"
+#include "net/egress_rules.h"
+#include "policy/json.h"
+
+namespace ward::supervisor {
+namespace {
+
+using nlohmann::json;
+
+const char* MountKindName(enforce::MountOp::Kind k) {
+  switch (k) {
+    case enforce::MountOp::Kind::kTmpfs: return "tmpfs";
+    case enforce::MountOp::Kind::kBind: return "bind";
+    case enforce::MountOp::Kind::kSymlink: return "symlink";
+    case enforce::MountOp::Kind::kDev: return "dev";
+    case enforce::MountOp::Kind::kProc: return "proc";
+    case enforce::MountOp::Kind::kFile: return "file";
+  }
+  return "?";
+}
+
+// Existing protected paths below the writable roots (the sandbox makes these read-only
+// mounts; absent ones are refused by the creation guard).
+int CountExistingProtected(const enforce::LaunchPlan& plan) {
+  int n = 0;
+  for (const auto& root : plan.mount.protect.roots) {
+    for (const auto& rel : plan.mount.protect.relpaths) {
+      struct stat st;
+      if (lstat((root + "/" + rel).c_str(), &st) == 0) ++n;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+Result<json> Explain(const ExplainInput& in, const enforce::KernelFeatures& f) {
+  const policy::Policy& p = *in.policy;
+  enforce::PlanInput pi;
+  pi.argv = in.argv.empty() ? std::vector<std::string>{"COMMAND"} : in.argv;
+  pi.env = in.env;
+  enforce::PlanNotes notes;
+  WARD_ASSIGN_OR_RETURN(enforce::LaunchPlan plan, enforce::PlanLaunch(p, f, pi, &notes));
+  WARD_ASSIGN_OR_RETURN(net::EgressRules egress, net::EgressRules::Compile(p.network));
+  enforce::SeccompSummary sc;
+  if (plan.seccomp_enabled) sc = enforce::SummarizeSeccomp(plan.seccomp);
+
+  json j;
+  j["ward_version"] = in.version;
+  j["command"] = in.argv;
+  j["policy"] = policy::PolicyToJson(p);
+
+  // --- the plan --------------------------------------------------------------------------
+  json mounts = json::array();
+  std::vector<std::string> readable, writable;
+  for (const auto& op : plan.mount.ops) {
+    json m = {{"kind", MountKindName(op.kind)}, {"target", op.target}, {"why", op.why}};
+    if (op.kind == enforce::MountOp::Kind::kBind) {
+      m["access"] = op.writable ? "write" : "read";
+      (op.writable ? writable : readable).push_back(op.target);
+    } else if (op.kind == enforce::MountOp::Kind::kSymlink) {
+      m["to"] = op.source;
+    } else if (op.kind == enforce::MountOp::Kind::kTmpfs) {
+      m["access"] = "write (private, discarded)";
+      if (op.size) m["size_bytes"] = op.size;
+    }
+    mounts.push_back(m);
+  }
+  json masks = json::array();
+  for (const auto& m : plan.mount.masks) masks.push_back({{"path", m.target}, {"why", m.why}});
+  int protected_existing = CountExistingProtected(plan);
+  j["plan"] = {{"workspace", notes.workspace},
+               {"mounts", mounts},
+               {"masks", masks},
+               {"protected", {{"roots", plan.mount.protect.roots},
+                              {"relpaths", plan.mount.protect.relpaths},
+                              {"existing", protected_existing},
+                              {"nested_repo_depth", plan.mount.protect.nested_repo_depth}}},
+               {"skipped", notes.skipped},
+               {"degraded", notes.degraded}};
+
+  // --- layers ----------------------------------------------------------------------------
+  json layers = json::array();
+  auto layer = [&](const std::string& name, bool on, const std::string& detail) {
+    layers.push_back({{"layer", name}, {"applied", on}, {"detail", detail}});
+  };
+  layer("user namespace", true,
+        "uid " + std::to_string(plan.uid) + " and gid " + std::to_string(plan.gid) +
+            " map to themselves; " +
+            (plan.privileged ? "supplementary groups dropped"
+                             : "setgroups denied (the kernel keeps supplementary groups of an "
+                               "unprivileged caller; they map to nobody)"));
+  layer("mount namespace", true,
+        "root built from nothing: " + std::to_string(plan.mount.ops.size()) + " mounts, " +
+            std::to_string(plan.mount.masks.size()) + " masks, pivot_root; no /sys");
+  layer("pid namespace", true, "ward-init is pid 1; everything dies with the command");
+  layer("network namespace", true, "only lo; no route out");
+  layer("ipc, uts, cgroup namespaces", true, "private; hostname \"ward\"");
+  if (plan.landlock.enabled) {
+    std::string d = "ABI " + std::to_string(plan.landlock.abi) + ": filesystem rights mirror the "
+                    "mount view";
+    if (plan.landlock.abi >= 4) {
+      d += plan.landlock.connect_tcp.empty()
+               ? "; no TCP connect or bind"
+               : "; TCP connect only to port(s) of the proxy";
+    }
+    if (plan.landlock.abi >= 6) d += "; abstract unix sockets and signals scoped to the sandbox";
+    layer("landlock", true, d);
+  } else {
+    layer("landlock", false, "not applied (degraded)");
+  }
+  if (plan.seccomp_enabled) {
+    layer("seccomp", true,
+          std::to_string(sc.denied) + " syscalls denied, " + std::to_string(sc.notified) +
+              " trapped for the supervisor, " + std::to_string(sc.killed) +
+              " kill the process; foreign architectures killed");
+  } else {
+    layer("seccomp", false, "not applied (degraded)");
+  }
+  layer("capabilities", true, "none (bounding, ambient, effective, permitted, inheritable); "
+                              "securebits locked");
+  layer("no_new_privs", true, "setuid and file capabilities have no effect");
+  layer("terminal", true, "new session; a pty of the sandbox's own when a terminal is attached");
+  layer("rlimits", true, "RLIMIT_CORE 0 (no core dumps)");
+  j["layers"] = layers;
+
+  // --- rules and the layers that enforce them ---------------------------------------------
+  json rules = json::array();
+  for (const auto& op : plan.mount.ops) {
+    if (op.kind != enforce::MountOp::Kind::kBind) continue;
+    json by = json::array({op.writable ? "mount: read-write bind" : "mount: read-only bind"});
+    if (plan.landlock.enabled) {
+      by.push_back(op.writable ? "landlock: all file rights" : "landlock: read and execute");
+    }
+    rules.push_back({{"rule", std::string(op.writable ? "write " : "read ") + op.target},
+                     {"why", op.why},
+                     {"enforced_by", by}});
+  }
+  for (const auto& m : plan.mount.masks) {
+    rules.push_back({{"rule", "deny " + m.target},
+                     {"why", m.why},
+                     {"enforced_by", json::array({"mount: covered by an empty read-only mount"})}});
+  }
+  rules.push_back({{"rule", "deny everything else"},
+                   {"why", "deny by construction"},
+                   {"enforced_by", json::array({"mount: not in the sandbox's view",
+                                                "landlock: no rule outside the view"})}});
+  if (!plan.mount.protect.relpaths.empty()) {
+    rules.push_back(
+        {{"rule", "protected paths below writable roots"},
+         {"why", "filesystem.protected"},
+         {"enforced_by",
+          json::array({"mount: existing ones are read-only binds (their directories pinned)",
+                       "seccomp user notification: the supervisor refuses to create absent "
+                       "ones and performs every other creation itself"})}});
+  }
+  rules.push_back({{"rule", egress.empty() ? "no network" : "egress through the proxy only"},
+                   {"why", "network.allow / network.deny"},
+                   {"enforced_by",
+                    json::array({"network namespace: only lo",
+                                 plan.landlock.abi >= 4 ? "landlock: TCP ports" : "",
+                                 "seccomp: socket families unix, inet, inet6 only"})}});
+  rules.push_back({{"rule", "environment from an allow list"},
+                   {"why", "env.pass / env.set"},
+                   {"enforced_by", json::array({"supervisor: builds the environment"})}});
+  j["rules"] = rules;
+
+  // --- the eight axes ----------------------------------------------------------------------
+  std::vector<std::string> env_names;
+  for (const auto& e : in.env) env_names.push_back(e.substr(0, e.find('=')));
+  std::vector<std::string> creds;
+  for (const auto& [name, c] : p.credentials) {
+    if (c.enabled) creds.push_back(name);
+  }
+  std::vector<std::string> allowed_hosts;
+  for (const auto& r : p.network.allow) allowed_hosts.push_back(r.pattern);
+  json axes;
+  axes["enforcement_layer"] = {
+      {"summary", "Linux kernel: namespaces + mount view + landlock + seccomp + no capabilities"},
+      {"kernel", f.kernel_release},
+      {"landlock_abi", f.landlock_abi},
+      {"outer_wall", f.outer_wall.empty() ? "none detected" : f.outer_wall}};
+  axes["granularity"] = {{"summary", in.granularity}};
+  axes["escape_resistance"] = {
+      {"summary", "shared kernel; reduced syscall surface; nothing of the host mounted beyond "
+                  "the listed paths"},
+      {"syscalls_denied", sc.denied},
+      {"syscalls_trapped", sc.notified},
+      {"syscalls_killed", sc.killed},
+      {"syscalls_allowed", sc.allowed},
+      {"mounts", plan.mount.ops.size() + plan.mount.masks.size()},
+      {"host_unix_sockets_visible", "none (private /tmp, no /run)"},
+      {"network", "own namespace with only lo"}};
+  axes["authority_scope"] = {
+      {"readable", readable},
+      {"writable_roots", writable},
+      {"private_scratch", json::array({"/tmp", p.home})},
+      {"protected_paths", plan.mount.protect.relpaths.size()},
+      {"protected_existing", protected_existing},
+      {"credentials_bound", creds},
+      {"env_passed", env_names}};
+  axes["egress_and_mediation"] = {
+      {"hosts_allowed", allowed_hosts},
+      {"broker", egress.empty() ? "none: no network at all" : "the supervisor's egress proxy"},
+      {"approvals", p.approvals.enabled ? "on (broker outside the sandbox)" : "off"}};
+  axes["trust_direction"] = {
+      {"summary", "protects the host, your files and secrets from the command; the command "
+                  "receives no secret (only phantoms, when credentials are bound)"}};
+  axes["persistence"] = {
+      {"survives", writable},
+      {"discarded", json::array({"/tmp", p.home + " (private HOME)", "/dev/shm",
+                                 "processes (killed with the sandbox)"})},
+      {"audit", p.audit ? "the session's audit log (outside the sandbox's view)" : "none (--no-audit)"}};
+  axes["boundary_mutability"] = {
+      {"summary", "monotonic: fixed before the command starts; .ward.toml can only narrow; "
+                  "grants only through the approval broker outside the sandbox"},
+      {"approvals", p.approvals.enabled}};
+  j["axes"] = axes;
+  j["seccomp"] = {{"denied", sc.denied_names}, {"trapped", sc.notified_names}};
+  return j;
+}
+
+std::string RenderExplain(const json& j) {
+  std::ostringstream o;
+  const json& p = j["policy"];
+  o << "ward explain — profile \"" << p["profile"].get<std::string>() << "\"";
+  for (const auto& s : p["sources"]) {
+    o << "\n  source " << s["origin"].get<std::string>() << " " << s["name"].get<std::string>()
+      << " sha256:" << s["sha256"].get<std::string>().substr(0, 16);
+  }
+  o << "\n  workspace " << j["plan"]["workspace"].get<std::string>() << " ("
+    << p["workspace"]["access"].get<std::string>() << ")\n";
+
+  o << "\nLayers\n";
+  for (const auto& l : j["layers"]) {
+    o << "  " << (l["applied"].get<bool>() ? "[on]  " : "[off] ") << l["layer"].get<std::string>()
+      << ": " << l["detail"].get<std::string>() << "\n";
+  }
+  o << "\nFilesystem view\n";
+  for (const auto& m : j["plan"]["mounts"]) {
+    std::string kind = m["kind"];
+    o << "  " << m["target"].get<std::string>();
+    if (kind == "symlink") {
+      o << " -> " << m["to"].get<std::string>();
+    } else if (m.contains("access")) {
+      o << "  " << m["access"].get<std::string>();
+    } else {
+      o << "  " << kind;
+    }
+    o << "   [" << m["why"].get<std::string>() << "]\n";
+  }
+  for (const auto& m : j["plan"]["masks"]) {
+    o << "  " << m["path"].get<std::string>() << "  hidden   [" << m["why"].get<std::string>()
+      << "]\n";
+  }
+  const json& prot = j["plan"]["protected"];
+  if (!prot["relpaths"].empty()) {
+    o << "  protected below writable roots (read-only, not creatable): ";
+    bool first = true;
+    for (const auto& r : prot["relpaths"]) {
+      o << (first ? "" : " ") << r.get<std::string>();
+      first = false;
+    }
+    o << "\n";
+  }
+  for (const auto& s : j["plan"]["skipped"]) o << "  skipped: " << s.get<std::string>() << "\n";
+  for (const auto& s : j["plan"]["degraded"]) o << "  DEGRADED: " << s.get<std::string>() << "\n";
+
+  o << "\nRules and the layers that enforce them\n";
+  for (const auto& r : j["rules"]) {
+    o << "  " << r["rule"].get<std::string>() << "   [" << r["why"].get<std::string>() << "]\n";
+    for (const auto& b : r["enforced_by"]) {
+      if (!b.get<std::string>().empty()) o << "      - " << b.get<std::string>() << "\n";
+    }
+  }
+
+  const json& a = j["axes"];
+  auto list = [](const json& arr) {
+    std::string s;
+    for (const auto& x : arr) s += (s.empty() ? "" : ", ") + x.get<std::string>();
+    return s.empty() ? std::string("none") : s;
+  };
+  o << "\nThe eight axes\n";
+  o << "  1. enforcement layer: " << a["enforcement_layer"]["summary"].get<std::string>()
+    << " (kernel " << a["enforcement_layer"]["kernel"].get<std::string>() << ", Landlock ABI "
+    << a["enforcement_layer"]["landlock_abi"].get<int>() << "); outer wall: "
+    << a["enforcement_layer"]["outer_wall"].get<std::string>() << "\n";
+  o << "  2. granularity: " << a["granularity"]["summary"].get<std::string>() << "\n";
+  const json& e = a["escape_resistance"];
+  o << "  3. escape resistance: " << e["summary"].get<std::string>() << "; syscalls "
+    << e["syscalls_denied"].get<int>() << " denied, " << e["syscalls_trapped"].get<int>()
+    << " trapped, " << e["syscalls_killed"].get<int>() << " killed, "
+    << e["syscalls_allowed"].get<int>() << " allowed; " << e["mounts"].get<size_t>()
+    << " mounts; host unix sockets: " << e["host_unix_sockets_visible"].get<std::string>() << "\n";
+  const json& s = a["authority_scope"];
+  o << "  4. authority scope: readable " << list(s["readable"]) << "; writable "
+    << list(s["writable_roots"]) << "; private scratch " << list(s["private_scratch"]) << "; "
+    << s["protected_paths"].get<size_t>() << " protected names ("
+    << s["protected_existing"].get<int>() << " present); credentials "
+    << list(s["credentials_bound"]) << "; env " << list(s["env_passed"]) << "\n";
+  const json& g = a["egress_and_mediation"];
+  o << "  5. egress and mediation: hosts " << list(g["hosts_allowed"]) << "; broker "
+    << g["broker"].get<std::string>() << "; approvals " << g["approvals"].get<std::string>()
+    << "\n";
+  o << "  6. trust direction: " << a["trust_direction"]["summary"].get<std::string>() << "\n";
+  o << "  7. persistence: survives " << list(a["persistence"]["survives"]) << "; discarded "
+    << list(a["persistence"]["discarded"]) << "; audit "
+    << a["persistence"]["audit"].get<std::string>() << "\n";
+  o << "  8. boundary mutability: " << a["boundary_mutability"]["summary"].get<std::string>()
+    << "\n";
+  return o.str();
+}
+
+}  // namespace ward::supervisor

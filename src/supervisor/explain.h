@@ -1,0 +1,29 @@
+// `ward explain`: the effective policy, which layer enforces each rule, and the run described
+// along the design's eight axes, with figures computed from the actual plan for this host.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "enforce/probe.h"
+#include "policy/policy.h"
+
+namespace ward::supervisor {
+
+struct ExplainInput {
+  const policy::Policy* policy = nullptr;
+  std::vector<std::string> argv;  // the command, if given
+  std::vector<std::string> env;   // the environment the command would get ("NAME=VALUE")
+  std::string granularity = "one command: a fresh sandbox for this invocation (ward run)";
+  std::string version;
+};
+
+// Builds the explanation (JSON). Fails when the run would be refused, with that reason.
+Result<nlohmann::json> Explain(const ExplainInput& in, const enforce::KernelFeatures& features);
+
+// Human text for the JSON above.
+std::string RenderExplain(const nlohmann::json& j);
+
+}  // namespace ward::supervisor
