@@ -217,7 +217,8 @@ Status CheckULabel(std::string_view host, std::u32string_view label) {
   }
   for (char32_t c : label) {
     if (c < 0x80) {
-      if (!IsLdh(c)) return LabelError(host, "invalid character " + Describe(c) + " in an IDN label");
+      if (!IsLdh(c))
+        return LabelError(host, "invalid character " + Describe(c) + " in an IDN label");
     } else if (IsDisallowedNonAscii(c)) {
       return LabelError(host, "invalid character " + Describe(c));
     }
@@ -363,6 +364,8 @@ Result<std::string> PunycodeEncode(std::u32string_view input) {
     ++delta;
     ++n;
   }
+  // Symmetric with PunycodeDecode's bound: what we encode can always be decoded.
+  if (out.size() > kMaxPunycodeInput) return InvalidArgument("punycode output too long");
   return out;
 }
 

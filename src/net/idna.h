@@ -22,7 +22,8 @@ namespace ward::net {
 
 // RFC 3492, without the "xn--" prefix. Encode takes Unicode code points (valid scalar values);
 // decode rejects overflow, invalid digits, non-basic characters before the delimiter and
-// results outside the Unicode scalar range. Inputs beyond 1024 code points / bytes are errors.
+// results outside the Unicode scalar range. Inputs and outputs beyond 1024 code points / bytes
+// are errors.
 Result<std::string> PunycodeEncode(std::u32string_view input);
 Result<std::u32string> PunycodeDecode(std::string_view input);
 

@@ -62,6 +62,14 @@ TEST(PunycodeTest, RejectsHostileInput) {
   EXPECT_FALSE(PunycodeEncode(too_big).ok());
   EXPECT_FALSE(PunycodeEncode(std::u32string(2000, U'ü')).ok());
   EXPECT_FALSE(PunycodeDecode(std::string(2000, 'a')).ok());
+  // An output too long to decode again is refused too (found by the host fuzzer).
+  std::u32string spread;
+  for (int i = 0; i < 600; ++i) spread += static_cast<char32_t>(0x4E00 + 37 * i);
+  EXPECT_FALSE(PunycodeEncode(spread).ok());
+  spread.resize(300);
+  auto fits = PunycodeEncode(spread);
+  ASSERT_TRUE(fits.ok());
+  EXPECT_EQ(*PunycodeDecode(*fits), spread);
 }
 
 TEST(PunycodeTest, DecodedCodePointsAreNeverBasic) {
