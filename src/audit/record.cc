@@ -16,7 +16,7 @@ std::string Sha256Hex(std::string_view bytes) {
   }
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out(64, '0');
-  for (unsigned int i = 0; i < 32; ++i) {
+  for (size_t i = 0; i < 32; ++i) {
     out[2 * i] = kHex[md[i] >> 4];
     out[2 * i + 1] = kHex[md[i] & 0xf];
   }

@@ -182,13 +182,17 @@ SessionLog::SessionLog(std::string dir, std::string session_id, UniqueFd dir_fd,
 }
 
 SessionLog::~SessionLog() {
-  (void)Close();
-  if (flusher_.joinable()) {
-    if (flusher_.get_id() == std::this_thread::get_id()) {
-      flusher_.detach();
-    } else {
-      flusher_.join();
+  try {
+    (void)Close();
+    if (flusher_.joinable()) {
+      if (flusher_.get_id() == std::this_thread::get_id()) {
+        flusher_.detach();
+      } else {
+        flusher_.join();
+      }
     }
+  } catch (...) {
+    // Only std::system_error from thread operations; nothing sensible to do in a destructor.
   }
 }
 

@@ -129,8 +129,12 @@ TEST(RedactorTest, UrlPasswordsAreRemoved) {
 TEST(RedactorTest, TooDeepNestingIsCutNotRecursedForever) {
   Redactor r;
   nlohmann::json deep = "leaf";
-  for (int i = 0; i < 10000; ++i) deep = nlohmann::json::array({deep});
-  nlohmann::json out = r.Apply(deep);
+  for (int i = 0; i < 10000; ++i) {
+    nlohmann::json outer = nlohmann::json::array();  // moved, not copied: copies recurse
+    outer.push_back(std::move(deep));
+    deep = std::move(outer);
+  }
+  nlohmann::json out = r.Apply(std::move(deep));
   EXPECT_NE(out.dump().find("[too deep]"), std::string::npos);
   EXPECT_EQ(out.dump().find("leaf"), std::string::npos);
 }

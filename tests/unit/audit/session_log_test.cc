@@ -156,8 +156,14 @@ TEST(SessionLogTest, HostileDataStaysVerifiable) {
   auto log = MustCreate(tmp.path(), "s");
   ASSERT_NE(log, nullptr);
   nlohmann::json deep = "leaf";
-  for (int i = 0; i < 500; ++i) deep = nlohmann::json::array({deep});
-  log->Emit("x.deep", {{"v", deep}});
+  for (int i = 0; i < 500; ++i) {
+    nlohmann::json outer = nlohmann::json::array();  // moved, not copied: copies recurse
+    outer.push_back(std::move(deep));
+    deep = std::move(outer);
+  }
+  nlohmann::json deep_data = nlohmann::json::object();
+  deep_data["v"] = std::move(deep);
+  log->Emit("x.deep", std::move(deep_data));
   log->Emit("x.utf8", {{"bad", std::string("\xff\xfe ok \xc3", 6)},
                        {std::string("k\xff", 2), "v"},
                        {"ctl", std::string("a\0b\x1b[31m\x7f", 9)}});
