@@ -79,7 +79,7 @@ nested_repo_depth = 5
 pass = ["PATH", "LC_*"]
 set = { NODE_OPTIONS = "--max-old-space-size=4096", EMPTY = "" }
 [network]
-allow = ["registry.npmjs.org", "*.github.com:443"]
+allow = ["packages.example.com", "*.github.com:443"]
 deny = ["evil.example.com"]
 [limits]
 memory = "8G"
