@@ -166,18 +166,26 @@ Result<std::unique_ptr<SessionLog>> SessionLog::Create(const Options& options) {
     return cleanup(Errno("audit: cannot create " + dir + "/" + std::string(kEventsFile)));
   }
   std::unique_ptr<SessionLog> log(new SessionLog(dir, options.session_id, std::move(dir_fd),
-                                                 std::move(log_fd), options.flush_interval));
+                                                 std::move(log_fd), options.flush_interval,
+                                                 options.start_flusher));
   return log;
 }
 
 SessionLog::SessionLog(std::string dir, std::string session_id, UniqueFd dir_fd, UniqueFd log_fd,
-                       std::chrono::milliseconds flush_interval)
+                       std::chrono::milliseconds flush_interval, bool start_flusher)
     : dir_(std::move(dir)),
       session_id_(std::move(session_id)),
       dir_fd_(std::move(dir_fd)),
       log_fd_(std::move(log_fd)),
       flush_interval_(flush_interval),
       last_hash_(kZeroHash) {
+  if (start_flusher) StartFlusher();
+}
+
+void SessionLog::StartFlusher() {
+  std::lock_guard lock(mu_);
+  if (flusher_running_ || closed_) return;
+  flusher_running_ = true;
   flusher_ = std::thread([this] { FlusherLoop(); });
 }
 
@@ -229,7 +237,7 @@ void SessionLog::Emit(std::string_view type, nlohmann::json data) {
       auto now = std::chrono::steady_clock::now();
       if (was_empty) batch_since_ = now;
       // The next Emit also flushes an overdue batch, in case the flusher is starved.
-      flush_now = IsSyncType(type) || now - batch_since_ >= flush_interval_;
+      flush_now = !flusher_running_ || IsSyncType(type) || now - batch_since_ >= flush_interval_;
       if (was_empty && !flush_now) cv_.notify_one();
     }
     if (flush_now) (void)Flush();

@@ -43,6 +43,10 @@ class SessionLog final : public ward::EventSink {
     // A record reaches the file (write(2)) at most this long after Emit; a SIGKILL loses at
     // most the records of the last interval (stated bound: <= 100 ms with the default).
     std::chrono::milliseconds flush_interval{50};
+    // Whether Create starts the background flusher. A process that will still clone (the
+    // supervisor before the sandbox starts) must stay single-threaded: it passes false, gets
+    // write-through records until it calls StartFlusher() after the clone.
+    bool start_flusher = true;
   };
 
   // Creates <state_dir>/sessions/<session_id>/ (0700) with `events.jsonl` and `head` (0600)
@@ -58,6 +62,10 @@ class SessionLog final : public ward::EventSink {
   // {"value": data} (null becomes {}). session.start, setup.error and session.end are
   // written before Emit returns. After a write error or Close, records are dropped.
   void Emit(std::string_view type, nlohmann::json data) override;
+
+  // Starts the background flusher if it is not running (idempotent). Until then every Emit
+  // writes through.
+  void StartFlusher();
 
   // Everything emitted so far reaches the file (write(2)) and the head. Returns health().
   Status Flush();
@@ -86,7 +94,7 @@ class SessionLog final : public ward::EventSink {
   };
 
   SessionLog(std::string dir, std::string session_id, UniqueFd dir_fd, UniqueFd log_fd,
-             std::chrono::milliseconds flush_interval);
+             std::chrono::milliseconds flush_interval, bool start_flusher);
   void FlusherLoop();
   Status WriteHead(int64_t seq, const std::string& hash);
   // Records the first error; returns true when this call made the log fail.
@@ -113,6 +121,7 @@ class SessionLog final : public ward::EventSink {
   std::chrono::steady_clock::time_point batch_since_;
   Status health_;
   bool closed_ = false;
+  bool flusher_running_ = false;
   bool stop_ = false;
   int64_t dropped_ = 0;
   std::function<void(const Status&)> on_failure_;

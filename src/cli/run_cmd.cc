@@ -6,10 +6,16 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "audit/session_log.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
 #include "common/trace.h"
+#include "policy/decide.h"
 #include "policy/env.h"
+#include "supervisor/explain.h"
 #include "supervisor/run.h"
 
 namespace ward::cli {
@@ -19,7 +25,56 @@ struct RunCommandOptions {
   RunOptions run;
   int json_status_fd = -1;
   std::vector<std::string> command;
+  std::vector<std::string> labels;  // KEY=VALUE, recorded in the audit session
+  std::string audit_dir;            // overrides the state directory
 };
+
+nlohmann::json FeaturesToJson(const enforce::KernelFeatures& f) {
+  return {{"kernel", f.kernel_release},
+          {"user_namespaces", f.user_ns},
+          {"landlock_abi", f.landlock_abi},
+          {"seccomp", f.seccomp},
+          {"seccomp_user_notif", f.seccomp_user_notif},
+          {"pidfd", f.pidfd},
+          {"openat2", f.openat2},
+          {"mount_api", f.mount_api},
+          {"outer_wall", f.outer_wall}};
+}
+
+nlohmann::json RusageToJson(const struct rusage& r) {
+  return {{"utime_ms", r.ru_utime.tv_sec * 1000 + r.ru_utime.tv_usec / 1000},
+          {"stime_ms", r.ru_stime.tv_sec * 1000 + r.ru_stime.tv_usec / 1000},
+          {"maxrss_kb", r.ru_maxrss}};
+}
+
+// The audit session of this run: created before anything starts (an unwritable directory or a
+// full disk refuses the run), in a directory the sandbox cannot see.
+Result<std::unique_ptr<audit::SessionLog>> OpenAuditSession(const RunCommandOptions& opts,
+                                                            const policy::Policy& pol) {
+  std::string state = opts.audit_dir.empty() ? audit::DefaultStateDir() : opts.audit_dir;
+  if (state.empty()) {
+    return Error(Code::kFailedPrecondition,
+                 "cannot tell where the audit trail goes (set XDG_STATE_HOME or HOME), or run "
+                 "with --no-audit");
+  }
+  policy::PathDecision d = policy::DecidePath(pol, state);
+  if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) {
+    return Error(Code::kFailedPrecondition,
+                 "the audit directory " + state + " would be visible inside the sandbox (" +
+                     d.via + "); move it (XDG_STATE_HOME) or run with --no-audit");
+  }
+  audit::SessionLog::Options o;
+  o.state_dir = state;
+  o.session_id = audit::NewSessionId();
+  o.start_flusher = false;  // the supervisor must stay single-threaded until the clone
+  Result<std::unique_ptr<audit::SessionLog>> log = audit::SessionLog::Create(o);
+  if (!log.ok()) {
+    return Status(log.status().code(),
+                  "cannot write the audit trail: " + log.status().ToString() +
+                      " (fix it, or run with --no-audit to go without one)");
+  }
+  return log;
+}
 
 void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
   nlohmann::json j = {
@@ -49,6 +104,7 @@ int RunCommand(RunCommandOptions& opts) {
     return 125;
   }
   supervisor::Outcome out;
+  std::unique_ptr<audit::SessionLog> log;
   Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
   if (!pol.ok()) {
     out.kind = supervisor::Outcome::Kind::kRefused;
@@ -62,7 +118,89 @@ int RunCommand(RunCommandOptions& opts) {
     for (const auto& [k, v] : policy::BuildEnvironment(req.policy, CallerEnvironment())) {
       req.env.push_back(k + "=" + v);
     }
-    out = supervisor::Run(req);
+    nlohmann::json labels = nlohmann::json::object();
+    bool labels_ok = true;
+    for (const auto& l : opts.labels) {
+      size_t eq = l.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        out.kind = supervisor::Outcome::Kind::kRefused;
+        out.exit_code = 125;
+        out.message = "--label " + l + ": expected KEY=VALUE";
+        labels_ok = false;
+        break;
+      }
+      labels[l.substr(0, eq)] = l.substr(eq + 1);
+    }
+    if (labels_ok && req.policy.audit) {
+      Result<std::unique_ptr<audit::SessionLog>> opened = OpenAuditSession(opts, req.policy);
+      if (!opened.ok()) {
+        out.kind = supervisor::Outcome::Kind::kRefused;
+        out.exit_code = 125;
+        out.message = opened.status().ToString();
+        labels_ok = false;
+      } else {
+        log = std::move(opened).value();
+        req.events = log.get();
+        TraceMark("audit session opened");
+      }
+    }
+    if (labels_ok) {
+      char cwd[4096] = "";
+      if (getcwd(cwd, sizeof cwd) == nullptr) cwd[0] = '\0';
+      audit::SessionLog* sink = log.get();
+      req.on_started = [&, sink](const enforce::LaunchPlan& plan, const enforce::PlanNotes& notes,
+                                 const enforce::KernelFeatures& features) {
+        if (sink == nullptr) return;
+        sink->StartFlusher();
+        supervisor::ExplainInput in;
+        in.policy = &req.policy;
+        in.argv = req.argv;
+        in.env = req.env;
+        in.version = WARD_VERSION;
+        Result<nlohmann::json> ex = supervisor::ExplainPlan(in, features, plan, notes);
+        nlohmann::json start = {{"ward_version", WARD_VERSION},
+                                {"command", req.argv},
+                                {"cwd", cwd},
+                                {"uid", getuid()},
+                                {"gid", getgid()},
+                                {"labels", labels},
+                                {"kernel", FeaturesToJson(features)},
+                                {"degraded", notes.degraded}};
+        if (ex.ok()) {
+          start["policy"] = (*ex)["policy"];
+          start["layers"] = (*ex)["layers"];
+          start["axes"] = (*ex)["axes"];
+          start["plan"] = (*ex)["plan"];
+        }
+        sink->Emit("session.start", std::move(start));
+        TraceMark("session.start written");
+      };
+      out = supervisor::Run(req);
+      if (log) {
+        if (out.kind == supervisor::Outcome::Kind::kRefused) {
+          // Nothing ran: the log still says what was refused and why.
+          log->Emit("session.start", {{"ward_version", WARD_VERSION},
+                                      {"command", req.argv},
+                                      {"cwd", cwd},
+                                      {"uid", getuid()},
+                                      {"labels", labels},
+                                      {"refused", out.message}});
+        }
+        log->Emit("session.end",
+                  {{"status", supervisor::OutcomeKindName(out.kind)},
+                   {"exit_code", out.exit_code},
+                   {"signal", out.signal == 0 ? nlohmann::json(nullptr) : nlohmann::json(out.signal)},
+                   {"message", out.message},
+                   {"duration_ms", static_cast<int64_t>(out.duration_ms)},
+                   {"rusage", RusageToJson(out.rusage)},
+                   {"notifications", out.notifications},
+                   {"protected_denials", out.protected_denials}});
+        Status closed = log->Close();
+        if (!closed.ok()) {
+          std::fprintf(stderr, "ward: audit trail incomplete: %s\n", closed.ToString().c_str());
+        }
+      }
+    }
   }
   if (!out.message.empty() && out.kind != supervisor::Outcome::Kind::kExited &&
       out.kind != supervisor::Outcome::Kind::kSignaled) {
@@ -81,6 +219,13 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   AddRunOptions(sub, &opts->run);
   sub->add_option("--json-status", opts->json_status_fd,
                   "Write the outcome as one JSON object to file descriptor FD");
+  sub->add_option("--label", opts->labels, "KEY=VALUE recorded in the audit session (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
+  sub->add_option("--audit-dir", opts->audit_dir,
+                  "Where the audit trail goes (default: $XDG_STATE_HOME/ward or "
+                  "~/.local/state/ward)");
   sub->add_option("command", opts->command, "COMMAND [ARGS...] (after --)");
   sub->positionals_at_end();
   sub->callback([opts, exit_code] { *exit_code = RunCommand(*opts); });

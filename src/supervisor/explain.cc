@@ -43,12 +43,17 @@ int CountExistingProtected(const enforce::LaunchPlan& plan) {
 }  // namespace
 
 Result<json> Explain(const ExplainInput& in, const enforce::KernelFeatures& f) {
-  const policy::Policy& p = *in.policy;
   enforce::PlanInput pi;
   pi.argv = in.argv.empty() ? std::vector<std::string>{"COMMAND"} : in.argv;
   pi.env = in.env;
   enforce::PlanNotes notes;
-  WARD_ASSIGN_OR_RETURN(enforce::LaunchPlan plan, enforce::PlanLaunch(p, f, pi, &notes));
+  WARD_ASSIGN_OR_RETURN(enforce::LaunchPlan plan, enforce::PlanLaunch(*in.policy, f, pi, &notes));
+  return ExplainPlan(in, f, plan, notes);
+}
+
+Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& f,
+                         const enforce::LaunchPlan& plan, const enforce::PlanNotes& notes) {
+  const policy::Policy& p = *in.policy;
   WARD_ASSIGN_OR_RETURN(net::EgressRules egress, net::EgressRules::Compile(p.network));
   enforce::SeccompSummary sc;
   if (plan.seccomp_enabled) sc = enforce::SummarizeSeccomp(plan.seccomp);

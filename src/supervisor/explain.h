@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "enforce/plan.h"
 #include "enforce/probe.h"
 #include "policy/policy.h"
 
@@ -22,6 +23,10 @@ struct ExplainInput {
 
 // Builds the explanation (JSON). Fails when the run would be refused, with that reason.
 Result<nlohmann::json> Explain(const ExplainInput& in, const enforce::KernelFeatures& features);
+
+// The same for a plan already made (the audit's session.start record of a real run).
+Result<nlohmann::json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& features,
+                                   const enforce::LaunchPlan& plan, const enforce::PlanNotes& notes);
 
 // Human text for the JSON above.
 std::string RenderExplain(const nlohmann::json& j);
