@@ -1,0 +1,151 @@
+#include "net/proxy.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <cerrno>
+
+#include "net/proxy_connection.h"
+
+namespace ward::net {
+
+namespace internal {
+
+namespace {
+
+constexpr size_t kMinScratch = 16 << 10;
+constexpr size_t kMaxScratch = 1 << 20;
+constexpr size_t kMaxRejecting = 64;  // over-cap connections answered at once; beyond: closed
+constexpr int kAcceptBurst = 64;      // accepts per wake-up, so one listener cannot starve I/O
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);
+
+asio::awaitable<void> AcceptLoop(std::shared_ptr<ProxyCore> core, asio::ip::tcp::acceptor* acc,
+                                 int family) {
+  asio::steady_timer backoff(core->ctx);
+  while (!core->stopped) {
+    asio::error_code ec;
+    co_await acc->async_wait(asio::ip::tcp::acceptor::wait_read, Await(ec));
+    if (core->stopped || ec == asio::error::operation_aborted || !acc->is_open()) break;
+    bool exhausted = false;
+    for (int i = 0; i < kAcceptBurst && !core->stopped; ++i) {
+      int fd = AcceptNonBlocking(acc->native_handle());
+      if (fd >= 0) {
+        core->OnAccepted(fd, family);
+        continue;
+      }
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        exhausted = true;
+      }
+      // EAGAIN: drained. Anything else concerns one pending connection (ECONNABORTED, ...).
+      if (errno == EAGAIN || exhausted) break;
+    }
+    if (exhausted) {
+      // Out of descriptors: the pending connection stays in the backlog; do not spin on it.
+      core->stats.errors++;
+      backoff.expires_after(kAcceptBackoff);
+      co_await backoff.async_wait(Await(ec));
+    }
+  }
+}
+
+}  // namespace
+
+ProxyCore::ProxyCore(asio::io_context& c, EgressRules r, Resolver* res, EventSink* ev,
+                     ProxyOptions o)
+    : ctx(c), rules(std::move(r)), resolver(res), events(ev), options(std::move(o)) {
+  scratch.resize(std::clamp(options.buffer_high_watermark, kMinScratch, kMaxScratch));
+}
+
+bool ProxyCore::IsTlsPort(uint16_t port) const {
+  return std::find(options.tls_ports.begin(), options.tls_ports.end(), port) !=
+         options.tls_ports.end();
+}
+
+void ProxyCore::OnAccepted(int fd, int family) {
+  stats.accepted++;
+  asio::ip::tcp::socket sock(ctx);
+  asio::error_code ec;
+  sock.assign(family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    stats.errors++;
+    return;
+  }
+  sock.non_blocking(true, ec);
+  sock.set_option(asio::ip::tcp::no_delay(true), ec);
+  bool over_cap = stats.active.load() >= options.max_connections;
+  if (over_cap) {
+    stats.refused_over_cap++;
+    if (rejecting >= kMaxRejecting) return;  // closed by the socket's destructor
+  }
+  auto conn = std::make_shared<Connection>(shared_from_this(), std::move(sock), over_cap);
+  Connection::Start(conn);
+}
+
+void ProxyCore::Stop() {
+  if (stopped) return;
+  for (auto& l : listeners) {
+    asio::error_code ec;
+    l->close(ec);
+  }
+  std::vector<std::shared_ptr<Connection>> conns;
+  for (Connection* c : connections) {
+    if (auto sp = c->weak_from_this().lock()) conns.push_back(std::move(sp));
+  }
+  for (auto& c : conns) c->Abort();
+  stopped = true;
+}
+
+}  // namespace internal
+
+EgressProxy::EgressProxy(asio::io_context& ctx, EgressRules rules, Resolver* resolver,
+                         EventSink* events, ProxyOptions options)
+    : core_(std::make_shared<internal::ProxyCore>(ctx, std::move(rules), resolver, events,
+                                                  std::move(options))) {}
+
+EgressProxy::~EgressProxy() { Stop(); }
+
+Status EgressProxy::Serve(UniqueFd listening_socket) {
+  if (core_->stopped) return Status(Code::kFailedPrecondition, "the proxy was stopped");
+  WARD_ASSIGN_OR_RETURN(int family,
+                        internal::CheckServerSocket(listening_socket.get(), SOCK_STREAM));
+  int flags = fcntl(listening_socket.get(), F_GETFL);
+  if (flags < 0 || fcntl(listening_socket.get(), F_SETFL, flags | O_NONBLOCK) != 0 ||
+      fcntl(listening_socket.get(), F_SETFD, FD_CLOEXEC) != 0) {
+    return Errno("proxy listener: fcntl");
+  }
+  auto acc = std::make_unique<asio::ip::tcp::acceptor>(core_->ctx);
+  asio::error_code ec;
+  acc->assign(family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(),
+              listening_socket.get(), ec);
+  if (ec) return ErrnoError("proxy listener", ec.value());
+  listening_socket.release();
+  asio::ip::tcp::acceptor* raw = acc.get();
+  core_->listeners.push_back(std::move(acc));
+  asio::co_spawn(core_->ctx, internal::AcceptLoop(core_, raw, family),
+                 [core = core_](std::exception_ptr e) {
+                   if (e) core->stats.errors++;
+                 });
+  return Ok();
+}
+
+void EgressProxy::Stop() { core_->Stop(); }
+
+EgressProxy::Stats EgressProxy::stats() const {
+  const auto& c = core_->stats;
+  Stats s;
+  s.accepted = c.accepted.load();
+  s.active = c.active.load();
+  s.denied = c.denied.load();
+  s.allowed = c.allowed.load();
+  s.refused_over_cap = c.refused_over_cap.load();
+  s.errors = c.errors.load();
+  s.bytes_up = c.bytes_up.load();
+  s.bytes_down = c.bytes_down.load();
+  s.buffered = c.buffered.load();
+  return s;
+}
+
+}  // namespace ward::net

@@ -1,0 +1,95 @@
+// The egress proxy: the sandbox's only way out. It runs in the supervisor (outside the
+// sandbox) on the supervisor's event loop and serves a listening socket that sandbox init
+// created inside the sandbox's network namespace; upstream sockets are opened in the
+// supervisor's own namespace.
+//
+// One port speaks HTTP/1.1 (CONNECT tunnels and absolute-URI forwarding of plain HTTP) and
+// SOCKS5 (no authentication, CONNECT only), told apart by the first byte. For every
+// destination: the rules decide on the name before any resolution; the supervisor resolves; the
+// addresses are pinned for that connection and each must pass the address rules; for TLS ports
+// the ClientHello's SNI must name the requested host before any byte goes upstream. Every
+// denial answers at once (HTTP 403 naming the rule, SOCKS reply 2, a TLS alert) and emits
+// exactly one `net.deny` event; every upstream connection ends with one `net.allow` event.
+//
+// Bounded: a connection cap, per-direction buffers of at most buffer_high_watermark bytes (a
+// side is not read while what it sent is still buffered), and timeouts for the request head,
+// the TLS peek, connecting and idleness. Network input never throws or aborts: a hostile
+// client costs its own connection only.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "common/events.h"
+#include "common/status.h"
+#include "common/unique_fd.h"
+#include "net/egress_rules.h"
+#include "net/http_parser.h"
+#include "net/resolver.h"
+
+namespace asio {
+class io_context;
+}
+
+namespace ward::net {
+
+struct ProxyOptions {
+  size_t max_connections = 512;  // per sandbox; beyond it: 503 / SOCKS reply 1, counted
+  // At most this many user-space bytes per direction of a connection; the proxy does not read
+  // a side again until what it read from that side has been written to the other one.
+  size_t buffer_high_watermark = 256 << 10;
+  std::chrono::milliseconds connect_timeout{10000};   // resolution, then all connect attempts
+  std::chrono::milliseconds header_timeout{15000};    // a whole request head / SOCKS handshake
+  std::chrono::milliseconds idle_timeout{600000};     // no byte moved in either direction
+  std::chrono::milliseconds tls_peek_timeout{10000};  // the ClientHello after "200"
+  HttpLimits http_limits;
+  // CONNECT / SOCKS to these ports must start with a TLS ClientHello whose SNI names the
+  // requested host, checked before connecting upstream. On other ports a tunnel that starts
+  // with a TLS handshake gets the same check (a missing SNI is accepted there).
+  std::vector<uint16_t> tls_ports = {443};
+};
+
+namespace internal {
+struct ProxyCore;
+}
+
+class EgressProxy {
+ public:
+  // `resolver` and `events` (null: no events) must outlive the proxy.
+  EgressProxy(asio::io_context& ctx, EgressRules rules, Resolver* resolver, EventSink* events,
+              ProxyOptions options = {});
+  ~EgressProxy();  // Stop()s
+  EgressProxy(const EgressProxy&) = delete;
+  EgressProxy& operator=(const EgressProxy&) = delete;
+
+  // Serves a listening TCP socket (bound and listening already; any family). Callable more than
+  // once. Call on the loop's thread (or before it runs).
+  Status Serve(UniqueFd listening_socket);
+
+  // Closes the listeners and every connection now (emitting their net.allow events); the loop
+  // can then finish. Call on the loop's thread (or when it does not run).
+  void Stop();
+
+  struct Stats {
+    uint64_t accepted = 0;          // client connections accepted, including refused ones
+    uint64_t active = 0;            // client connections being served now
+    uint64_t denied = 0;            // net.deny events
+    uint64_t allowed = 0;           // destinations authorised (tunnels, forwarded requests)
+    uint64_t refused_over_cap = 0;  // connections beyond max_connections
+    uint64_t errors = 0;            // malformed requests, timeouts, upstream failures
+    uint64_t bytes_up = 0;          // written to upstream servers
+    uint64_t bytes_down = 0;        // written to clients
+    uint64_t buffered = 0;          // user-space bytes waiting for a slow reader, now
+  };
+  // Safe from any thread.
+  Stats stats() const;
+
+ private:
+  std::shared_ptr<internal::ProxyCore> core_;
+};
+
+}  // namespace ward::net

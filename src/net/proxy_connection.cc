@@ -1,0 +1,842 @@
+#include "net/proxy_connection.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <asio/write.hpp>
+#include <cstring>
+
+#include "net/socks5.h"
+#include "net/text_util.h"
+#include "net/tls_client_hello.h"
+
+namespace ward::net::internal {
+
+namespace {
+
+constexpr auto kWriteErrorTimeout = std::chrono::milliseconds(5000);
+constexpr auto kLingerTimeout = std::chrono::milliseconds(1000);
+constexpr auto kOverCapTimeout = std::chrono::milliseconds(1000);
+constexpr size_t kLingerMaxBytes = 256 << 10;
+constexpr size_t kSniffBytes = 4096;
+constexpr size_t kSocksBuffer = kSocks5MaxGreeting + kSocks5MaxRequest + 4096;
+constexpr size_t kPendingKeepCapacity = 64 << 10;
+
+constexpr std::string_view kConnectEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
+// A fatal TLS alert, access_denied: what a client that sent a refused ClientHello reads.
+constexpr char kTlsAlertAccessDenied[] = {0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x31};
+constexpr uint8_t kTlsHandshakeRecord = 0x16;
+
+const char* StatusText(int status) {
+  switch (status) {
+    case 400:
+      return "Bad Request";
+    case 403:
+      return "Forbidden";
+    case 408:
+      return "Request Timeout";
+    case 414:
+      return "URI Too Long";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Error";
+  }
+}
+
+}  // namespace
+
+Connection::Connection(std::shared_ptr<ProxyCore> core, asio::ip::tcp::socket client, bool over_cap)
+    : core_(std::move(core)),
+      over_cap_(over_cap),
+      client_(core_->ctx),
+      upstream_(core_->ctx),
+      watchdog_(core_->ctx) {
+  client_.sock = std::move(client);
+  last_activity_ = Clock::now();
+  if (over_cap_) {
+    core_->rejecting++;
+  } else {
+    core_->stats.active++;
+  }
+  core_->connections.insert(this);
+}
+
+Connection::~Connection() {
+  core_->connections.erase(this);
+  if (over_cap_) {
+    core_->rejecting--;
+  } else {
+    core_->stats.active--;
+  }
+  core_->stats.buffered -= client_.pending.size() + upstream_.pending.size();
+}
+
+void Connection::Start(const std::shared_ptr<Connection>& conn) {
+  asio::co_spawn(conn->core_->ctx, conn->Run(conn), [conn](std::exception_ptr e) {
+    // Nothing on the data path throws on purpose; an exception here (allocation failure) ends
+    // this connection only.
+    if (e) {
+      conn->core_->stats.errors++;
+      conn->CloseAll();
+    }
+  });
+}
+
+void Connection::Abort() {
+  aborted_ = true;
+  FinishUpstream();
+  CloseAll();
+}
+
+void Connection::CloseAll() {
+  closed_ = true;
+  asio::error_code ec;
+  client_.sock.close(ec);
+  upstream_.sock.close(ec);
+  if (resolve_wait_) resolve_wait_->Cancel();
+  watchdog_.cancel();
+  armed_ = false;
+}
+
+// ------------------------------------------------------------------ watchdog
+
+void Connection::SetDeadline(std::chrono::milliseconds d, Phase phase) {
+  phase_ = phase;
+  deadline_ = Clock::now() + d;
+  Arm(deadline_);
+}
+
+void Connection::SetIdle() {
+  phase_ = Phase::kIdle;
+  Arm(Due());
+}
+
+void Connection::ClearDeadline() { phase_ = Phase::kNone; }
+
+Clock::time_point Connection::Due() const {
+  if (phase_ == Phase::kIdle) return last_activity_ + core_->options.idle_timeout;
+  return deadline_;
+}
+
+void Connection::Arm(Clock::time_point at) {
+  if (closed_) return;
+  // A wait that fires earlier re-checks and re-arms, so moving a deadline later costs nothing.
+  if (armed_ && armed_at_ <= at) return;
+  armed_ = true;
+  armed_at_ = at;
+  uint64_t generation = ++generation_;
+  watchdog_.expires_at(at);
+  watchdog_.async_wait([weak = weak_from_this(), generation](const asio::error_code&) {
+    if (auto self = weak.lock()) self->OnWatchdog(generation);
+  });
+}
+
+void Connection::OnWatchdog(uint64_t generation) {
+  if (generation != generation_) return;  // superseded by a re-arm
+  armed_ = false;
+  if (closed_ || phase_ == Phase::kNone) return;
+  Clock::time_point due = Due();
+  if (Clock::now() < due) {
+    Arm(due);
+    return;
+  }
+  if (phase_ == Phase::kConnect) {
+    // Only this attempt: the next pinned address may still answer.
+    connect_timed_out_ = true;
+    asio::error_code ec;
+    upstream_.sock.close(ec);
+    return;
+  }
+  if (phase_ != Phase::kLinger) core_->stats.errors++;
+  CloseAll();
+}
+
+// ------------------------------------------------------------------ I/O
+
+asio::awaitable<size_t> Connection::ReadSome(Side& s, size_t max, asio::error_code& ec) {
+  ec = {};
+  max = std::min(max, core_->scratch.size());
+  if (max == 0) max = 1;
+  if (!s.leftover.empty()) {
+    size_t n = std::min(max, s.leftover.size());
+    std::memcpy(core_->scratch.data(), s.leftover.data(), n);
+    s.leftover.erase(0, n);
+    co_return n;
+  }
+  while (true) {
+    if (closed_) {
+      ec = asio::error::operation_aborted;
+      co_return 0;
+    }
+    size_t n = s.sock.read_some(asio::buffer(core_->scratch.data(), max), ec);
+    if (!ec) {
+      last_activity_ = Clock::now();
+      co_return n;
+    }
+    if (ec != asio::error::would_block && ec != asio::error::try_again) co_return 0;
+    co_await s.sock.async_wait(asio::ip::tcp::socket::wait_read, Await(ec));
+    if (ec) co_return 0;
+  }
+}
+
+asio::awaitable<void> Connection::ReadMore(Side& s, size_t limit, asio::error_code& ec) {
+  ec = {};
+  if (s.leftover.size() >= limit) {
+    ec = asio::error::message_size;
+    co_return;
+  }
+  while (true) {
+    if (closed_) {
+      ec = asio::error::operation_aborted;
+      co_return;
+    }
+    size_t room = std::min(limit - s.leftover.size(), core_->scratch.size());
+    size_t n = s.sock.read_some(asio::buffer(core_->scratch.data(), room), ec);
+    if (!ec) {
+      last_activity_ = Clock::now();
+      s.leftover.append(core_->scratch.data(), n);
+      co_return;
+    }
+    if (ec != asio::error::would_block && ec != asio::error::try_again) co_return;
+    co_await s.sock.async_wait(asio::ip::tcp::socket::wait_read, Await(ec));
+    if (ec) co_return;
+  }
+}
+
+asio::awaitable<void> Connection::WriteAll(Side& s, std::string_view data, asio::error_code& ec) {
+  ec = {};
+  const bool up = &s == &upstream_;
+  auto account = [&](size_t n) {
+    if (n == 0) return;
+    last_activity_ = Clock::now();
+    if (up) {
+      upstream_up_ += n;
+      core_->stats.bytes_up += n;
+    } else {
+      upstream_down_ += n;
+      core_->stats.bytes_down += n;
+    }
+  };
+  // Fast path: the kernel takes it now and nothing is copied.
+  while (!data.empty()) {
+    if (closed_) {
+      ec = asio::error::operation_aborted;
+      co_return;
+    }
+    size_t n = s.sock.write_some(asio::buffer(data.data(), data.size()), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      ec = {};
+      break;
+    }
+    if (ec) co_return;
+    account(n);
+    data.remove_prefix(n);
+  }
+  if (data.empty()) co_return;
+  // The reader is slower: keep the rest (data may live in the shared scratch buffer) and stop
+  // reading the other side until it is written. This is the backpressure.
+  s.pending.assign(data.data(), data.size());
+  size_t held = s.pending.size();
+  core_->stats.buffered += held;
+  size_t n = co_await asio::async_write(s.sock, asio::buffer(s.pending), Await(ec));
+  core_->stats.buffered -= held;
+  account(n);
+  if (s.pending.capacity() > kPendingKeepCapacity) {
+    std::string().swap(s.pending);
+  } else {
+    s.pending.clear();
+  }
+}
+
+void Connection::PutBack(Side& s, const char* data, size_t n) {
+  if (n > 0) s.leftover.insert(0, data, n);
+}
+
+asio::awaitable<void> Connection::SendError(int status, const std::string& body) {
+  std::string resp = "HTTP/1.1 " + std::to_string(status) + " " + StatusText(status) +
+                     "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  SetDeadline(std::chrono::duration_cast<std::chrono::milliseconds>(kWriteErrorTimeout),
+              Phase::kHead);
+  asio::error_code ec;
+  co_await WriteAll(client_, resp, ec);
+  if (ec) {
+    CloseAll();
+    co_return;
+  }
+  co_await LingerClose();
+}
+
+asio::awaitable<void> Connection::LingerClose() {
+  if (closed_) co_return;
+  asio::error_code ec;
+  client_.sock.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  SetDeadline(std::chrono::duration_cast<std::chrono::milliseconds>(kLingerTimeout),
+              Phase::kLinger);
+  size_t drained = 0;
+  while (!closed_ && drained < kLingerMaxBytes) {
+    size_t n = co_await ReadSome(client_, core_->scratch.size(), ec);
+    if (ec) break;
+    drained += n;
+  }
+  CloseAll();
+}
+
+// ------------------------------------------------------------------ events
+
+void Connection::EmitDeny(const Target& t, std::string_view reason, std::string_view rule,
+                          std::string_view origin, std::string_view detail, nlohmann::json extra) {
+  core_->stats.denied++;
+  nlohmann::json data = {
+      {"host", t.host.ToString()}, {"port", t.port},   {"reason", reason}, {"rule", rule},
+      {"origin", origin},          {"detail", detail}, {"via", t.via}};
+  for (auto& [k, v] : extra.items()) data[k] = v;
+  core_->Emit("net.deny", std::move(data));
+}
+
+void Connection::EmitError(const Target& t, std::string_view reason, std::string_view detail) {
+  core_->stats.errors++;
+  core_->Emit("net.error", {{"host", t.host.ToString()},
+                            {"port", t.port},
+                            {"reason", reason},
+                            {"detail", detail},
+                            {"via", t.via}});
+}
+
+void Connection::FinishUpstream() {
+  if (!upstream_open_) return;
+  upstream_open_ = false;
+  asio::error_code ec;
+  upstream_.sock.close(ec);
+  upstream_.leftover.clear();
+  if (upstream_denied_) return;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - upstream_start_);
+  nlohmann::json data = {{"host", upstream_target_.host.ToString()},
+                         {"port", upstream_target_.port},
+                         {"addr", upstream_addr_.ToString()},
+                         {"rule", upstream_target_.rule},
+                         {"origin", upstream_target_.origin},
+                         {"bytes_up", upstream_up_},
+                         {"bytes_down", upstream_down_},
+                         {"duration_ms", ms.count()},
+                         {"via", upstream_target_.via}};
+  if (std::string_view(upstream_target_.via) == "http") data["requests"] = upstream_requests_;
+  core_->Emit("net.allow", std::move(data));
+}
+
+std::string Connection::DenyBody(const Target& t, std::string_view detail) {
+  // One line: what was refused, the deciding rule (in detail) and where to look further.
+  return "ward: " + t.Display() + " denied: " + std::string(detail) + "; see `ward why " +
+         t.Display() + "`\n";
+}
+
+asio::awaitable<void> Connection::SendFailure(Fail f, const Target& t, const std::string& detail) {
+  switch (f) {
+    case Fail::kNone:
+    case Fail::kClosed:
+      CloseAll();
+      break;
+    case Fail::kDenied:
+      co_await SendError(403, DenyBody(t, detail));
+      break;
+    case Fail::kTimeout:
+      co_await SendError(504, "ward: " + t.Display() + ": " + detail + "\n");
+      break;
+    case Fail::kResolve:
+    case Fail::kRefused:
+    case Fail::kUnreachable:
+      co_await SendError(502, "ward: " + t.Display() + ": " + detail + "\n");
+      break;
+  }
+}
+
+// ------------------------------------------------------------------ policy and upstream
+
+asio::awaitable<Connection::Fail> Connection::Authorize(Target& t, std::string* detail) {
+  const EgressRules& rules = core_->rules;
+  EgressRules::Decision d = rules.CheckHost(t.host, t.port);
+  if (!d.allowed) {
+    *detail = d.reason;
+    EmitDeny(t, d.rule.empty() ? "no_rule" : "deny_rule", d.rule,
+             d.rule.empty() ? "" : d.origin.ToString(), d.reason);
+    co_return Fail::kDenied;
+  }
+  t.rule = d.rule;
+  t.origin = d.rule.empty() ? "" : d.origin.ToString();
+  std::vector<IpAddress> addrs;
+  if (t.host.is_address()) {
+    addrs.push_back(*t.host.address);
+  } else {
+    // Only now, with the name allowed, does it leave the supervisor.
+    ClearDeadline();
+    auto wait = std::make_shared<ResolveWait>(core_->ctx.get_executor());
+    resolve_wait_ = wait;
+    auto r = co_await ResolveWait::Run(wait, core_->resolver, t.host.name,
+                                       Clock::now() + core_->options.connect_timeout);
+    resolve_wait_.reset();
+    if (closed_) co_return Fail::kClosed;
+    if (!r.ok() || r->empty()) {
+      *detail = r.ok() ? "no address for " + t.host.name : r.status().message();
+      EmitError(t, "resolve", *detail);
+      co_return r.ok() || r.status().code() != Code::kTimeout ? Fail::kResolve : Fail::kTimeout;
+    }
+    addrs = std::move(r).value();
+  }
+  // Pin: only addresses the rules allow are ever tried, so a name cannot lead to a loopback or
+  // metadata address unless that address itself is allowed.
+  t.addrs.clear();
+  std::optional<EgressRules::Decision> first_denial;
+  IpAddress denied_addr;
+  for (const IpAddress& a : addrs) {
+    EgressRules::Decision ad = rules.CheckAddress(a, t.port);
+    if (ad.allowed) {
+      if (std::find(t.addrs.begin(), t.addrs.end(), a) == t.addrs.end()) t.addrs.push_back(a);
+    } else if (!first_denial) {
+      first_denial = std::move(ad);
+      denied_addr = a;
+    }
+  }
+  if (t.addrs.empty()) {
+    *detail = first_denial->reason;
+    EmitDeny(t, "address", first_denial->rule,
+             first_denial->rule.empty() ? "" : first_denial->origin.ToString(), *detail,
+             {{"addr", denied_addr.ToString()}});
+    co_return Fail::kDenied;
+  }
+  core_->stats.allowed++;
+  co_return Fail::kNone;
+}
+
+asio::awaitable<Connection::Fail> Connection::ConnectUpstream(const Target& t,
+                                                              std::string* detail) {
+  FinishUpstream();
+  Clock::time_point end = Clock::now() + core_->options.connect_timeout;
+  Fail last = Fail::kUnreachable;
+  *detail = "no address to connect to";
+  for (size_t i = 0; i < t.addrs.size(); ++i) {
+    auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now());
+    if (remaining.count() <= 0) {
+      last = Fail::kTimeout;
+      *detail = "connecting timed out";
+      break;
+    }
+    const IpAddress& a = t.addrs[i];
+    auto sock = OpenTcpSocket(core_->ctx, a.is_v4() ? AF_INET : AF_INET6);
+    if (!sock.ok()) {
+      *detail = sock.status().ToString();
+      last = Fail::kUnreachable;
+      break;  // out of descriptors: the next address would fail the same way
+    }
+    upstream_.sock = std::move(sock).value();
+    upstream_.leftover.clear();
+    connect_timed_out_ = false;
+    SetDeadline(remaining / static_cast<long>(t.addrs.size() - i), Phase::kConnect);
+    asio::error_code ec;
+    co_await upstream_.sock.async_connect(ToEndpoint(a, t.port), Await(ec));
+    ClearDeadline();
+    if (closed_) co_return Fail::kClosed;
+    if (!ec) {
+      upstream_open_ = true;
+      upstream_denied_ = false;
+      upstream_target_ = t;
+      upstream_addr_ = a;
+      upstream_start_ = Clock::now();
+      upstream_up_ = upstream_down_ = upstream_requests_ = 0;
+      co_return Fail::kNone;
+    }
+    asio::error_code ignored;
+    upstream_.sock.close(ignored);
+    if (connect_timed_out_) {
+      last = Fail::kTimeout;
+      *detail = "connecting to " + a.ToUriString() + ":" + std::to_string(t.port) + " timed out";
+    } else {
+      last = ec == asio::error::connection_refused ? Fail::kRefused : Fail::kUnreachable;
+      *detail =
+          "connecting to " + a.ToUriString() + ":" + std::to_string(t.port) + ": " + ec.message();
+    }
+  }
+  EmitError(t, last == Fail::kTimeout ? "connect_timeout" : "connect", *detail);
+  co_return last;
+}
+
+bool Connection::UpstreamReusable() {
+  if (!upstream_open_ || !upstream_.leftover.empty() || !upstream_.sock.is_open()) return false;
+  // An idle upstream that became readable has closed (or sent junk): not reusable.
+  char c;
+  ssize_t n = ::recv(upstream_.sock.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+// ------------------------------------------------------------------ TLS gate
+
+asio::awaitable<Connection::Gate> Connection::CheckClientHello(const Target& t, bool required) {
+  SetDeadline(core_->options.tls_peek_timeout, Phase::kTls);
+  ClientHelloParse p;
+  while (true) {
+    p = ParseClientHello(client_.leftover);
+    if (p.kind != ClientHelloParse::Kind::kNeedMore) break;
+    asio::error_code ec;
+    co_await ReadMore(client_, kMaxClientHelloPeek, ec);
+    if (ec == asio::error::message_size) {
+      p.kind = ClientHelloParse::Kind::kMalformed;
+      p.reason = "no ClientHello within " + std::to_string(kMaxClientHelloPeek) + " bytes";
+      break;
+    }
+    if (ec) co_return Gate::kClosed;
+  }
+  std::string reason, detail;
+  nlohmann::json extra = nlohmann::json::object();
+  switch (p.kind) {
+    case ClientHelloParse::Kind::kNotTls:
+      if (!required) co_return Gate::kPass;
+      reason = "not_tls";
+      detail = "port " + std::to_string(t.port) + " needs TLS: " + p.reason;
+      break;
+    case ClientHelloParse::Kind::kMalformed:
+      reason = "tls_malformed";
+      detail = "unusable TLS ClientHello: " + p.reason;
+      break;
+    case ClientHelloParse::Kind::kHello:
+      if (p.hello.encrypted_client_hello) {
+        // The real server name is hidden: it cannot be checked against the rules.
+        reason = "tls_ech";
+        detail = "TLS Encrypted Client Hello hides the server name";
+      } else if (!p.hello.sni) {
+        if (!required || t.host.is_address()) co_return Gate::kPass;
+        reason = "no_sni";
+        detail = "TLS ClientHello without a server name for " + t.host.ToString();
+      } else if (!t.host.is_address() && p.hello.sni->name == t.host.name) {
+        co_return Gate::kPass;
+      } else {
+        reason = "sni_mismatch";
+        detail =
+            "TLS server name " + p.hello.sni->ToString() + " does not match " + t.host.ToString();
+        extra["sni"] = p.hello.sni->ToString();
+      }
+      break;
+    case ClientHelloParse::Kind::kNeedMore:
+      co_return Gate::kClosed;
+  }
+  upstream_denied_ = true;
+  EmitDeny(t, reason, "", "", detail, std::move(extra));
+  if (p.kind != ClientHelloParse::Kind::kNotTls) {
+    asio::error_code ec;
+    SetDeadline(std::chrono::duration_cast<std::chrono::milliseconds>(kWriteErrorTimeout),
+                Phase::kHead);
+    co_await WriteAll(client_,
+                      std::string_view(kTlsAlertAccessDenied, sizeof kTlsAlertAccessDenied), ec);
+  }
+  co_return Gate::kDenied;
+}
+
+// ------------------------------------------------------------------ tunnel
+
+asio::awaitable<void> Connection::Tunnel(std::shared_ptr<Connection> self, TunnelGate gate) {
+  if (gate == TunnelGate::kRequired) {
+    Gate g = co_await CheckClientHello(upstream_target_, /*required=*/true);
+    if (g != Gate::kPass) {
+      if (g == Gate::kClosed && !closed_) core_->stats.errors++;
+      co_await LingerClose();
+      co_return;
+    }
+  }
+  SetIdle();
+  down_done_ = false;
+  auto done = std::make_shared<asio::steady_timer>(core_->ctx, Clock::time_point::max());
+  asio::co_spawn(core_->ctx, Pump(self, /*upward=*/false, /*sniff=*/false),
+                 [self, done](std::exception_ptr e) {
+                   if (e) self->CloseAll();
+                   self->down_done_ = true;
+                   done->cancel();
+                 });
+  co_await Pump(self, /*upward=*/true, gate == TunnelGate::kSniff);
+  if (!down_done_) {
+    asio::error_code ec;
+    co_await done->async_wait(Await(ec));
+  }
+}
+
+asio::awaitable<void> Connection::Pump(std::shared_ptr<Connection> self, bool upward, bool sniff) {
+  Side& from = upward ? client_ : upstream_;
+  Side& to = upward ? upstream_ : client_;
+  asio::error_code ec;
+  if (sniff) {
+    // Whatever the protocol, a tunnel that starts a TLS handshake names its server: check it.
+    if (from.leftover.empty()) co_await ReadMore(from, kSniffBytes, ec);
+    if (!ec && !from.leftover.empty() &&
+        static_cast<uint8_t>(from.leftover[0]) == kTlsHandshakeRecord) {
+      Gate g = co_await CheckClientHello(upstream_target_, /*required=*/false);
+      SetIdle();
+      if (g != Gate::kPass) {
+        if (g == Gate::kClosed && !closed_) core_->stats.errors++;
+        co_await LingerClose();
+        co_return;
+      }
+    }
+  }
+  while (true) {
+    size_t n = co_await ReadSome(from, core_->options.buffer_high_watermark, ec);
+    if (ec) {
+      if (ec == asio::error::eof && !closed_) {
+        // Everything read from this side has been written: pass the end of stream on.
+        asio::error_code ignored;
+        to.sock.shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+      } else {
+        CloseAll();
+      }
+      co_return;
+    }
+    co_await WriteAll(to, std::string_view(core_->scratch.data(), n), ec);
+    if (ec) {
+      CloseAll();
+      co_return;
+    }
+  }
+  (void)self;
+}
+
+// ------------------------------------------------------------------ protocols
+
+asio::awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
+  if (over_cap_) {
+    co_await RejectOverCap();
+    CloseAll();
+    co_return;
+  }
+  SetDeadline(core_->options.header_timeout, Phase::kHead);
+  asio::error_code ec;
+  co_await ReadMore(client_, kSniffBytes, ec);
+  if (!ec) {
+    if (static_cast<uint8_t>(client_.leftover[0]) == kSocks5Version) {
+      co_await ServeSocks(self);
+    } else {
+      co_await ServeHttp(self);
+    }
+  } else if (ec != asio::error::eof) {
+    core_->stats.errors++;
+  }
+  FinishUpstream();
+  CloseAll();
+}
+
+asio::awaitable<void> Connection::RejectOverCap() {
+  SetDeadline(std::chrono::duration_cast<std::chrono::milliseconds>(kOverCapTimeout), Phase::kHead);
+  asio::error_code ec;
+  co_await ReadMore(client_, kSniffBytes, ec);
+  if (ec) co_return;
+  if (static_cast<uint8_t>(client_.leftover[0]) != kSocks5Version) {
+    co_await SendError(503, "ward: too many connections through the proxy (limit " +
+                                std::to_string(core_->options.max_connections) + ")\n");
+    co_return;
+  }
+  Socks5Greeting greeting;
+  Socks5Parse p;
+  while ((p = ParseSocks5Greeting(client_.leftover, &greeting)).kind ==
+         Socks5Parse::Kind::kNeedMore) {
+    co_await ReadMore(client_, kSocksBuffer, ec);
+    if (ec) co_return;
+  }
+  if (p.kind != Socks5Parse::Kind::kDone || !greeting.offers_no_auth) co_return;
+  client_.leftover.erase(0, p.consumed);
+  co_await WriteAll(client_, BuildSocks5MethodSelection(kSocks5NoAuth), ec);
+  Socks5Request req;
+  while (!ec &&
+         (p = ParseSocks5Request(client_.leftover, &req)).kind == Socks5Parse::Kind::kNeedMore) {
+    co_await ReadMore(client_, kSocksBuffer, ec);
+  }
+  if (ec) co_return;
+  co_await WriteAll(client_, BuildSocks5Reply(Socks5Reply::kGeneralFailure), ec);
+  co_await LingerClose();
+}
+
+asio::awaitable<void> Connection::ServeSocks(std::shared_ptr<Connection> self) {
+  asio::error_code ec;
+  Socks5Greeting greeting;
+  Socks5Parse p;
+  while ((p = ParseSocks5Greeting(client_.leftover, &greeting)).kind ==
+         Socks5Parse::Kind::kNeedMore) {
+    co_await ReadMore(client_, kSocksBuffer, ec);
+    if (ec) {
+      core_->stats.errors++;
+      co_return;
+    }
+  }
+  if (p.kind == Socks5Parse::Kind::kError) {
+    core_->stats.errors++;
+    co_return;
+  }
+  client_.leftover.erase(0, p.consumed);
+  if (!greeting.offers_no_auth) {
+    core_->stats.errors++;
+    co_await WriteAll(client_, BuildSocks5MethodSelection(kSocks5NoAcceptableMethod), ec);
+    co_await LingerClose();
+    co_return;
+  }
+  co_await WriteAll(client_, BuildSocks5MethodSelection(kSocks5NoAuth), ec);
+  if (ec) co_return;
+
+  Socks5Request req;
+  while ((p = ParseSocks5Request(client_.leftover, &req)).kind == Socks5Parse::Kind::kNeedMore) {
+    co_await ReadMore(client_, kSocksBuffer, ec);
+    if (ec) {
+      core_->stats.errors++;
+      co_return;
+    }
+  }
+  if (p.kind == Socks5Parse::Kind::kError) {
+    core_->stats.errors++;
+    if (p.send_reply) {
+      co_await WriteAll(client_, BuildSocks5Reply(p.reply), ec);
+      co_await LingerClose();
+    }
+    co_return;
+  }
+  client_.leftover.erase(0, p.consumed);
+
+  auto reply_and_close = [&](Socks5Reply r) -> asio::awaitable<void> {
+    asio::error_code wec;
+    co_await WriteAll(client_, BuildSocks5Reply(r), wec);
+    co_await LingerClose();
+  };
+  Target t;
+  t.via = "socks5";
+  t.port = req.port;
+  std::string text = req.HostText();
+  auto host = ParseHost(text);
+  if (!host.ok()) {
+    t.host.name = QuoteUntrusted(text, 255);
+    EmitDeny(t, "bad_host", "", "", host.status().message());
+    co_await reply_and_close(Socks5Reply::kNotAllowed);
+    co_return;
+  }
+  t.host = std::move(host).value();
+  std::string detail;
+  Fail f = co_await Authorize(t, &detail);
+  if (f == Fail::kNone) f = co_await ConnectUpstream(t, &detail);
+  switch (f) {
+    case Fail::kNone:
+      break;
+    case Fail::kClosed:
+      co_return;
+    case Fail::kDenied:
+      co_await reply_and_close(Socks5Reply::kNotAllowed);
+      co_return;
+    case Fail::kRefused:
+      co_await reply_and_close(Socks5Reply::kConnectionRefused);
+      co_return;
+    case Fail::kResolve:
+    case Fail::kUnreachable:
+    case Fail::kTimeout:
+      co_await reply_and_close(Socks5Reply::kHostUnreachable);
+      co_return;
+  }
+  co_await WriteAll(client_, BuildSocks5Reply(Socks5Reply::kSucceeded), ec);
+  if (ec) co_return;
+  co_await Tunnel(self, core_->IsTlsPort(t.port) ? TunnelGate::kRequired : TunnelGate::kSniff);
+}
+
+asio::awaitable<void> Connection::ServeHttp(std::shared_ptr<Connection> self) {
+  HttpRequestParser parser(core_->options.http_limits);
+  bool first = true;
+  while (!closed_) {
+    parser.Reset();
+    if (!first) SetIdle();  // between requests: idle, until the next one starts
+    bool started = first;
+    HttpParse r;
+    while (true) {
+      asio::error_code ec;
+      size_t n = co_await ReadSome(client_, core_->scratch.size(), ec);
+      if (ec) {
+        // A keep-alive client that leaves between requests is the normal end.
+        if (started && ec != asio::error::operation_aborted) core_->stats.errors++;
+        co_return;
+      }
+      if (!started) {
+        started = true;
+        SetDeadline(core_->options.header_timeout, Phase::kHead);
+      }
+      r = parser.Feed(std::string_view(core_->scratch.data(), n));
+      if (r.done()) {
+        PutBack(client_, core_->scratch.data() + r.consumed, n - r.consumed);
+        break;
+      }
+      if (r.error()) {
+        core_->stats.errors++;
+        co_await SendError(r.http_status, "ward: " + r.reason + "\n");
+        co_return;
+      }
+    }
+    first = false;
+    const HttpRequestHead& head = parser.head();
+    if (head.method == "CONNECT") {
+      co_await HandleConnect(self, head);
+      co_return;
+    }
+    bool keep = co_await Forward(self, head);
+    if (!keep) co_return;
+  }
+}
+
+asio::awaitable<void> Connection::HandleConnect(std::shared_ptr<Connection> self,
+                                                const HttpRequestHead& head) {
+  FinishUpstream();
+  auto hp = ParseAuthorityForm(head.target);
+  if (!hp.ok()) {
+    core_->stats.errors++;
+    co_await SendError(400, "ward: bad CONNECT target " + QuoteUntrusted(head.target) + ": " +
+                                hp.status().message() + "\n");
+    co_return;
+  }
+  Target t;
+  t.via = "connect";
+  t.host = hp->host;
+  t.port = hp->port;
+  std::string detail;
+  Fail f = co_await Authorize(t, &detail);
+  if (f != Fail::kNone) {
+    co_await SendFailure(f, t, detail);
+    co_return;
+  }
+  asio::error_code ec;
+  if (core_->IsTlsPort(t.port)) {
+    // The SNI is checked before the upstream ever hears of this connection.
+    co_await WriteAll(client_, kConnectEstablished, ec);
+    if (ec) co_return;
+    upstream_target_ = t;
+    Gate g = co_await CheckClientHello(t, /*required=*/true);
+    if (g != Gate::kPass) {
+      if (g == Gate::kClosed && !closed_) core_->stats.errors++;
+      co_await LingerClose();
+      co_return;
+    }
+    f = co_await ConnectUpstream(t, &detail);
+    if (f != Fail::kNone) {
+      CloseAll();  // after "200" there is no way to say why: the event does
+      co_return;
+    }
+    co_await Tunnel(self, TunnelGate::kNone);
+    co_return;
+  }
+  f = co_await ConnectUpstream(t, &detail);
+  if (f != Fail::kNone) {
+    co_await SendFailure(f, t, detail);
+    co_return;
+  }
+  co_await WriteAll(client_, kConnectEstablished, ec);
+  if (ec) co_return;
+  co_await Tunnel(self, TunnelGate::kSniff);
+}
+
+}  // namespace ward::net::internal

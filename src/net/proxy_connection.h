@@ -1,0 +1,176 @@
+// Internal to the egress proxy: the state shared by its connections, and one client connection
+// (sniffing, HTTP CONNECT, HTTP forwarding, SOCKS5, the tunnel). See proxy.h for the behaviour.
+//
+// Concurrency: everything runs on the one event loop. A connection is a coroutine holding a
+// shared_ptr to itself; a watchdog timer closes its sockets when the current phase's deadline
+// passes, which ends whatever the coroutine waits for. One read buffer (ProxyCore::scratch)
+// serves the whole proxy: data read into it is consumed or copied before the next suspension.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "net/http_parser.h"
+#include "net/proxy.h"
+#include "net/proxy_io.h"
+
+namespace ward::net::internal {
+
+class Connection;
+
+struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
+  ProxyCore(asio::io_context& c, EgressRules r, Resolver* res, EventSink* ev, ProxyOptions o);
+
+  void Emit(std::string_view type, nlohmann::json data) {
+    if (!stopped) SafeEmit(events, type, std::move(data));
+  }
+  bool IsTlsPort(uint16_t port) const;
+  void OnAccepted(int fd, int family);
+  void Stop();
+
+  asio::io_context& ctx;
+  const EgressRules rules;
+  Resolver* const resolver;
+  EventSink* const events;
+  const ProxyOptions options;
+  std::vector<char> scratch;
+  bool stopped = false;
+  std::unordered_set<Connection*> connections;
+  std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> listeners;
+  size_t rejecting = 0;  // over-cap connections being answered
+
+  struct Counters {
+    std::atomic<uint64_t> accepted{0}, active{0}, denied{0}, allowed{0}, refused_over_cap{0},
+        errors{0}, bytes_up{0}, bytes_down{0}, buffered{0};
+  } stats;
+};
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(std::shared_ptr<ProxyCore> core, asio::ip::tcp::socket client, bool over_cap);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  static void Start(const std::shared_ptr<Connection>& conn);
+  // Stop(): ends the connection now, emitting its net.allow event.
+  void Abort();
+
+ private:
+  struct Side {
+    explicit Side(asio::io_context& ctx) : sock(ctx) {}
+    asio::ip::tcp::socket sock;
+    std::string leftover;  // read from the socket, not consumed yet (pipelined bytes)
+    std::string pending;   // handed to the kernel, not all taken yet
+  };
+
+  // A destination being decided or served.
+  struct Target {
+    Host host;
+    uint16_t port = 0;
+    const char* via = "";          // "connect", "http", "socks5"
+    std::string rule;              // the allowing rule; "" for a public address of an IP literal
+    std::string origin;            // where that rule came from
+    std::vector<IpAddress> addrs;  // pinned: resolved and allowed, tried in order
+    std::string Display() const { return host.ToUriString() + ":" + std::to_string(port); }
+  };
+
+  enum class Fail { kNone, kDenied, kResolve, kRefused, kUnreachable, kTimeout, kClosed };
+  enum class Gate { kPass, kDenied, kClosed };
+  enum class Phase { kNone, kHead, kConnect, kTls, kIdle, kLinger };
+
+  asio::awaitable<void> Run(std::shared_ptr<Connection> self);
+  asio::awaitable<void> RejectOverCap();
+  asio::awaitable<void> ServeSocks(std::shared_ptr<Connection> self);
+  asio::awaitable<void> ServeHttp(std::shared_ptr<Connection> self);
+  asio::awaitable<void> HandleConnect(std::shared_ptr<Connection> self,
+                                      const HttpRequestHead& head);
+  // proxy_http.cc. Returns whether the client connection stays open for another request.
+  asio::awaitable<bool> Forward(std::shared_ptr<Connection> self, const HttpRequestHead& head);
+  // While a response is awaited: a client that leaves (EOF, reset) ends the connection and its
+  // upstream at once instead of at the idle timeout. Pipelined bytes end the watch.
+  asio::awaitable<void> WatchClient(std::shared_ptr<Connection> self, uint64_t generation);
+
+  // Decides t (name, then the pinned addresses); emits net.deny / net.error.
+  asio::awaitable<Fail> Authorize(Target& t, std::string* detail);
+  // Connects upstream_ to t's addresses in order, within connect_timeout.
+  asio::awaitable<Fail> ConnectUpstream(const Target& t, std::string* detail);
+  // Closes upstream_ and emits its net.allow event (once).
+  void FinishUpstream();
+  void EmitDeny(const Target& t, std::string_view reason, std::string_view rule,
+                std::string_view origin, std::string_view detail,
+                nlohmann::json extra = nlohmann::json::object());
+  void EmitError(const Target& t, std::string_view reason, std::string_view detail);
+  static std::string DenyBody(const Target& t, std::string_view detail);
+  asio::awaitable<void> SendFailure(Fail f, const Target& t, const std::string& detail);
+
+  // The first bytes of a tunnel: a TLS ClientHello naming t (required), or anything that is not
+  // TLS at all (!required). Buffers what it reads in client_.leftover.
+  asio::awaitable<Gate> CheckClientHello(const Target& t, bool required);
+
+  enum class TunnelGate { kNone, kRequired, kSniff };
+  asio::awaitable<void> Tunnel(std::shared_ptr<Connection> self, TunnelGate gate);
+  asio::awaitable<void> Pump(std::shared_ptr<Connection> self, bool upward, bool sniff);
+
+  // I/O. ReadSome returns bytes in core_->scratch (leftover first); valid until the next
+  // suspension. ec is eof at a clean end of stream.
+  asio::awaitable<size_t> ReadSome(Side& s, size_t max, asio::error_code& ec);
+  // Appends to s.leftover until it holds at least one more byte, up to `limit` bytes in all.
+  asio::awaitable<void> ReadMore(Side& s, size_t limit, asio::error_code& ec);
+  asio::awaitable<void> WriteAll(Side& s, std::string_view data, asio::error_code& ec);
+  static void PutBack(Side& s, const char* data, size_t n);
+  asio::awaitable<void> CopyExact(Side& from, Side& to, uint64_t n, asio::error_code& ec);
+  asio::awaitable<void> CopyChunked(Side& from, Side& to, bool reencode, asio::error_code& ec);
+  asio::awaitable<void> CopyUntilEof(Side& from, Side& to, asio::error_code& ec);
+  // An HTTP error answer with "Connection: close", then LingerClose().
+  asio::awaitable<void> SendError(int status, const std::string& body);
+  // Half-closes, drains what the client still sends for a moment (so that closing does not
+  // reset the connection before the client read our answer), then closes.
+  asio::awaitable<void> LingerClose();
+  void CloseAll();
+  bool UpstreamReusable();
+
+  // Watchdog.
+  void SetDeadline(std::chrono::milliseconds d, Phase phase);
+  void SetIdle();
+  void ClearDeadline();
+  Clock::time_point Due() const;
+  void Arm(Clock::time_point at);
+  void OnWatchdog(uint64_t generation);
+
+  std::shared_ptr<ProxyCore> core_;
+  const bool over_cap_;
+  Side client_;
+  Side upstream_;
+  bool closed_ = false;
+  bool aborted_ = false;
+
+  // The upstream connection, for its net.allow event and for reuse by the next request.
+  bool upstream_open_ = false;
+  bool upstream_denied_ = false;  // a net.deny was emitted for it: no net.allow
+  Target upstream_target_;
+  IpAddress upstream_addr_;
+  std::string upstream_key_;
+  Clock::time_point upstream_start_;
+  uint64_t upstream_up_ = 0, upstream_down_ = 0, upstream_requests_ = 0;
+
+  std::shared_ptr<ResolveWait> resolve_wait_;
+  bool down_done_ = false;
+  uint64_t watch_generation_ = 0;
+
+  asio::steady_timer watchdog_;
+  Phase phase_ = Phase::kNone;
+  Clock::time_point deadline_{};
+  Clock::time_point last_activity_{};
+  Clock::time_point armed_at_{};
+  bool armed_ = false;
+  uint64_t generation_ = 0;
+  bool connect_timed_out_ = false;
+};
+
+}  // namespace ward::net::internal

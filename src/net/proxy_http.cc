@@ -1,0 +1,267 @@
+// Absolute-URI forwarding of plain HTTP: one request at a time per client connection (pipelined
+// requests wait in the socket and are served in order), bodies re-framed in both directions,
+// one upstream connection kept per client connection and reused only for the same host:port.
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <asio/co_spawn.hpp>
+#include <cerrno>
+
+#include "net/proxy_connection.h"
+#include "net/text_util.h"
+
+namespace ward::net::internal {
+
+namespace {
+
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// Proxy-* fields are for us, never for the origin (credentials for a proxy above all).
+void RemoveProxyFields(HttpHeaders& headers) {
+  std::vector<std::string> names;
+  for (const HttpHeader& h : headers.entries()) {
+    if (StartsWithIgnoreCase(h.name, "Proxy-")) names.push_back(h.name);
+  }
+  for (const std::string& n : names) headers.Remove(n);
+}
+
+}  // namespace
+
+asio::awaitable<void> Connection::CopyExact(Side& from, Side& to, uint64_t n,
+                                            asio::error_code& ec) {
+  ec = {};
+  while (n > 0) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(n, core_->options.buffer_high_watermark));
+    size_t got = co_await ReadSome(from, want, ec);
+    if (ec) co_return;  // eof here is a truncated body
+    co_await WriteAll(to, std::string_view(core_->scratch.data(), got), ec);
+    if (ec) co_return;
+    n -= got;
+  }
+}
+
+asio::awaitable<void> Connection::CopyChunked(Side& from, Side& to, bool reencode,
+                                              asio::error_code& ec) {
+  ec = {};
+  ChunkedDecoder decoder(core_->options.http_limits);
+  std::string decoded;
+  while (true) {
+    size_t got = co_await ReadSome(from, core_->options.buffer_high_watermark, ec);
+    if (ec) co_return;
+    decoded.clear();
+    HttpParse r = decoder.Feed(std::string_view(core_->scratch.data(), got), &decoded);
+    if (r.error()) {
+      ec = asio::error::invalid_argument;
+      co_return;
+    }
+    if (r.done()) PutBack(from, core_->scratch.data() + r.consumed, got - r.consumed);
+    if (!decoded.empty()) {
+      std::string out = reencode ? EncodeChunk(decoded) : std::move(decoded);
+      co_await WriteAll(to, out, ec);
+      if (ec) co_return;
+    }
+    if (r.done()) {
+      if (reencode) co_await WriteAll(to, kLastChunk, ec);
+      co_return;
+    }
+  }
+}
+
+asio::awaitable<void> Connection::CopyUntilEof(Side& from, Side& to, asio::error_code& ec) {
+  while (true) {
+    size_t got = co_await ReadSome(from, core_->options.buffer_high_watermark, ec);
+    if (ec == asio::error::eof) {
+      ec = {};
+      co_return;
+    }
+    if (ec) co_return;
+    co_await WriteAll(to, std::string_view(core_->scratch.data(), got), ec);
+    if (ec) co_return;
+  }
+}
+
+asio::awaitable<void> Connection::WatchClient(std::shared_ptr<Connection> self,
+                                              uint64_t generation) {
+  asio::error_code ec;
+  co_await client_.sock.async_wait(asio::ip::tcp::socket::wait_read, Await(ec));
+  if (ec || closed_ || generation != watch_generation_) co_return;
+  char c;
+  ssize_t n = ::recv(client_.sock.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    CloseAll();  // the client left: nobody wants this response
+  }
+  (void)self;
+}
+
+asio::awaitable<bool> Connection::Forward(std::shared_ptr<Connection> self,
+                                          const HttpRequestHead& head) {
+  auto uri = ParseAbsoluteForm(head.target);
+  if (!uri.ok()) {
+    core_->stats.errors++;
+    std::string why = !head.target.empty() && head.target[0] == '/'
+                          ? "this is a proxy: send the absolute URI (http://host/path)"
+                          : uri.status().message();
+    co_await SendError(400, "ward: " + why + "\n");
+    co_return false;
+  }
+  Target t;
+  t.via = "http";
+  t.host = uri->authority.host;
+  t.port = uri->authority.port;
+  if (Status hs = CheckHostHeader(head.headers, *uri); !hs.ok()) {
+    if (hs.code() == Code::kPermissionDenied) {
+      EmitDeny(t, "host_mismatch", "", "", hs.message(),
+               {{"host_header", QuoteUntrusted(head.headers.Get("Host").value_or(""), 255)}});
+      co_await SendError(403, DenyBody(t, hs.message()));
+    } else {
+      core_->stats.errors++;
+      co_await SendError(400, "ward: " + hs.message() + "\n");
+    }
+    co_return false;
+  }
+
+  const std::string key = t.Display();
+  const bool has_body = head.body.kind == BodyKind::kChunked ||
+                        (head.body.kind == BodyKind::kContentLength && head.body.length > 0);
+  HttpRequestHead up = head;
+  const bool expect_continue = up.headers.HasToken("Expect", "100-continue");
+  // We answer 100 ourselves once the upstream is ready, so the origin must not wait for it.
+  if (expect_continue) up.headers.Remove("Expect");
+  RemoveProxyFields(up.headers);
+  const std::string request = SerializeUpstreamRequest(up, *uri, /*keep_alive=*/true);
+
+  asio::error_code ec;
+  HttpResponseParser rp(head.method == "HEAD", core_->options.http_limits);
+  // A reused connection may have been closed by the origin just now; a request without a body
+  // can then be sent again once on a fresh connection.
+  for (int attempt = 0;; ++attempt) {
+    bool reused = false;
+    if (attempt == 0 && upstream_key_ == key && UpstreamReusable()) {
+      // Decided again: every request passes the rules, reused connection or not.
+      EgressRules::Decision d = core_->rules.CheckHost(t.host, t.port);
+      if (!d.allowed) {
+        EmitDeny(t, d.rule.empty() ? "no_rule" : "deny_rule", d.rule,
+                 d.rule.empty() ? "" : d.origin.ToString(), d.reason);
+        co_await SendError(403, DenyBody(t, d.reason));
+        co_return false;
+      }
+      core_->stats.allowed++;
+      reused = true;
+    } else {
+      FinishUpstream();
+      std::string detail;
+      Fail f = co_await Authorize(t, &detail);
+      if (f == Fail::kNone) f = co_await ConnectUpstream(t, &detail);
+      if (f != Fail::kNone) {
+        co_await SendFailure(f, t, detail);
+        co_return false;
+      }
+      upstream_key_ = key;
+    }
+    SetIdle();
+    co_await WriteAll(upstream_, request, ec);
+    if (!ec && has_body) {
+      if (expect_continue && head.version_minor >= 1) co_await WriteAll(client_, kContinue, ec);
+      if (!ec) {
+        if (head.body.kind == BodyKind::kChunked) {
+          co_await CopyChunked(client_, upstream_, /*reencode=*/true, ec);
+        } else {
+          co_await CopyExact(client_, upstream_, head.body.length, ec);
+        }
+      }
+      if (ec) {
+        // A client that breaks off its body, or sends a malformed one, ends its connection.
+        core_->stats.errors++;
+        FinishUpstream();
+        CloseAll();
+        co_return false;
+      }
+    }
+
+    if (client_.leftover.empty()) {
+      asio::co_spawn(core_->ctx, WatchClient(self, ++watch_generation_), asio::detached);
+    }
+    // The response head (after any interim 1xx responses, passed on to HTTP/1.1 clients).
+    bool got_bytes = false;
+    bool failed = false;
+    rp.Reset(head.method == "HEAD");
+    while (!ec) {
+      size_t n = co_await ReadSome(upstream_, core_->scratch.size(), ec);
+      if (ec) break;
+      got_bytes = true;
+      HttpParse r = rp.Feed(std::string_view(core_->scratch.data(), n));
+      if (r.error()) {
+        failed = true;
+        break;
+      }
+      if (!r.done()) continue;
+      PutBack(upstream_, core_->scratch.data() + r.consumed, n - r.consumed);
+      int status = rp.head().status;
+      if (status >= 200) break;
+      if (status == 101) {
+        failed = true;  // we never ask for an upgrade
+        break;
+      }
+      if (head.version_minor >= 1) {
+        co_await WriteAll(client_, SerializeClientResponse(rp.head(), 1, true), ec);
+      }
+      rp.Reset(head.method == "HEAD");
+    }
+    if (closed_) co_return false;
+    if (ec && !got_bytes && reused && !has_body && attempt == 0) {
+      ec = {};
+      FinishUpstream();
+      continue;
+    }
+    if (ec || failed) {
+      core_->stats.errors++;
+      FinishUpstream();
+      co_await SendError(502, "ward: " + key + ": " +
+                                  (failed ? "invalid response from upstream"
+                                          : "upstream closed without a response") +
+                                  "\n");
+      co_return false;
+    }
+    break;
+  }
+
+  const HttpResponseHead& rh = rp.head();
+  const int minor = head.version_minor;
+  const bool client_keep = head.keep_alive && rh.body.kind != BodyKind::kUntilClose &&
+                           !(rh.body.kind == BodyKind::kChunked && minor == 0);
+  co_await WriteAll(client_, SerializeClientResponse(rh, minor, head.keep_alive), ec);
+  if (!ec) {
+    switch (rh.body.kind) {
+      case BodyKind::kNone:
+        break;
+      case BodyKind::kContentLength:
+        co_await CopyExact(upstream_, client_, rh.body.length, ec);
+        break;
+      case BodyKind::kChunked:
+        co_await CopyChunked(upstream_, client_, /*reencode=*/minor >= 1, ec);
+        break;
+      case BodyKind::kUntilClose:
+        co_await CopyUntilEof(upstream_, client_, ec);
+        break;
+    }
+  }
+  upstream_requests_++;
+  ++watch_generation_;
+  if (ec) {
+    // Part of the response is out: all we can do is close, so the client sees it truncated.
+    core_->stats.errors++;
+    FinishUpstream();
+    CloseAll();
+    co_return false;
+  }
+  if (!rh.keep_alive || rh.body.kind == BodyKind::kUntilClose || !upstream_.leftover.empty()) {
+    FinishUpstream();
+  }
+  if (!client_keep) {
+    co_await LingerClose();
+    co_return false;
+  }
+  co_return true;
+}
+
+}  // namespace ward::net::internal

@@ -1,0 +1,98 @@
+#include "net/proxy_io.h"
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace ward::net::internal {
+
+Result<int> CheckServerSocket(int fd, int type) {
+  if (fd < 0) return InvalidArgument("no socket");
+  int value = 0;
+  socklen_t len = sizeof value;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &value, &len) != 0) return Errno("getsockopt(SO_TYPE)");
+  if (value != type) return InvalidArgument("socket has the wrong type");
+  if (type == SOCK_STREAM) {
+    len = sizeof value;
+    if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &value, &len) != 0) {
+      return Errno("getsockopt(SO_ACCEPTCONN)");
+    }
+    if (!value) return InvalidArgument("socket is not listening");
+  }
+  len = sizeof value;
+  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &value, &len) != 0) {
+    return Errno("getsockopt(SO_DOMAIN)");
+  }
+  if (value != AF_INET && value != AF_INET6) return InvalidArgument("not an IP socket");
+  return value;
+}
+
+Result<asio::ip::tcp::socket> OpenTcpSocket(asio::io_context& ctx, int family) {
+  int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return Errno("socket");
+  asio::ip::tcp::socket sock(ctx);
+  asio::error_code ec;
+  sock.assign(family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return ErrnoError("socket", ec.value());
+  }
+  sock.non_blocking(true, ec);
+  sock.set_option(asio::ip::tcp::no_delay(true), ec);
+  return sock;
+}
+
+int AcceptNonBlocking(int listen_fd) {
+  while (true) {
+    int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0 || errno != EINTR) return fd;
+  }
+}
+
+asio::ip::tcp::endpoint ToEndpoint(const IpAddress& addr, uint16_t port) {
+  IpAddress a = addr.Unmapped();
+  if (a.is_v4()) return {asio::ip::address_v4(a.v4()), port};
+  asio::ip::address_v6::bytes_type bytes;
+  std::memcpy(bytes.data(), a.bytes().data(), 16);
+  return {asio::ip::address_v6(bytes), port};
+}
+
+void SafeEmit(EventSink* sink, std::string_view type, nlohmann::json data) {
+  if (sink == nullptr) return;
+  try {
+    sink->Emit(type, std::move(data));
+  } catch (...) {
+    // Losing one event beats losing the supervisor; sinks are not supposed to throw.
+  }
+}
+
+asio::awaitable<Result<std::vector<IpAddress>>> ResolveWait::Run(std::shared_ptr<ResolveWait> self,
+                                                                 Resolver* resolver,
+                                                                 std::string name,
+                                                                 Clock::time_point deadline) {
+  if (self->cancelled_) co_return Status(Code::kUnavailable, "cancelled");
+  self->timer_.expires_at(deadline);
+  std::weak_ptr<ResolveWait> weak = self;
+  resolver->Resolve(name, [weak](Result<std::vector<IpAddress>> r) {
+    auto w = weak.lock();
+    if (!w || w->result_ || w->cancelled_) return;
+    w->result_.emplace(std::move(r));
+    w->timer_.cancel();
+  });
+  // A resolver that answers inline (against its contract) must not cost a whole timeout.
+  if (self->result_) co_return std::move(*self->result_);
+  asio::error_code ec;
+  co_await self->timer_.async_wait(Await(ec));
+  if (self->result_) co_return std::move(*self->result_);
+  if (self->cancelled_) co_return Status(Code::kUnavailable, "cancelled");
+  co_return Status(Code::kTimeout, "resolving " + name + " timed out");
+}
+
+void ResolveWait::Cancel() {
+  cancelled_ = true;
+  timer_.cancel();
+}
+
+}  // namespace ward::net::internal
