@@ -12,6 +12,12 @@ rm -rf "$tmp"
 mkdir -p "$tmp"
 cp "$bin/ward" "$bin/ward-probe" "$tmp/"
 chmod 755 "$tmp" "$tmp/ward" "$tmp/ward-probe"
+# A setuid-root copy of the probe, for the tests that prove setuid has no effect inside.
+if [ "$(id -u)" = 0 ]; then
+  cp "$bin/ward-probe" "$tmp/ward-probe-setuid"
+  chown root:root "$tmp/ward-probe-setuid"
+  chmod 4755 "$tmp/ward-probe-setuid"
+fi
 rm -rf "$stage"
 mv "$tmp" "$stage"
 echo "staged $(ls "$stage" | tr '\n' ' ')in $stage for uid $(id -u "$user" 2>/dev/null || id -u)"

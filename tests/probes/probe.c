@@ -19,7 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
+#include <mqueue.h>
+#include <pthread.h>
+#include <time.h>
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -152,6 +158,20 @@ static int ListFds(void) {
   return Ok(out);
 }
 
+/* For "spin": burn CPU until the deadline (CLOCK_MONOTONIC seconds). */
+static volatile double g_spin_until;
+static void* Spin(void* unused) {
+  (void)unused;
+  volatile unsigned long x = 0;
+  for (;;) {
+    for (int i = 0; i < 100000; ++i) x += i;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (t.tv_sec + t.tv_nsec / 1e9 >= g_spin_until) break;
+  }
+  return NULL;
+}
+
 static int Caps(void) {
   FILE* f = fopen("/proc/self/status", "r");
   if (!f) return Err(errno, "status");
@@ -167,6 +187,44 @@ static int Caps(void) {
   }
   fclose(f);
   return Ok(out);
+}
+
+#include <pthread.h>
+struct RaceArgs {
+  char* buf;
+  const char* good;
+  const char* bad;
+  volatile int stop;
+};
+static void* Flipper(void* p) {
+  struct RaceArgs* r = p;
+  size_t n = strlen(r->good) > strlen(r->bad) ? strlen(r->good) : strlen(r->bad);
+  while (!r->stop) {
+    memcpy(r->buf, r->bad, strlen(r->bad) + 1);
+    memcpy(r->buf, r->good, strlen(r->good) + 1);
+    (void)n;
+  }
+  return NULL;
+}
+static int RaceCreate(const char* good, const char* bad, int rounds) {
+  static char buf[4096];
+  strcpy(buf, good);
+  struct RaceArgs r = {buf, good, bad, 0};
+  pthread_t t;
+  pthread_create(&t, NULL, Flipper, &r);
+  int created_bad = 0, created_good = 0;
+  for (int i = 0; i < rounds; ++i) {
+    int fd = open(buf, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0) close(fd);
+    struct stat st;
+    if (lstat(bad, &st) == 0) { ++created_bad; unlink(bad); }
+    if (lstat(good, &st) == 0) { ++created_good; unlink(good); }
+  }
+  r.stop = 1;
+  pthread_join(t, NULL);
+  char d[64];
+  snprintf(d, sizeof d, "bad=%d good=%d", created_bad, created_good);
+  return created_bad ? Ok(d) : Err(ENOENT, d);
 }
 
 int main(int argc, char** argv) {
@@ -361,7 +419,7 @@ int main(int argc, char** argv) {
   if (!strcmp(v, "chroot")) { return Result(chroot("/tmp"), "chroot"); }
   if (!strcmp(v, "pivot_root")) { return Result(syscall(SYS_pivot_root, "/tmp", "/tmp"), "pivot_root"); }
   if (!strcmp(v, "setns")) {
-    int fd = open("/proc/1/ns/net", O_RDONLY | O_CLOEXEC);
+    int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Err(errno, "open ns");
     return Result(setns(fd, 0), "setns");
   }
@@ -431,6 +489,177 @@ int main(int argc, char** argv) {
     char d[64];
     snprintf(d, sizeof d, "pid=%d ppid=%d", getpid(), getppid());
     return Ok(d);
+  }
+  /* ---- resource limits (issue 5) ---- */
+  if (!strcmp(v, "forkbomb")) {
+    /* Children wait forever (they carry the marker in argv); stops at the first failure. */
+    int n = 0;
+    for (; n < 5000; ++n) {
+      pid_t c = fork();
+      if (c < 0) {
+        char d[64];
+        snprintf(d, sizeof d, "forked=%d", n);
+        return Err(errno, d);
+      }
+      if (c == 0) { for (;;) pause(); }
+    }
+    return Ok("forked=5000");
+  }
+  if (!strcmp(v, "alloc")) {
+    /* Allocates and touches MB mebibytes, one at a time. */
+    NEED(1);
+    int want = atoi(a1), got = 0;
+    char d[64];
+    for (; got < want; ++got) {
+      char* p = malloc(1 << 20);
+      if (!p) { snprintf(d, sizeof d, "allocated=%d", got); return Err(ENOMEM, d); }
+      memset(p, 0x5a, 1 << 20);
+    }
+    snprintf(d, sizeof d, "allocated=%d", got);
+    return Ok(d);
+  }
+  if (!strcmp(v, "fill")) {
+    /* Writes PATH in 1 MiB chunks until an error or MAX_MB. */
+    NEED(2);
+    int max = atoi(a2), mb = 0;
+    int fd = open(a1, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Err(errno, "open");
+    static char chunk[1 << 20];
+    memset(chunk, 'w', sizeof chunk);
+    char d[64];
+    for (; mb < max; ++mb) {
+      size_t off = 0;
+      while (off < sizeof chunk) {
+        ssize_t w = write(fd, chunk + off, sizeof chunk - off);
+        if (w < 0) { snprintf(d, sizeof d, "written=%d", mb); return Err(errno, d); }
+        off += (size_t)w;
+      }
+    }
+    snprintf(d, sizeof d, "written=%d", mb);
+    return Ok(d);
+  }
+  if (!strcmp(v, "spin")) {
+    /* THREADS busy threads for SECONDS of wall time; prints CPU time / wall time. */
+    NEED(2);
+    int secs = atoi(a1), threads = atoi(a2);
+    if (threads < 1 || threads > 64) return Err(EINVAL, "threads");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    g_spin_until = t0.tv_sec + secs + t0.tv_nsec / 1e9;
+    pthread_t th[64];
+    for (int i = 1; i < threads; ++i) pthread_create(&th[i], NULL, Spin, NULL);
+    Spin(NULL);
+    for (int i = 1; i < threads; ++i) pthread_join(th[i], NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    double wall = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    char d[64];
+    snprintf(d, sizeof d, "cpu=%.3f", cpu / wall);
+    return Ok(d);
+  }
+  if (!strcmp(v, "hang")) {
+    /* Ignores SIGTERM, leaves a double-forked SIGTERM-ignoring daemon (marker in argv), then
+     * waits forever. */
+    NEED(1);
+    signal(SIGTERM, SIG_IGN);
+    pid_t c = fork();
+    if (c == 0) {
+      setsid();
+      if (fork() == 0) {
+        char* sargs[] = {argv[0], "sleep", "300", (char*)a1, NULL};
+        execv(argv[0], sargs);
+        _exit(1);
+      }
+      _exit(0);
+    }
+    waitpid(c, NULL, 0);
+    Ok("hanging");
+    fflush(stdout);
+    for (;;) pause();
+  }
+  if (!strcmp(v, "inotify-exhaust")) {
+    /* Creates inotify instances until one fails, reports, then holds them SECONDS. */
+    NEED(1);
+    int n = 0;
+    while (n < 100000 && inotify_init1(IN_CLOEXEC) >= 0) ++n;
+    int e = errno;
+    char d[64];
+    snprintf(d, sizeof d, "instances=%d", n);
+    int rc = Err(e, d);
+    fflush(stdout);
+    sleep(atoi(a1));
+    return rc;
+  }
+  if (!strcmp(v, "shm-create")) {
+    /* A SysV shared memory segment that nobody removes. */
+    NEED(1);
+    int id = shmget((key_t)strtol(a1, NULL, 0), 1 << 20, IPC_CREAT | 0600);
+    if (id < 0) return Err(errno, "shmget");
+    char* p = shmat(id, NULL, 0);
+    if (p == (void*)-1) return Err(errno, "shmat");
+    memset(p, 1, 1 << 20);
+    shmdt(p);
+    return Ok("created");
+  }
+  if (!strcmp(v, "shm-get")) { NEED(1); return Result(shmget((key_t)strtol(a1, NULL, 0), 0, 0), "shmget"); }
+  if (!strcmp(v, "mq-create")) {
+    NEED(1);
+    return Result(mq_open(a1, O_CREAT | O_RDWR | O_CLOEXEC, 0600, NULL), "mq_open");
+  }
+  if (!strcmp(v, "mq-open")) { NEED(1); return Result(mq_open(a1, O_RDWR | O_CLOEXEC), "mq_open"); }
+  if (!strcmp(v, "rlimit")) {
+    /* rlimit data|nproc|nofile|fsize|msgqueue|sigpending|as */
+    NEED(1);
+    static const struct { const char* name; int res; } kR[] = {
+        {"data", RLIMIT_DATA}, {"nproc", RLIMIT_NPROC}, {"nofile", RLIMIT_NOFILE},
+        {"fsize", RLIMIT_FSIZE}, {"msgqueue", RLIMIT_MSGQUEUE}, {"sigpending", RLIMIT_SIGPENDING},
+        {"as", RLIMIT_AS}};
+    for (size_t i = 0; i < sizeof kR / sizeof kR[0]; ++i) {
+      if (strcmp(a1, kR[i].name)) continue;
+      struct rlimit rl;
+      if (getrlimit(kR[i].res, &rl) != 0) return Err(errno, "getrlimit");
+      char d[96];
+      if (rl.rlim_cur == RLIM_INFINITY) snprintf(d, sizeof d, "soft=unlimited");
+      else snprintf(d, sizeof d, "soft=%llu", (unsigned long long)rl.rlim_cur);
+      if (rl.rlim_max == RLIM_INFINITY) strcat(d, " hard=unlimited");
+      else snprintf(d + strlen(d), sizeof d - strlen(d), " hard=%llu", (unsigned long long)rl.rlim_max);
+      return Ok(d);
+    }
+    return Err(EINVAL, a1);
+  }
+  if (!strcmp(v, "race-create")) {
+    /* TR01: one thread flips a path buffer between an allowed and a forbidden name while others
+     * create files through it. Prints how often the forbidden name came into existence. */
+    NEED(3);
+    return RaceCreate(a1, a2, atoi(argv[4]));
+  }
+  if (!strcmp(v, "kill-all")) { return Result(kill(-1, SIGTERM), "kill(-1)"); }
+  if (!strcmp(v, "open-write")) { NEED(1); return Result(open(a1, O_WRONLY | O_CLOEXEC), a1); }
+  if (!strcmp(v, "readlink")) {
+    NEED(1);
+    char buf[512];
+    ssize_t n = readlink(a1, buf, sizeof buf - 1);
+    if (n < 0) return Err(errno, a1);
+    buf[n] = 0;
+    return Ok(buf);
+  }
+  if (!strcmp(v, "openat-dotdot")) {
+    /* RS06: from every fd we hold, try to climb out. */
+    DIR* d = opendir("/proc/self/fd");
+    if (!d) return Err(errno, "/proc/self/fd");
+    struct dirent* e;
+    int escaped = 0;
+    char where[128] = "";
+    while ((e = readdir(d))) {
+      int fd = atoi(e->d_name);
+      if (e->d_name[0] == '.' || fd == dirfd(d)) continue;
+      int up = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (up >= 0) { escaped = 1; snprintf(where, sizeof where, "fd %d", fd); close(up); }
+    }
+    closedir(d);
+    return escaped ? Ok(where) : Err(ENOTDIR, "no fd leads anywhere");
   }
   fprintf(stderr, "unknown verb %s\n", v);
   return 2;
