@@ -2,10 +2,13 @@
 // enforced here. Exit 0 if yes, 1 if not.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "enforce/limits.h"
 #include "enforce/probe.h"
 
 namespace ward::cli {
@@ -29,16 +32,14 @@ int RunCheck(const CheckOptions& opts) {
   if (!f.mount_api) missing.push_back("mount API (open_tree/move_mount)");
   if (!f.openat2) missing.push_back("openat2");
   if (!f.pidfd) missing.push_back("pidfd");
-  bool ok = missing.empty();
 
-  std::string limits;
-  if (f.cgroup.v2_delegated) {
-    limits = "cgroup v2 (delegated subtree " + f.cgroup.v2_own + ")";
-  } else if (f.cgroup.v1_writable) {
-    limits = "cgroup v1 (memory, pids" + std::string(f.cgroup.v1_cpu ? ", cpu" : "") + ")";
-  } else {
-    limits = "rlimits and sized tmpfs (no writable cgroup)";
-  }
+  // The built-in default profile's memory and pids limits must be enforceable here.
+  enforce::LimitsMechanism lm = enforce::DescribeLimitsMechanism(f, getuid());
+  if (lm.pids.empty()) missing.push_back("resource limits (pids: " + lm.pids_why_not + ")");
+  bool ok = missing.empty();
+  const std::string& limits = lm.summary;
+  std::string v2_controllers;
+  for (const auto& c : f.cgroup.v2_controllers) v2_controllers += (v2_controllers.empty() ? "" : " ") + c;
 
   if (opts.json) {
     nlohmann::json j = {
@@ -57,11 +58,26 @@ int RunCheck(const CheckOptions& opts) {
          {{"v2_mounted", f.cgroup.v2_mounted},
           {"v2_unified", f.cgroup.v2_unified},
           {"v2_delegated", f.cgroup.v2_delegated},
+          {"v2_parent", f.cgroup.v2_parent},
+          {"v2_controllers", f.cgroup.v2_controllers},
           {"v1_memory", f.cgroup.v1_memory},
           {"v1_pids", f.cgroup.v1_pids},
           {"v1_cpu", f.cgroup.v1_cpu},
-          {"v1_writable", f.cgroup.v1_writable}}},
+          {"v1_writable", f.cgroup.v1_writable},
+          {"v1_memory_writable", f.cgroup.v1_memory_writable},
+          {"v1_pids_writable", f.cgroup.v1_pids_writable},
+          {"v1_cpu_writable", f.cgroup.v1_cpu_writable},
+          {"v1_memory_dir", f.cgroup.v1_memory_dir},
+          {"v1_pids_dir", f.cgroup.v1_pids_dir},
+          {"v1_cpu_dir", f.cgroup.v1_cpu_dir}}},
         {"limits_mechanism", limits},
+        {"limits",
+         {{"backend", enforce::LimitsBackendName(lm.backend)},
+          {"memory", lm.memory},
+          {"pids", lm.pids},
+          {"cpu", lm.cpu},
+          {"pids_why_not", lm.pids_why_not},
+          {"cpu_why_not", lm.cpu_why_not}}},
         {"outer_wall", f.outer_wall},
         {"default_profile_fully_enforced", ok},
         {"missing", missing},
@@ -82,13 +98,17 @@ int RunCheck(const CheckOptions& opts) {
               YesNo(f.seccomp), YesNo(f.seccomp_user_notif), YesNo(f.seccomp_addfd_send));
   std::printf("pidfd / openat2 / mount API %s / %s / %s\n", YesNo(f.pidfd), YesNo(f.openat2),
               YesNo(f.mount_api));
-  std::printf("cgroup v2                   %s%s\n",
+  std::printf("cgroup v2                   %s%s (controllers: %s)\n",
               f.cgroup.v2_mounted ? ("mounted at " + f.cgroup.v2_path).c_str() : "not mounted",
-              f.cgroup.v2_delegated ? ", delegated" : "");
+              f.cgroup.v2_delegated ? ", writable" : "",
+              v2_controllers.empty() ? "none" : v2_controllers.c_str());
   std::printf("cgroup v1                   memory:%s pids:%s cpu:%s writable:%s\n",
               YesNo(f.cgroup.v1_memory), YesNo(f.cgroup.v1_pids), YesNo(f.cgroup.v1_cpu),
               YesNo(f.cgroup.v1_writable));
   std::printf("resource limits via         %s\n", limits.c_str());
+  std::printf("  memory / pids / cpu       %s / %s / %s\n", lm.memory.c_str(),
+              lm.pids.empty() ? "cannot be enforced" : lm.pids.c_str(),
+              lm.cpu.empty() ? "cannot be enforced (--cpu refused)" : lm.cpu.c_str());
   std::printf("outer wall                  %s\n",
               f.outer_wall.empty() ? "none detected" : f.outer_wall.c_str());
   for (const auto& n : f.notes) std::printf("note: %s\n", n.c_str());

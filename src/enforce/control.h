@@ -20,6 +20,7 @@ enum class MsgType : uint32_t {
   kStarted,        // init -> supervisor: the command's execve succeeded (pid inside)
   kExecFailed,     // init -> supervisor: the command could not be executed (errno, path)
   kExited,         // init -> supervisor: the command ended (wait status)
+  kTerminate,      // supervisor -> init: the deadline passed; SIGTERM to everything inside
 };
 
 enum class FdKind : uint32_t {

@@ -23,6 +23,7 @@
 
 #include "common/linux.h"
 #include "enforce/caps.h"
+#include "enforce/cgroup.h"
 #include "enforce/control.h"
 #include "enforce/landlock.h"
 #include "enforce/mount.h"
@@ -46,14 +47,12 @@ constexpr int kForwardedSignals[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, 
   _exit(125);
 }
 
-void WipeProcessArgs() {
+void WipeProcessArgs(const char* name) {
+  prctl(PR_SET_NAME, name, 0, 0, 0);
   if (g_args_begin == nullptr || g_args_end <= g_args_begin) return;
   std::memset(g_args_begin, 0, g_args_end - g_args_begin);
-  static const char kName[] = "ward-init";
-  if (static_cast<size_t>(g_args_end - g_args_begin) > sizeof kName) {
-    std::memcpy(g_args_begin, kName, sizeof kName);
-  }
-  prctl(PR_SET_NAME, "ward-init", 0, 0, 0);
+  size_t len = std::strlen(name) + 1;
+  if (static_cast<size_t>(g_args_end - g_args_begin) > len) std::memcpy(g_args_begin, name, len);
   // environ pointed into the wiped area.
   static char* empty_env[] = {nullptr};
   environ = empty_env;
@@ -158,7 +157,7 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
   if (ctl > 3) sys::CloseRange(3, ctl - 1, 0);
   sys::CloseRange(ctl + 1, UINT_MAX, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  WipeProcessArgs();
+  WipeProcessArgs("ward-init");
 
   ControlMsg go;
   UniqueFd unused;
@@ -278,10 +277,16 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
       _exit(125);
     }
     if (pfds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-      // Only EOF is expected here: the supervisor went away, so everything inside ends.
-      char buf[sizeof(ControlMsg)];
-      ssize_t r = recv(ctl, buf, sizeof buf, MSG_DONTWAIT);
-      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+      ControlMsg m;
+      ssize_t r = recv(ctl, &m, sizeof m, MSG_DONTWAIT);
+      if (r == static_cast<ssize_t>(sizeof m) && m.type == MsgType::kTerminate) {
+        // The deadline passed: everything inside (kill(-1) spares only init itself) gets
+        // SIGTERM, and SIGCONT so that stopped processes see it. The supervisor follows with
+        // SIGKILL after the grace period.
+        kill(-1, SIGTERM);
+        kill(-1, SIGCONT);
+      } else if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+        // EOF: the supervisor went away, so everything inside ends.
         kill(-1, SIGKILL);
         _exit(137);
       }
@@ -314,6 +319,8 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
 }  // namespace
 
 void RememberProcessArgs(int argc, char** argv) {
+void HideProcessArgs(const char* name) { WipeProcessArgs(name); }
+
   if (argc <= 0 || argv == nullptr || argv[0] == nullptr) return;
   g_args_begin = argv[0];
   char* end = argv[argc - 1] + std::strlen(argv[argc - 1]) + 1;
@@ -338,7 +345,7 @@ std::string DescribeChildError(const ChildError& e) {
   return s;
 }
 
-Result<Sandbox> StartSandbox(const LaunchPlan& plan) {
+Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return Errno("socketpair");
@@ -351,7 +358,18 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan) {
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   long pid = sys::Clone3(&args);
+  if (cgroup && cgroup->clone_fd() >= 0) {
+    // Born inside its cgroup (Linux 5.7): nothing of the sandbox ever runs outside it, and the
+    // new cgroup namespace is rooted there.
+    args.flags |= CLONE_INTO_CGROUP;
+    args.cgroup = static_cast<uint64_t>(cgroup->clone_fd());
+  }
   if (pid < 0) {
+  if (pid < 0 && (args.flags & CLONE_INTO_CGROUP) && (errno == EINVAL || errno == E2BIG)) {
+    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);  // older kernel: attach below
+    args.cgroup = 0;
+    pid = sys::Clone3(&args);
+  }
     int e = errno;
     return ErrnoError("creating namespaces (clone3 with user, mount, pid, net, ipc, uts, cgroup)",
                       e);
@@ -365,6 +383,15 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan) {
   sb.pidfd.reset(pidfd);
   child_end.reset();
   Status st = WriteIdMaps(sb.pid, plan.uid, plan.gid, plan.privileged);
+  if (cgroup && !(args.flags & CLONE_INTO_CGROUP)) {
+    // Init waits for kGo before doing anything, so it cannot fork before it is inside.
+    Status joined = cgroup->Attach(sb.pid);
+    if (!joined.ok()) {
+      sys::PidfdSendSignal(sb.pidfd.get(), SIGKILL, nullptr, 0);
+      waitpid(sb.pid, nullptr, 0);
+      return std::move(joined).With("moving sandbox init into its cgroup");
+    }
+  }
   if (!st.ok()) {
     sys::PidfdSendSignal(sb.pidfd.get(), SIGKILL, nullptr, 0);
     waitpid(sb.pid, nullptr, 0);

@@ -16,6 +16,11 @@ namespace ward::enforce {
 // clone of the supervisor, sharing none of its memory afterwards) can wipe them: nothing of the
 // caller's command line or environment may be readable through /proc/1/cmdline or environ.
 void RememberProcessArgs(int argc, char** argv);
+// Wipes them in this process and renames it (helpers forked from the supervisor, whose command
+// line would otherwise repeat the caller's).
+void HideProcessArgs(const char* name);
+
+class Cgroup;
 
 struct Sandbox {
   pid_t pid = -1;  // sandbox init, as seen from the supervisor
@@ -24,8 +29,9 @@ struct Sandbox {
 };
 
 // Clones sandbox init into new user, mount, pid, net, ipc, uts and cgroup namespaces, writes
-// its id maps and tells it to proceed. The caller must be single-threaded.
-Result<Sandbox> StartSandbox(const LaunchPlan& plan);
+// its id maps and tells it to proceed. With a cgroup, init is in it before it may proceed
+// (cloned into it on v2, moved into it on v1). The caller must be single-threaded.
+Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup = nullptr);
 
 // Human text for a setup failure: "mount: attaching /usr: Permission denied".
 std::string DescribeChildError(const ChildError& e);

@@ -71,7 +71,7 @@ class Builder {
     if (sys::MountSetattr(root_.get(), "", AT_EMPTY_PATH, &attr) != 0) {
       return error_->Set("mount", errno, "making the root read-only");
     }
-    return PivotRoot();
+    return PivotRoot() && WriteSysctls();
   }
 
  private:
@@ -346,6 +346,7 @@ class Builder {
     if (!tgt || !Attach(mnt.get(), tgt.get(), op.target)) return false;
     // Kernel knobs and host-wide information: read-only, or covered with an empty file/dir.
     static constexpr const char* kReadOnly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs",
+    if (!OpenSysctls(mnt.get())) return false;
                                                 "sysvipc", "driver"};
     static constexpr const char* kHidden[] = {"kcore",        "keys",         "key-users",
                                               "timer_list",   "sched_debug",  "latency_stats",
@@ -377,6 +378,33 @@ class Builder {
 
   // Covers an entry with an empty, unreadable file or an empty read-only directory.
   bool Cover(int point_fd, bool dir, const std::string& what) {
+  // The user.* knobs are per user namespace and init holds CAP_SYS_RESOURCE in its own, so
+  // they can be lowered. Opened here, before /proc/sys becomes read-only for good; written
+  // once the root is built, because the mount API's detached trees count as mount namespaces.
+  bool OpenSysctls(int proc_fd) {
+    for (const Sysctl& s : spec_.sysctls) {
+      std::string rel = "sys/" + s.path;
+      UniqueFd f(sys::Openat2(proc_fd, rel.c_str(), O_WRONLY | O_CLOEXEC, 0, kResolveInside));
+      if (!f) {
+        if (errno == ENOENT && s.optional) continue;
+        return error_->Set("sysctl", errno, "/proc/", rel.c_str());
+      }
+      sysctls_.emplace_back(std::move(f), &s);
+    }
+    return true;
+  }
+
+  bool WriteSysctls() {
+    for (const auto& [fd, s] : sysctls_) {
+      if (write(fd.get(), s->value.data(), s->value.size()) !=
+          static_cast<ssize_t>(s->value.size())) {
+        return error_->Set("sysctl", errno, "/proc/sys/", s->path.c_str());
+      }
+    }
+    sysctls_.clear();
+    return true;
+  }
+
     UniqueFd cover;
     if (dir) {
       cover = NewMount("tmpfs", {{"mode", "0"}, {"size", "4k"}},
@@ -548,6 +576,7 @@ class Builder {
   std::set<uint64_t> owned_mounts_;
   std::set<std::pair<dev_t, ino_t>> pinned_;
   std::set<std::pair<dev_t, ino_t>> already_protected_;
+  std::vector<std::pair<UniqueFd, const Sysctl*>> sysctls_;
   int visited_ = 0;
 };
 

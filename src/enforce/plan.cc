@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <map>
 
+#include "enforce/limits.h"
+
 namespace ward::enforce {
 namespace {
 
@@ -339,10 +341,13 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   plan.process.argv = input.argv;
   plan.process.env = input.env;
   plan.process.workdir = policy.workspace_access ? ws : "/";
-  if (policy.limits.file_size_bytes) {
-    rlim_t v = *policy.limits.file_size_bytes;
-    plan.process.rlimits.push_back({RLIMIT_FSIZE, v, v});
-  }
+
+  // --- resource limits --------------------------------------------------------------------
+  WARD_ASSIGN_OR_RETURN(LimitsPlan limits, PlanLimits(policy, features, plan.uid));
+  plan.limits = std::move(limits.spec);
+  plan.process.rlimits = std::move(limits.rlimits);
+  plan.mount.sysctls = std::move(limits.sysctls);
+  for (auto& d : limits.degraded) notes->degraded.push_back(std::move(d));
   for (int i = 0; i < 3; ++i) plan.tty[i] = input.tty[i];
   return plan;
 }

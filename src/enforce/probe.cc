@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include <climits>
 #include <cstring>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -27,12 +29,6 @@ std::string ReadSmallFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-bool KernelAtLeast(const std::string& release, int major, int minor) {
-  int ma = 0, mi = 0;
-  if (std::sscanf(release.c_str(), "%d.%d", &ma, &mi) != 2) return false;
-  return ma > major || (ma == major && mi >= minor);
 }
 
 bool ProbeUserNs(std::string* note) {
@@ -52,6 +48,12 @@ bool ProbeUserNs(std::string* note) {
   return false;
 }
 
+bool HasOption(const std::string& opts, const char* name) {
+  return ("," + opts + ",").find(std::string(",") + name + ",") != std::string::npos;
+}
+
+bool Writable(const std::string& path) { return access(path.c_str(), W_OK) == 0; }
+
 void ProbeCgroups(CgroupInfo* cg) {
   std::ifstream mi("/proc/self/mountinfo");
   std::string line;
@@ -64,53 +66,129 @@ void ProbeCgroups(CgroupInfo* cg) {
     pre >> id >> parent >> devno >> root >> mnt;
     std::string fstype, source, opts;
     post >> fstype >> source >> opts;
+    // A hierarchy mounted at a subtree (root != "/") would shift every path: not used.
+    if (root != "/") continue;
     if (fstype == "cgroup2" && !cg->v2_mounted) {
       cg->v2_mounted = true;
       cg->v2_path = mnt;
       cg->v2_unified = (mnt == "/sys/fs/cgroup");
     } else if (fstype == "cgroup") {
-      std::string o = "," + opts + ",";
-      if (o.find(",memory,") != std::string::npos) {
+      if (HasOption(opts, "memory") && !cg->v1_memory) {
         cg->v1_memory = true;
         v1_memory_mnt = mnt;
       }
-      if (o.find(",pids,") != std::string::npos) {
+      if (HasOption(opts, "pids") && !cg->v1_pids) {
         cg->v1_pids = true;
         v1_pids_mnt = mnt;
       }
-      if (o.find(",cpu,") != std::string::npos || o.find(",cpu,cpuacct,") != std::string::npos) {
+      if (HasOption(opts, "cpu") && !cg->v1_cpu) {
         cg->v1_cpu = true;
         v1_cpu_mnt = mnt;
       }
     }
   }
   std::ifstream self("/proc/self/cgroup");
-  std::string v1_memory_path, v1_pids_path;
+  std::string v1_memory_path, v1_pids_path, v1_cpu_path;
   while (std::getline(self, line)) {
-    // "0::/user.slice/..." for v2; "4:memory:/x" for v1.
+    // "0::/user.slice/..." for v2; "4:memory:/x" or "2:cpu,cpuacct:/" for v1.
     auto c1 = line.find(':');
     auto c2 = line.find(':', c1 + 1);
     if (c1 == std::string::npos || c2 == std::string::npos) continue;
     std::string ctrls = line.substr(c1 + 1, c2 - c1 - 1);
     std::string path = line.substr(c2 + 1);
-    if (ctrls.empty()) cg->v2_own = path;
-    std::string c = "," + ctrls + ",";
-    if (c.find(",memory,") != std::string::npos) v1_memory_path = path;
-    if (c.find(",pids,") != std::string::npos) v1_pids_path = path;
+    if (path == "/") path.clear();
+    if (ctrls.empty()) cg->v2_own = path.empty() ? "/" : path;
+    if (HasOption(ctrls, "memory")) v1_memory_path = path;
+    if (HasOption(ctrls, "pids")) v1_pids_path = path;
+    if (HasOption(ctrls, "cpu")) v1_cpu_path = path;
   }
   if (cg->v2_mounted && !cg->v2_own.empty()) {
-    std::string dir = cg->v2_path + cg->v2_own;
-    cg->v2_delegated = access((dir + "/cgroup.subtree_control").c_str(), W_OK) == 0 &&
-                       access((dir + "/cgroup.procs").c_str(), W_OK) == 0 &&
-                       access(dir.c_str(), W_OK) == 0;
+    std::string own = cg->v2_path + (cg->v2_own == "/" ? "" : cg->v2_own);
+    const char* root = getenv("WARD_CGROUP_ROOT");
+    std::string parent = own;
+    if (root && *root) {
+      // A directory below the cgroup2 mount, or a cgroup path like those in /proc/self/cgroup.
+      std::string r = root;
+      while (r.size() > 1 && r.back() == '/') r.pop_back();
+      if (r.rfind(cg->v2_path + "/", 0) == 0) {
+        parent = r;
+      } else {
+        parent = cg->v2_path + (r[0] == '/' ? "" : "/") + r;
+      }
+      if (("/" + r + "/").find("/../") != std::string::npos) {
+        parent.clear();
+        cg->v2_root_error = "WARD_CGROUP_ROOT must not contain '..'";
+      }
+    }
+    cg->v2_parent = parent;
+    cg->v2_parent_is_own = parent == own;
+    if (!parent.empty()) {
+      std::istringstream ctrls(ReadSmallFile(parent + "/cgroup.controllers"));
+      std::string c;
+      while (ctrls >> c) cg->v2_controllers.push_back(c);
+      cg->v2_delegated = Writable(parent) && Writable(parent + "/cgroup.subtree_control") &&
+                         Writable(parent + "/cgroup.procs");
+    }
   }
-  if (cg->v1_memory && cg->v1_pids) {
-    cg->v1_writable = access((v1_memory_mnt + v1_memory_path).c_str(), W_OK) == 0 &&
-                      access((v1_pids_mnt + v1_pids_path).c_str(), W_OK) == 0;
+  if (cg->v1_memory) {
+    cg->v1_memory_dir = v1_memory_mnt + v1_memory_path;
+    cg->v1_memory_writable = Writable(cg->v1_memory_dir);
+    cg->v1_memsw = access((cg->v1_memory_dir + "/memory.memsw.limit_in_bytes").c_str(), F_OK) == 0;
   }
+  if (cg->v1_pids) {
+    cg->v1_pids_dir = v1_pids_mnt + v1_pids_path;
+    cg->v1_pids_writable = Writable(cg->v1_pids_dir);
+  }
+  if (cg->v1_cpu) {
+    cg->v1_cpu_dir = v1_cpu_mnt + v1_cpu_path;
+    cg->v1_cpu_writable = Writable(cg->v1_cpu_dir);
+  }
+  cg->v1_writable = cg->v1_memory_writable && cg->v1_pids_writable;
+}
+
+long ReadLong(const std::string& path) {
+  std::string s = ReadSmallFile(path);
+  char* end = nullptr;
+  long v = std::strtol(s.c_str(), &end, 10);
+  return end == s.c_str() || v < 0 ? 0 : v;
+}
+
+void ProbeHostLimits(const std::string& release, HostLimits* h) {
+  h->inotify_instances = ReadLong("/proc/sys/user/max_inotify_instances");
+  h->inotify_watches = ReadLong("/proc/sys/user/max_inotify_watches");
+  h->fanotify_groups = ReadLong("/proc/sys/user/max_fanotify_groups");
+  h->fanotify_marks = ReadLong("/proc/sys/user/max_fanotify_marks");
+  h->time_namespaces = access("/proc/sys/user/max_time_namespaces", F_OK) == 0;
+  auto get = [](int resource, HostLimits::Pair* p) {
+    struct rlimit rl;
+    if (getrlimit(resource, &rl) == 0) {
+      p->soft = rl.rlim_cur;
+      p->hard = rl.rlim_max;
+    }
+  };
+  get(RLIMIT_DATA, &h->data);
+  get(RLIMIT_NPROC, &h->nproc);
+  get(RLIMIT_FSIZE, &h->fsize);
+  get(RLIMIT_NOFILE, &h->nofile);
+  get(RLIMIT_MSGQUEUE, &h->msgqueue);
+  get(RLIMIT_SIGPENDING, &h->sigpending);
+  h->nproc_per_userns = KernelAtLeast(release, 5, 14);
 }
 
 }  // namespace
+
+bool CgroupInfo::V2Has(const std::string& controller) const {
+  for (const auto& c : v2_controllers) {
+    if (c == controller) return true;
+  }
+  return false;
+}
+
+bool KernelAtLeast(const std::string& release, int major, int minor) {
+  int ma = 0, mi = 0;
+  if (std::sscanf(release.c_str(), "%d.%d", &ma, &mi) != 2) return false;
+  return ma > major || (ma == major && mi >= minor);
+}
 
 std::string DetectOuterWall() {
   std::string cmdline = ReadSmallFile("/proc/cmdline");
@@ -184,6 +262,7 @@ KernelFeatures ProbeKernel(bool probe_user_ns) {
   }
   f.close_range = sys::CloseRange(UINT_MAX, UINT_MAX, 0) == 0;
   ProbeCgroups(&f.cgroup);
+  ProbeHostLimits(f.kernel_release, &f.host_limits);
   f.outer_wall = DetectOuterWall();
   return f;
 }

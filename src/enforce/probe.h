@@ -12,11 +12,45 @@ struct CgroupInfo {
   bool v2_unified = false;        // /sys/fs/cgroup itself is cgroup2 (no v1 controllers)
   std::string v2_path;            // where cgroup2 is mounted
   std::string v2_own;             // our cgroup inside it ("/user.slice/...")
-  bool v2_delegated = false;      // we can create children under our cgroup with controllers
+  // Where per-run cgroups go: $WARD_CGROUP_ROOT (absolute, or relative to the cgroup2 mount)
+  // when set, else our own cgroup. Absolute directory.
+  std::string v2_parent;
+  bool v2_parent_is_own = false;
+  std::string v2_root_error;  // why $WARD_CGROUP_ROOT was not usable
+  std::vector<std::string> v2_controllers;  // cgroup.controllers of v2_parent
+  bool v2_delegated = false;      // we can create children of v2_parent and move processes
   bool v1_memory = false;         // v1 controllers mounted
   bool v1_pids = false;
   bool v1_cpu = false;
-  bool v1_writable = false;       // we can create a child cgroup in them (root)
+  std::string v1_memory_dir;      // our own cgroup in each v1 hierarchy (absolute)
+  std::string v1_pids_dir;
+  std::string v1_cpu_dir;
+  bool v1_memory_writable = false;  // we can create a child cgroup there (root)
+  bool v1_pids_writable = false;
+  bool v1_cpu_writable = false;
+  bool v1_memsw = false;          // swap accounting (memory.memsw.limit_in_bytes)
+  bool v1_writable = false;       // memory and pids both writable
+
+  bool V2Has(const std::string& controller) const;
+};
+
+// Per-user kernel object caps and the process's own rlimits: what the limits planner derives
+// the sandbox's share from, so the sandbox cannot exhaust what the caller has outside.
+struct HostLimits {
+  // /proc/sys/user/* of our user namespace; 0 when unreadable.
+  long inotify_instances = 0;
+  long inotify_watches = 0;
+  long fanotify_groups = 0;
+  long fanotify_marks = 0;
+  bool time_namespaces = false;  // user.max_time_namespaces exists
+  // Our current rlimits (soft, hard).
+  struct Pair {
+    unsigned long long soft = ~0ULL, hard = ~0ULL;  // RLIM_INFINITY
+  };
+  Pair data, nproc, fsize, nofile, msgqueue, sigpending;
+  // Linux >= 5.14 counts RLIMIT_NPROC per user namespace, so inside a fresh one it limits the
+  // sandbox only (never for uid 0, which the kernel exempts).
+  bool nproc_per_userns = false;
 };
 
 struct KernelFeatures {
@@ -33,9 +67,13 @@ struct KernelFeatures {
   bool mount_api = false;          // open_tree / move_mount / mount_setattr
   bool close_range = false;
   CgroupInfo cgroup;
+  HostLimits host_limits;
   std::string outer_wall;          // detected virtualisation or container ("" = none detected)
   std::vector<std::string> notes;  // human notes: why a feature is missing
 };
+
+// Parses the running kernel's "major.minor" and compares.
+bool KernelAtLeast(const std::string& release, int major, int minor);
 
 // Probes the kernel. Cheap (well under a millisecond) except user_ns, which forks once.
 KernelFeatures ProbeKernel(bool probe_user_ns = true);

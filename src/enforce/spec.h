@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,12 +51,21 @@ struct ProtectSpec {
   int nested_repo_depth = 3;
 };
 
+// A per-user-namespace kernel knob, written by sandbox init into the fresh /proc before
+// /proc/sys becomes read-only (the user.* caps count against the caller outside too).
+struct Sysctl {
+  std::string path;  // below /proc/sys: "user/max_user_namespaces"
+  std::string value;
+  bool optional = false;  // absent on older kernels: skipped
+};
+
 struct MountSpec {
   std::vector<MountOp> ops;
   std::vector<MaskOp> masks;
   ProtectSpec protect;
   std::string workdir;   // chdir here after pivot_root
   std::string hostname = "ward";
+  std::vector<Sysctl> sysctls;
 };
 
 // Landlock rules in the sandbox's view (applied after pivot_root).
@@ -85,6 +95,48 @@ struct ProcessSpec {
   std::vector<Rlimit> rlimits;  // RLIMIT_CORE 0 always; others from the limits policy
 };
 
+// Which mechanism enforces the resource limits of a run (best available, chosen per host).
+enum class LimitsBackend {
+  kNone,      // no limit needs a cgroup: rlimits, tmpfs sizes and the supervisor's timer only
+  kCgroupV2,  // a delegated cgroup2 subtree
+  kCgroupV1,  // writable v1 controllers (root on a v1/hybrid host)
+  kRlimits,   // no usable cgroup: per-process rlimits and sized tmpfs
+};
+const char* LimitsBackendName(LimitsBackend b);
+
+// The per-run cgroup: created by the supervisor before the clone, joined by sandbox init before
+// it is told to proceed, killed and removed at the end. Empty parents mean "not used".
+struct CgroupSpec {
+  int version = 0;                // 0: no cgroup; 1 or 2
+  std::string v2_parent;          // absolute directory the run's cgroup is created in
+  bool v2_parent_is_own = false;  // the supervisor's own cgroup (it may have to move to a leaf)
+  std::string v1_memory_parent;   // absolute directories in each v1 hierarchy
+  std::string v1_pids_parent;
+  std::string v1_cpu_parent;
+  bool v1_memsw = false;  // memory.memsw.limit_in_bytes exists (swap accounting)
+  std::optional<uint64_t> memory_bytes;
+  std::optional<uint64_t> pids;
+  std::optional<uint64_t> cpu_quota_us;  // per cpu_period_us
+  uint64_t cpu_period_us = 100000;
+};
+
+// One line of `ward explain` / `ward check`: a limit and what enforces it.
+struct LimitLine {
+  std::string limit;      // "memory", "pids", "cpu", "timeout", "tmp_size", "file_size", ...
+  std::string value;      // "8 GiB", "1024", "0.5 cores"
+  std::string mechanism;  // "cgroup v1 memory.limit_in_bytes", "RLIMIT_DATA (per process)"
+  bool enforced = true;   // false: degraded (allowed by --allow-degraded=limits)
+  std::string origin;     // "builtin:default:12 (limits.memory)"
+};
+
+struct LimitsSpec {
+  LimitsBackend backend = LimitsBackend::kNone;
+  CgroupSpec cgroup;
+  uint64_t timeout_ms = 0;  // 0: none
+  uint64_t grace_ms = 0;    // SIGTERM at the deadline, SIGKILL this much later
+  std::vector<LimitLine> lines;
+};
+
 struct LaunchPlan {
   uid_t uid = 0;  // the caller's ids, mapped to themselves inside
   gid_t gid = 0;
@@ -95,6 +147,7 @@ struct LaunchPlan {
   SeccompProgram seccomp;  // compiled in the parent (PrepareSeccomp)
   bool seccomp_enabled = true;
   ProcessSpec process;
+  LimitsSpec limits;
   // Which of fds 0, 1, 2 are terminals: those get the sandbox's own pty, never the host's.
   bool tty[3] = {false, false, false};
   // The user's terminal settings, given to the sandbox's pty before the command starts.

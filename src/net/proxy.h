@@ -13,7 +13,9 @@
 //
 // Bounded: a connection cap, per-direction buffers of at most buffer_high_watermark bytes (a
 // side is not read while what it sent is still buffered), and timeouts for the request head,
-// the TLS peek, connecting and idleness. Network input never throws or aborts: a hostile
+// the TLS peek, connecting and idleness. Descriptors: a connection holds its client socket, at
+// most one upstream socket and, while a direction carries a bulk transfer (splice(2) moves it
+// without copying it through user space), a pipe: at most 6, usually 2. Network input never throws or aborts: a hostile
 // client costs its own connection only.
 #pragma once
 
@@ -51,6 +53,8 @@ struct ProxyOptions {
   // requested host, checked before connecting upstream. On other ports a tunnel that starts
   // with a TLS handshake gets the same check (a missing SNI is accepted there).
   std::vector<uint16_t> tls_ports = {443};
+  // Bulk transfers move through a pipe with splice(2) instead of user-space buffers.
+  bool splice = true;
 };
 
 namespace internal {

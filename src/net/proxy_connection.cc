@@ -1,9 +1,11 @@
 #include "net/proxy_connection.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <asio/co_spawn.hpp>
+#include <asio/post.hpp>
 #include <asio/write.hpp>
 #include <cstring>
 
@@ -22,6 +24,10 @@ constexpr size_t kLingerMaxBytes = 256 << 10;
 constexpr size_t kSniffBytes = 4096;
 constexpr size_t kSocksBuffer = kSocks5MaxGreeting + kSocks5MaxRequest + 4096;
 constexpr size_t kPendingKeepCapacity = 64 << 10;
+// A tunnel direction that has moved this much is a bulk transfer: from then on the kernel moves
+// its bytes (splice), and small exchanges never cost a pipe's two descriptors.
+constexpr uint64_t kSpliceAfter = 256 << 10;
+constexpr int kSpliceRoundsPerYield = 16;  // then let other connections run
 
 constexpr std::string_view kConnectEstablished = "HTTP/1.1 200 Connection established\r\n\r\n";
 // A fatal TLS alert, access_denied: what a client that sent a refused ClientHello reads.
@@ -218,17 +224,7 @@ asio::awaitable<void> Connection::ReadMore(Side& s, size_t limit, asio::error_co
 asio::awaitable<void> Connection::WriteAll(Side& s, std::string_view data, asio::error_code& ec) {
   ec = {};
   const bool up = &s == &upstream_;
-  auto account = [&](size_t n) {
-    if (n == 0) return;
-    last_activity_ = Clock::now();
-    if (up) {
-      upstream_up_ += n;
-      core_->stats.bytes_up += n;
-    } else {
-      upstream_down_ += n;
-      core_->stats.bytes_down += n;
-    }
-  };
+  auto account = [&](size_t n) { Account(up, n); };
   // Fast path: the kernel takes it now and nothing is copied.
   while (!data.empty()) {
     if (closed_) {
@@ -258,6 +254,94 @@ asio::awaitable<void> Connection::WriteAll(Side& s, std::string_view data, asio:
   } else {
     s.pending.clear();
   }
+}
+
+void Connection::Account(bool upward, size_t n) {
+  if (n == 0) return;
+  last_activity_ = Clock::now();
+  if (upward) {
+    upstream_up_ += n;
+    core_->stats.bytes_up += n;
+  } else {
+    upstream_down_ += n;
+    core_->stats.bytes_down += n;
+  }
+}
+
+asio::awaitable<bool> Connection::SpliceCopy(Side& from, Side& to, uint64_t limit,
+                                             asio::error_code& ec) {
+  ec = {};
+  if (!core_->options.splice) co_return false;
+  std::optional<Pipe> pipe = Pipe::Open(core_->options.buffer_high_watermark);
+  if (!pipe) co_return false;
+  const bool up = &to == &upstream_;
+  size_t in_pipe = 0;  // read from `from`, not yet written to `to`: the backpressure bound
+  uint64_t to_read = limit;
+  bool eof = false;
+  int rounds = 0;
+  while (true) {
+    // Descriptors are fetched after every suspension: a closed socket's number may be reused.
+    if (closed_ || !from.sock.is_open() || !to.sock.is_open()) {
+      ec = asio::error::operation_aborted;
+      break;
+    }
+    const int in = from.sock.native_handle();
+    const int out = to.sock.native_handle();
+    bool moved = false, write_blocked = false;
+    if (!eof && to_read > 0 && in_pipe < pipe->capacity) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(pipe->capacity - in_pipe, to_read));
+      ssize_t n = splice(in, nullptr, pipe->write_end.get(), nullptr, want,
+                         SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n > 0) {
+        in_pipe += static_cast<size_t>(n);
+        to_read -= static_cast<uint64_t>(n);
+        core_->stats.buffered += static_cast<uint64_t>(n);
+        last_activity_ = Clock::now();
+        moved = true;
+      } else if (n == 0) {
+        eof = true;
+      } else if (errno != EAGAIN && errno != EINTR) {
+        ec = asio::error_code(errno, asio::system_category());
+        break;
+      }
+    }
+    if (in_pipe > 0) {
+      ssize_t m = splice(pipe->read_end.get(), nullptr, out, nullptr, in_pipe,
+                         SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (m > 0) {
+        in_pipe -= static_cast<size_t>(m);
+        core_->stats.buffered -= static_cast<uint64_t>(m);
+        Account(up, static_cast<size_t>(m));
+        moved = true;
+      } else if (m < 0 && errno == EAGAIN) {
+        write_blocked = true;
+      } else if (m < 0 && errno != EINTR) {
+        ec = asio::error_code(errno, asio::system_category());
+        break;
+      }
+    }
+    if (in_pipe == 0 && (eof || to_read == 0)) {
+      if (eof) ec = asio::error::eof;
+      break;
+    }
+    if (moved) {
+      if (++rounds % kSpliceRoundsPerYield == 0)
+        co_await asio::post(core_->ctx, asio::use_awaitable);
+      continue;
+    }
+    asio::error_code wait_ec;
+    if (in_pipe > 0 && (write_blocked || eof || to_read == 0 || in_pipe >= pipe->capacity)) {
+      co_await to.sock.async_wait(asio::ip::tcp::socket::wait_write, Await(wait_ec));
+    } else {
+      co_await from.sock.async_wait(asio::ip::tcp::socket::wait_read, Await(wait_ec));
+    }
+    if (wait_ec) {
+      ec = wait_ec;
+      break;
+    }
+  }
+  core_->stats.buffered -= in_pipe;
+  co_return true;
 }
 
 void Connection::PutBack(Side& s, const char* data, size_t n) {
@@ -586,8 +670,20 @@ asio::awaitable<void> Connection::Pump(std::shared_ptr<Connection> self, bool up
       }
     }
   }
+  uint64_t moved = 0;
+  bool pipe_refused = false;
   while (true) {
-    size_t n = co_await ReadSome(from, core_->options.buffer_high_watermark, ec);
+    size_t n = 0;
+    if (moved >= kSpliceAfter && from.leftover.empty() && !pipe_refused) {
+      if (co_await SpliceCopy(from, to, UINT64_MAX, ec)) {
+        if (!ec) ec = asio::error::eof;  // cannot happen without a limit; treat as the end
+      } else {
+        pipe_refused = true;
+        continue;
+      }
+    } else {
+      n = co_await ReadSome(from, core_->options.buffer_high_watermark, ec);
+    }
     if (ec) {
       if (ec == asio::error::eof && !closed_) {
         // Everything read from this side has been written: pass the end of stream on.
@@ -603,6 +699,7 @@ asio::awaitable<void> Connection::Pump(std::shared_ptr<Connection> self, bool up
       CloseAll();
       co_return;
     }
+    moved += n;
   }
   (void)self;
 }

@@ -123,7 +123,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Appends to s.leftover until it holds at least one more byte, up to `limit` bytes in all.
   asio::awaitable<void> ReadMore(Side& s, size_t limit, asio::error_code& ec);
   asio::awaitable<void> WriteAll(Side& s, std::string_view data, asio::error_code& ec);
+  void Account(bool upward, size_t n);  // bytes written to upstream (upward) or to the client
   static void PutBack(Side& s, const char* data, size_t n);
+  // Bulk transfer in the kernel (splice through a pipe), for at most `limit` bytes or until
+  // EOF (ec = eof). from.leftover must be empty. Returns false, having moved nothing, when no
+  // pipe was available: the caller copies through user space instead.
+  asio::awaitable<bool> SpliceCopy(Side& from, Side& to, uint64_t limit, asio::error_code& ec);
   asio::awaitable<void> CopyExact(Side& from, Side& to, uint64_t n, asio::error_code& ec);
   asio::awaitable<void> CopyChunked(Side& from, Side& to, bool reencode, asio::error_code& ec);
   asio::awaitable<void> CopyUntilEof(Side& from, Side& to, asio::error_code& ec);

@@ -15,6 +15,8 @@ namespace ward::net::internal {
 namespace {
 
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+// Bodies at least this large move in the kernel (splice) once the buffered start is out.
+constexpr uint64_t kSpliceMin = 64 << 10;
 
 // Proxy-* fields are for us, never for the origin (credentials for a proxy above all).
 void RemoveProxyFields(HttpHeaders& headers) {
@@ -30,7 +32,12 @@ void RemoveProxyFields(HttpHeaders& headers) {
 asio::awaitable<void> Connection::CopyExact(Side& from, Side& to, uint64_t n,
                                             asio::error_code& ec) {
   ec = {};
+  bool pipe_refused = false;
   while (n > 0) {
+    if (n >= kSpliceMin && from.leftover.empty() && !pipe_refused) {
+      if (co_await SpliceCopy(from, to, n, ec)) co_return;  // all n moved, or ec (eof: truncated)
+      pipe_refused = true;
+    }
     size_t want = static_cast<size_t>(std::min<uint64_t>(n, core_->options.buffer_high_watermark));
     size_t got = co_await ReadSome(from, want, ec);
     if (ec) co_return;  // eof here is a truncated body
@@ -68,7 +75,15 @@ asio::awaitable<void> Connection::CopyChunked(Side& from, Side& to, bool reencod
 }
 
 asio::awaitable<void> Connection::CopyUntilEof(Side& from, Side& to, asio::error_code& ec) {
+  bool pipe_refused = false;
   while (true) {
+    if (from.leftover.empty() && !pipe_refused) {
+      if (co_await SpliceCopy(from, to, UINT64_MAX, ec)) {
+        if (ec == asio::error::eof) ec = {};
+        co_return;
+      }
+      pipe_refused = true;
+    }
     size_t got = co_await ReadSome(from, core_->options.buffer_high_watermark, ec);
     if (ec == asio::error::eof) {
       ec = {};

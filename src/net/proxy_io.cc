@@ -1,5 +1,6 @@
 #include "net/proxy_io.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -57,6 +58,20 @@ asio::ip::tcp::endpoint ToEndpoint(const IpAddress& addr, uint16_t port) {
   asio::ip::address_v6::bytes_type bytes;
   std::memcpy(bytes.data(), a.bytes().data(), 16);
   return {asio::ip::address_v6(bytes), port};
+}
+
+std::optional<Pipe> Pipe::Open(size_t wanted_capacity) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) return std::nullopt;
+  Pipe p;
+  p.read_end = UniqueFd(fds[0]);
+  p.write_end = UniqueFd(fds[1]);
+  // Best effort: beyond the user's pipe quota the kernel keeps the default size.
+  fcntl(fds[1], F_SETPIPE_SZ, static_cast<int>(wanted_capacity));
+  int size = fcntl(fds[1], F_GETPIPE_SZ);
+  if (size <= 0) return std::nullopt;
+  p.capacity = static_cast<size_t>(size);
+  return p;
 }
 
 void SafeEmit(EventSink* sink, std::string_view type, nlohmann::json data) {

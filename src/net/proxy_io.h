@@ -47,6 +47,15 @@ int AcceptNonBlocking(int listen_fd);
 
 asio::ip::tcp::endpoint ToEndpoint(const IpAddress& addr, uint16_t port);
 
+// A pipe for splice(2): bulk transfers move from socket to socket through it without being
+// copied into user space. Both ends close-on-exec and non-blocking.
+struct Pipe {
+  UniqueFd read_end, write_end;
+  size_t capacity = 0;
+  // nullopt when no pipe can be had (descriptors or the user's pipe quota exhausted).
+  static std::optional<Pipe> Open(size_t wanted_capacity);
+};
+
 // Emits an event; a sink that throws (it must not) cannot take the supervisor down.
 void SafeEmit(EventSink* sink, std::string_view type, nlohmann::json data);
 

@@ -11,8 +11,10 @@
 
 #include "common/linux.h"
 #include "common/trace.h"
+#include "enforce/cgroup.h"
 #include "enforce/control.h"
 #include "enforce/launcher.h"
+#include "enforce/limits.h"
 #include "enforce/probe.h"
 #include "supervisor/notifier.h"
 #include "supervisor/terminal.h"
@@ -22,14 +24,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+std::string FormatMs(uint64_t ms) {
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+  return std::to_string(ms) + " ms";
+}
+
 // Serves one running sandbox: control messages, pty relay, signals, exit.
 class Session {
  public:
   Session(const RunRequest& req, enforce::Sandbox sb, const enforce::LaunchPlan& plan,
-          TerminalState* term, Outcome* out)
+          TerminalState* term, Outcome* out, enforce::Cgroup* cgroup)
       : req_(req),
         plan_(plan),
         sb_(std::move(sb)),
+        cgroup_(cgroup),
         term_(term),
         out_(out),
         ctl_(ctx_, dup(sb_.control.get())),
@@ -42,6 +50,12 @@ class Session {
     WaitControl();
     pidfd_.async_wait(asio::posix::descriptor_base::wait_read,
                       [this](const asio::error_code&) { OnInitExit(); });
+    if (plan_.limits.timeout_ms > 0) {
+      deadline_.emplace(ctx_, std::chrono::milliseconds(plan_.limits.timeout_ms));
+      deadline_->async_wait([this](const asio::error_code& ec) {
+        if (!ec) OnDeadline();
+      });
+    }
     if (term_->is_tty(0)) {
       stdin_.emplace(ctx_, dup(0));
       term_->MakeRaw();
@@ -140,6 +154,7 @@ class Session {
         wait_status_ = m.value;
         break;
       case enforce::MsgType::kGo:
+      case enforce::MsgType::kTerminate:
         break;
     }
   }
@@ -212,6 +227,42 @@ class Session {
     }
   }
 
+  // The wall clock ran out: SIGTERM to everything inside (through init), then SIGKILL of the
+  // whole tree after the grace period.
+  void OnDeadline() {
+    if (init_exited_ || have_status_) return;
+    const enforce::LimitsSpec& l = plan_.limits;
+    LimitsOutcome& lo = out_->limits;
+    lo.timed_out = true;
+    std::string origin;
+    if (auto it = req_.policy.limits.origins.find("timeout");
+        it != req_.policy.limits.origins.end()) {
+      origin = it->second.ToString();
+    }
+    LimitHit hit;
+    hit.limit = "timeout";
+    hit.message = "the wall-clock limit of " + FormatMs(l.timeout_ms) + " was reached" +
+                  (origin.empty() ? "" : " (" + origin + ")");
+    hit.data = {{"limit", "timeout"},
+                {"timeout_ms", l.timeout_ms},
+                {"grace_ms", l.grace_ms},
+                {"action", "SIGTERM to everything inside, SIGKILL after the grace period"}};
+    if (!origin.empty()) hit.data["origin"] = origin;
+    Emit("limit.hit", hit.data);
+    lo.hits.push_back(std::move(hit));
+    enforce::ControlMsg m;
+    m.type = enforce::MsgType::kTerminate;
+    (void)enforce::SendControl(sb_.control.get(), m);
+    grace_.emplace(ctx_, std::chrono::milliseconds(l.grace_ms));
+    grace_->async_wait([this](const asio::error_code& ec) {
+      if (ec || init_exited_) return;
+      out_->limits.killed_after_grace = true;
+      if (cgroup_) cgroup_->KillAll();
+      // Init's death takes the whole pid namespace with it.
+      sys::PidfdSendSignal(sb_.pidfd.get(), SIGKILL, nullptr, 0);
+    });
+  }
+
   void OnInitExit() {
     TraceMark("sandbox exited");
     siginfo_t si = {};
@@ -240,6 +291,18 @@ class Session {
 
   void Finish() {
     if (setup_error_ || exec_failed_) return;
+    if (out_->limits.timed_out) {
+      out_->kind = Outcome::Kind::kTimedOut;
+      out_->exit_code = 124;
+      out_->signal = 0;
+      out_->message = "timed out: " + out_->limits.hits.front().message +
+                      "; everything inside got SIGTERM" +
+                      (out_->limits.killed_after_grace
+                           ? ", then SIGKILL after the " + FormatMs(plan_.limits.grace_ms) +
+                                 " grace period"
+                           : "");
+      return;
+    }
     if (have_status_) {
       if (WIFEXITED(wait_status_)) {
         out_->kind = Outcome::Kind::kExited;
@@ -269,6 +332,7 @@ class Session {
   const RunRequest& req_;
   const enforce::LaunchPlan& plan_;
   enforce::Sandbox sb_;
+  enforce::Cgroup* cgroup_;
   TerminalState* term_;
   Outcome* out_;
   asio::io_context ctx_;
@@ -278,12 +342,89 @@ class Session {
   std::optional<asio::posix::stream_descriptor> pty_;
   std::optional<asio::posix::stream_descriptor> stdin_;
   std::unique_ptr<Notifier> notifier_;
+  std::optional<asio::steady_timer> deadline_, grace_;
   bool ctl_eof_ = false, setup_error_ = false, exec_failed_ = false, started_ = false;
   bool have_status_ = false, init_exited_ = false, pty_done_ = false;
   int wait_status_ = 0, init_code_ = 0, init_status_ = 0;
 };
 
+// What the limits did: usage and OOM kills read from the cgroup before it is removed, and a
+// limit.hit event for each limit the run ran into.
+void CollectLimits(const RunRequest& req, const enforce::LaunchPlan& plan, enforce::Cgroup* cg,
+                   Outcome* out) {
+  LimitsOutcome& lo = out->limits;
+  auto hit = [&](LimitHit h) {
+    if (req.events) req.events->Emit("limit.hit", h.data);
+    if (out->message.empty()) out->message = h.message;
+    lo.hits.push_back(std::move(h));
+  };
+  const enforce::CgroupSpec& spec = plan.limits.cgroup;
+  if (cg) {
+    enforce::CgroupUsage u = cg->ReadUsage();
+    lo.memory_peak_bytes = u.memory_peak_bytes;
+    lo.oom_kills = u.oom_kills;
+    lo.pids_refused = u.pids_refused;
+    lo.cpu_usage_usec = u.cpu_usage_usec;
+    lo.cpu_throttled_periods = u.cpu_throttled_periods;
+    if (u.oom_kills > 0 && spec.memory_bytes) {
+      LimitHit h;
+      h.limit = "memory";
+      h.message = "the memory limit of " + enforce::FormatSize(*spec.memory_bytes) +
+                  " was reached: the kernel's OOM killer ended " + std::to_string(u.oom_kills) +
+                  " process(es) inside";
+      h.data = {{"limit", "memory"},
+                {"limit_bytes", *spec.memory_bytes},
+                {"oom_kills", u.oom_kills},
+                {"backend", lo.backend}};
+      if (u.memory_peak_bytes) h.data["peak_bytes"] = *u.memory_peak_bytes;
+      hit(std::move(h));
+    }
+    if (u.pids_refused > 0 && spec.pids) {
+      LimitHit h;
+      h.limit = "pids";
+      h.message = "the pids limit of " + std::to_string(*spec.pids) + " was reached: " +
+                  std::to_string(u.pids_refused) + " fork(s) refused";
+      h.data = {{"limit", "pids"},
+                {"max", *spec.pids},
+                {"refused_forks", u.pids_refused},
+                {"backend", lo.backend}};
+      hit(std::move(h));
+    }
+    Status st = cg->Destroy();
+    if (!st.ok()) lo.teardown_error = st.ToString();
+  }
+  if (out->kind == Outcome::Kind::kSignaled && out->signal == SIGXFSZ &&
+      req.policy.limits.file_size_bytes) {
+    LimitHit h;
+    h.limit = "file_size";
+    h.message = "the file size limit of " +
+                enforce::FormatSize(*req.policy.limits.file_size_bytes) +
+                " was exceeded (SIGXFSZ)";
+    h.data = {{"limit", "file_size"}, {"limit_bytes", *req.policy.limits.file_size_bytes}};
+    hit(std::move(h));
+  }
+}
+
 }  // namespace
+
+nlohmann::json LimitsOutcomeToJson(const LimitsOutcome& l) {
+  auto opt = [](const std::optional<uint64_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  nlohmann::json hits = nlohmann::json::array();
+  for (const auto& h : l.hits) hits.push_back(h.data);
+  nlohmann::json j = {{"backend", l.backend},
+                      {"memory_peak_bytes", opt(l.memory_peak_bytes)},
+                      {"oom_kills", l.oom_kills},
+                      {"pids_refused", l.pids_refused},
+                      {"cpu_usage_usec", opt(l.cpu_usage_usec)},
+                      {"cpu_throttled_periods", l.cpu_throttled_periods},
+                      {"timed_out", l.timed_out},
+                      {"killed_after_grace", l.killed_after_grace},
+                      {"hits", hits}};
+  if (!l.teardown_error.empty()) j["teardown_error"] = l.teardown_error;
+  return j;
+}
 
 const char* OutcomeKindName(Outcome::Kind k) {
   switch (k) {
@@ -292,6 +433,7 @@ const char* OutcomeKindName(Outcome::Kind k) {
     case Outcome::Kind::kExecFailed: return "exec_failed";
     case Outcome::Kind::kSetupFailed: return "setup_failed";
     case Outcome::Kind::kRefused: return "refused";
+    case Outcome::Kind::kTimedOut: return "timed_out";
   }
   return "unknown";
 }
@@ -320,7 +462,21 @@ Outcome Run(const RunRequest& req) {
 
   // A write to a closed pipe must not kill the supervisor (the sandbox would die with it).
   signal(SIGPIPE, SIG_IGN);
-  Result<enforce::Sandbox> sb = enforce::StartSandbox(*plan);
+  out.limits.backend = enforce::LimitsBackendName(plan->limits.backend);
+  std::unique_ptr<enforce::Cgroup> cgroup;
+  if (plan->limits.cgroup.version != 0) {
+    Result<std::unique_ptr<enforce::Cgroup>> cg = enforce::Cgroup::Create(plan->limits.cgroup);
+    if (!cg.ok()) {
+      out.kind = Outcome::Kind::kRefused;
+      out.exit_code = 125;
+      out.message = "resource limits: " + cg.status().ToString();
+      return out;
+    }
+    cgroup = std::move(cg).value();
+    out.limits.cgroup = cgroup->paths();
+    TraceMark("cgroup created");
+  }
+  Result<enforce::Sandbox> sb = enforce::StartSandbox(*plan, cgroup.get());
   if (!sb.ok()) {
     out.kind = Outcome::Kind::kRefused;
     out.exit_code = 125;
@@ -328,10 +484,12 @@ Outcome Run(const RunRequest& req) {
     return out;
   }
   TraceMark("cloned");
+  if (req.on_started) req.on_started(*plan, out.notes, features);
   {
-    Session session(req, std::move(sb).value(), *plan, &term, &out);
+    Session session(req, std::move(sb).value(), *plan, &term, &out, cgroup.get());
     session.Serve();
   }
+  CollectLimits(req, *plan, cgroup.get(), &out);
   out.duration_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   getrusage(RUSAGE_CHILDREN, &out.rusage);

@@ -5,12 +5,17 @@
 
 #include <sys/resource.h>
 
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/events.h"
 #include "enforce/mount.h"
 #include "enforce/plan.h"
+#include "enforce/probe.h"
 #include "policy/policy.h"
 
 namespace ward::supervisor {
@@ -20,7 +25,36 @@ struct RunRequest {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "NAME=VALUE", built from the policy's allow list
   EventSink* events = nullptr;   // audit sink (may be null)
+  // Called once the sandbox exists (after the clone, before the command runs), on the
+  // supervisor's thread: the place for work that may start threads or should overlap with
+  // the sandbox's own setup (the audit session's start record).
+  std::function<void(const enforce::LaunchPlan&, const enforce::PlanNotes&,
+                     const enforce::KernelFeatures&)>
+      on_started;
 };
+
+// A resource limit the run ran into; also emitted as a `limit.hit` event.
+struct LimitHit {
+  std::string limit;    // "timeout", "memory", "pids", "file_size"
+  std::string message;  // human text
+  nlohmann::json data;  // the event's data
+};
+
+// What the resource limits did during the run.
+struct LimitsOutcome {
+  std::string backend;  // "cgroup v2", "cgroup v1", "rlimits", "none"
+  std::vector<std::string> cgroup;  // the run's cgroup directories (removed at the end)
+  std::optional<uint64_t> memory_peak_bytes;
+  uint64_t oom_kills = 0;
+  uint64_t pids_refused = 0;
+  std::optional<uint64_t> cpu_usage_usec;
+  uint64_t cpu_throttled_periods = 0;
+  bool timed_out = false;
+  bool killed_after_grace = false;  // the SIGTERM at the deadline was not enough
+  std::vector<LimitHit> hits;
+  std::string teardown_error;  // the cgroup could not be removed (a reaper keeps trying)
+};
+nlohmann::json LimitsOutcomeToJson(const LimitsOutcome& l);
 
 struct Outcome {
   enum class Kind {
@@ -29,6 +63,7 @@ struct Outcome {
     kExecFailed,  // could not be executed: 126/127
     kSetupFailed, // a layer could not be applied inside the sandbox: 125
     kRefused,     // refused before starting (policy, missing kernel feature): 125
+    kTimedOut,    // the wall-clock limit ended it: 124, like timeout(1)
   };
   Kind kind = Kind::kRefused;
   int exit_code = 125;
@@ -42,6 +77,7 @@ struct Outcome {
   enforce::PlanNotes notes;
   int notifications = 0;       // trapped syscalls answered by the supervisor
   int protected_denials = 0;   // of those, creations of protected paths refused
+  LimitsOutcome limits;
 };
 
 const char* OutcomeKindName(Outcome::Kind k);

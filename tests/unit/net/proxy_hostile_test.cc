@@ -222,6 +222,21 @@ TEST_F(ProxyHostileTest, ClientThatStopsReadingStopsTheUpstreamForwarded) {
   CheckBackpressure(*proxy_, origin_, fd.get(), options.buffer_high_watermark, total);
 }
 
+TEST_F(ProxyHostileTest, ClientThatStopsReadingStopsTheUpstreamWithoutSplice) {
+  ProxyOptions options;
+  options.buffer_high_watermark = 64 << 10;
+  options.splice = false;  // user-space buffers only: the same bound must hold
+  Start(options);
+  const uint64_t total = 192ull << 20;
+  UniqueFd fd = ConnectTo(proxy_->port());
+  ASSERT_TRUE(SendAll(fd.get(), Get("/big/" + std::to_string(total))));
+  std::string head;
+  char c;
+  while (head.find("\r\n\r\n") == std::string::npos && recv(fd.get(), &c, 1, 0) == 1) head += c;
+  ASSERT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+  CheckBackpressure(*proxy_, origin_, fd.get(), options.buffer_high_watermark, total);
+}
+
 TEST_F(ProxyHostileTest, ClientThatStopsReadingStopsTheUpstreamTunnelled) {
   ProxyOptions options;
   options.buffer_high_watermark = 64 << 10;

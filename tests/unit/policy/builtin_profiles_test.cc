@@ -42,7 +42,10 @@ TEST(BuiltinProfiles, EveryOneLoadsCleanly) {
     EXPECT_EQ(r->sources.back().origin, "builtin") << name;
     EXPECT_EQ(r->sources.back().name, name);
     EXPECT_TRUE(r->allow_degraded.empty()) << name << " must not weaken the sandbox";
-    EXPECT_FALSE(r->limits.memory_bytes.has_value()) << name;  // limits land later
+    // Every built-in profile keeps the default's limits (enforceable without a cgroup).
+    EXPECT_EQ(r->limits.memory_bytes, 8ull << 30) << name;
+    EXPECT_EQ(r->limits.pids, 1024u) << name;
+    EXPECT_EQ(r->limits.tmp_size_bytes, 2ull << 30) << name;
     for (const auto& [cname, c] : r->credentials) {
       EXPECT_FALSE(c.enabled) << name << ": " << cname << " is enabled by --credential only";
     }
@@ -200,7 +203,7 @@ TEST(PolicyToJson, CarriesTheEffectivePolicyAndNoSecrets) {
   EXPECT_GT(j["filesystem"]["paths"][0]["origin"]["line"].get<int>(), 0);
   EXPECT_EQ(j["filesystem"]["nested_repo_depth"], 3);
   EXPECT_EQ(j["network"]["allow"][0]["pattern"], "api.anthropic.com");
-  EXPECT_TRUE(j["limits"]["memory_bytes"].is_null());
+  EXPECT_EQ(j["limits"]["memory_bytes"], 8ull << 30);
   EXPECT_EQ(j["credentials"]["anthropic"]["enabled"], true);
   EXPECT_EQ(j["credentials"]["anthropic"]["from"]["kind"], "env");
   EXPECT_EQ(j["credentials"]["anthropic"]["inject"]["header"], "x-api-key");

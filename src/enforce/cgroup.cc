@@ -1,0 +1,368 @@
+#include "enforce/cgroup.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "common/linux.h"
+#include "enforce/launcher.h"
+
+namespace ward::enforce {
+namespace {
+
+// How long the supervisor waits for a cgroup to empty at the end (normally it already is:
+// everything inside died with the pid namespace), and how long the reaper keeps trying.
+constexpr int kTeardownMs = 5000;
+constexpr int kReaperTeardownMs = 30000;
+// A stale cgroup is removed only when its supervisor is gone and it is older than this.
+constexpr int kStaleAgeSeconds = 5;
+constexpr const char* kPrefix = "ward-";
+
+std::string ReadText(const std::string& path) {
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return "";
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd.get(), buf, sizeof buf)) > 0) out.append(buf, n);
+  return out;
+}
+
+Status WriteText(const std::string& path, const std::string& value) {
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return ErrnoError("opening " + path, errno);
+  ssize_t n;
+  do {
+    n = write(fd.get(), value.data(), value.size());
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(value.size())) {
+    return ErrnoError("writing \"" + value + "\" to " + path, n < 0 ? errno : EIO);
+  }
+  return Ok();
+}
+
+// "key 123" lines (memory.events, pids.events, cpu.stat, memory.oom_control).
+std::optional<uint64_t> KeyedValue(const std::string& text, const std::string& key) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t eol = text.find('\n', pos);
+    if (eol == std::string::npos) eol = text.size();
+    std::string line = text.substr(pos, eol - pos);
+    if (line.size() > key.size() && line.compare(0, key.size(), key) == 0 &&
+        line[key.size()] == ' ') {
+      return std::strtoull(line.c_str() + key.size() + 1, nullptr, 10);
+    }
+    pos = eol + 1;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> NumberIn(const std::string& path) {
+  std::string s = ReadText(path);
+  if (s.empty() || s[0] < '0' || s[0] > '9') return std::nullopt;
+  return std::strtoull(s.c_str(), nullptr, 10);
+}
+
+std::vector<pid_t> Procs(const std::string& dir) {
+  std::vector<pid_t> pids;
+  std::string s = ReadText(dir + "/cgroup.procs");
+  const char* p = s.c_str();
+  while (*p) {
+    char* end = nullptr;
+    long v = std::strtol(p, &end, 10);
+    if (end == p) break;
+    if (v > 0) pids.push_back(static_cast<pid_t>(v));
+    p = end;
+    while (*p == '\n' || *p == ' ') ++p;
+  }
+  return pids;
+}
+
+void KillDir(const std::string& dir, int version) {
+  // cgroup.kill (Linux 5.14) kills the whole subtree at once, including processes forking.
+  if (version == 2 && WriteText(dir + "/cgroup.kill", "1").ok()) return;
+  for (pid_t pid : Procs(dir)) kill(pid, SIGKILL);
+}
+
+// Kills and removes every directory, children first; true when all are gone.
+bool Teardown(std::vector<std::string> dirs, int version, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  int pause_us = 200;
+  while (true) {
+    for (size_t i = dirs.size(); i-- > 0;) {
+      if (rmdir(dirs[i].c_str()) == 0 || errno == ENOENT) {
+        dirs.erase(dirs.begin() + static_cast<long>(i));
+      } else {
+        KillDir(dirs[i], version);
+      }
+    }
+    if (dirs.empty()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+    pause_us = std::min(pause_us * 2, 50000);
+  }
+}
+
+// Removes empty cgroups left by supervisors that died together with their reaper.
+void SweepStale(const std::string& parent) {
+  DIR* d = opendir(parent.c_str());
+  if (d == nullptr) return;
+  time_t now = time(nullptr);
+  while (struct dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, kPrefix, std::strlen(kPrefix)) != 0) continue;
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name + std::strlen(kPrefix), &end, 10);
+    if (end == e->d_name + std::strlen(kPrefix) || *end != '-' || pid <= 0 || pid > INT_MAX) {
+      continue;
+    }
+    if (pid == getpid() || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::string path = parent + "/" + e->d_name;
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0 || now - st.st_mtime < kStaleAgeSeconds) continue;
+    rmdir(path.c_str());  // fails harmlessly when something still runs there
+  }
+  closedir(d);
+}
+
+std::string RunName() {
+  uint32_t r = 0;
+  if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) {
+    r = static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s%d-%08x", kPrefix, static_cast<int>(getpid()), r);
+  return buf;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Cgroup>> Cgroup::Create(const CgroupSpec& spec) {
+  if (spec.version != 1 && spec.version != 2) {
+    return Error(Code::kInternal, "no cgroup version planned");
+  }
+  std::unique_ptr<Cgroup> cg(new Cgroup());
+  Status st = cg->Init(spec);
+  if (!st.ok()) {
+    (void)cg->Destroy();
+    return std::move(st).With(std::string("cgroup v") + std::to_string(spec.version));
+  }
+  cg->StartReaper();
+  return cg;
+}
+
+Cgroup::~Cgroup() { (void)Destroy(); }
+
+Status Cgroup::MakeDir(const std::string& parent, const std::string& name) {
+  std::string path = parent + "/" + name;
+  if (mkdir(path.c_str(), 0755) != 0) return ErrnoError("creating " + path, errno);
+  paths_.push_back(path);
+  return Ok();
+}
+
+Status Cgroup::EnableV2Controllers(const CgroupSpec& spec) {
+  std::vector<std::string> wanted;
+  if (spec.memory_bytes) wanted.push_back("memory");
+  if (spec.pids) wanted.push_back("pids");
+  if (spec.cpu_quota_us) wanted.push_back("cpu");
+  const std::string control = spec.v2_parent + "/cgroup.subtree_control";
+  std::string enabled = " " + ReadText(control) + " ";
+  for (char& c : enabled) c = c == '\n' ? ' ' : c;
+  bool moved = false;
+  for (const std::string& c : wanted) {
+    if (enabled.find(" " + c + " ") != std::string::npos) continue;
+    Status st = WriteText(control, "+" + c);
+    if (!st.ok() && st.err() == EBUSY && spec.v2_parent_is_own && !moved) {
+      // "No internal processes": our own cgroup can only hand controllers to children once no
+      // process lives in it. Move the supervisor to a leaf (swept once it has exited).
+      std::string leaf = spec.v2_parent + "/" + kPrefix + std::to_string(getpid()) + "-sup";
+      if (mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) {
+        return ErrnoError("creating " + leaf, errno);
+      }
+      WARD_TRY(WriteText(leaf + "/cgroup.procs", "0"));
+      moved = true;
+      st = WriteText(control, "+" + c);
+    }
+    if (!st.ok()) {
+      return std::move(st).With(
+          "enabling the " + c + " controller for children of " + spec.v2_parent +
+          (st.err() == EBUSY ? " (other processes live in that cgroup: point WARD_CGROUP_ROOT at "
+                               "an empty delegated cgroup)"
+                             : ""));
+    }
+  }
+  return Ok();
+}
+
+Status Cgroup::Init(const CgroupSpec& spec) {
+  version_ = spec.version;
+  std::string name = RunName();
+  if (version_ == 2) {
+    SweepStale(spec.v2_parent);
+    WARD_TRY(EnableV2Controllers(spec));
+    WARD_TRY(MakeDir(spec.v2_parent, name));
+    std::string dir = paths_.back();
+    memory_dir_ = pids_dir_ = cpu_dir_ = dir;
+    if (spec.memory_bytes) {
+      WARD_TRY(WriteText(dir + "/memory.max", std::to_string(*spec.memory_bytes)));
+      // Absent without swap accounting / before Linux 4.19: the limit above still holds.
+      Status swap = WriteText(dir + "/memory.swap.max", "0");
+      if (!swap.ok() && swap.err() != ENOENT) return swap;
+      // One OOM kill ends the whole sandbox rather than leaving a half-dead tree.
+      Status group = WriteText(dir + "/memory.oom.group", "1");
+      if (!group.ok() && group.err() != ENOENT) return group;
+    }
+    if (spec.pids) WARD_TRY(WriteText(dir + "/pids.max", std::to_string(*spec.pids)));
+    if (spec.cpu_quota_us) {
+      WARD_TRY(WriteText(dir + "/cpu.max", std::to_string(*spec.cpu_quota_us) + " " +
+                                               std::to_string(spec.cpu_period_us)));
+    }
+    clone_fd_.reset(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!clone_fd_) return ErrnoError("opening " + dir, errno);
+    return Ok();
+  }
+  if (!spec.v1_memory_parent.empty() && spec.memory_bytes) {
+    SweepStale(spec.v1_memory_parent);
+    WARD_TRY(MakeDir(spec.v1_memory_parent, name));
+    memory_dir_ = paths_.back();
+    std::string v = std::to_string(*spec.memory_bytes);
+    WARD_TRY(WriteText(memory_dir_ + "/memory.limit_in_bytes", v));
+    // memsw (memory + swap) must be at least the memory limit, so it comes second.
+    if (spec.v1_memsw) WARD_TRY(WriteText(memory_dir_ + "/memory.memsw.limit_in_bytes", v));
+  }
+  if (!spec.v1_pids_parent.empty() && spec.pids) {
+    SweepStale(spec.v1_pids_parent);
+    WARD_TRY(MakeDir(spec.v1_pids_parent, name));
+    pids_dir_ = paths_.back();
+    WARD_TRY(WriteText(pids_dir_ + "/pids.max", std::to_string(*spec.pids)));
+  }
+  if (!spec.v1_cpu_parent.empty() && spec.cpu_quota_us) {
+    SweepStale(spec.v1_cpu_parent);
+    WARD_TRY(MakeDir(spec.v1_cpu_parent, name));
+    cpu_dir_ = paths_.back();
+    WARD_TRY(WriteText(cpu_dir_ + "/cpu.cfs_period_us", std::to_string(spec.cpu_period_us)));
+    WARD_TRY(WriteText(cpu_dir_ + "/cpu.cfs_quota_us", std::to_string(*spec.cpu_quota_us)));
+  }
+  if (paths_.empty()) return Error(Code::kInternal, "no v1 controller planned");
+  return Ok();
+}
+
+void Cgroup::StartReaper() {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return;  // the sweep of the next run remains
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(p[0]);
+    close(p[1]);
+    return;
+  }
+  if (pid == 0) {
+    // Outlives the supervisor on purpose: its own session, deaf to the terminal's signals, no
+    // inherited descriptors (it must not hold the caller's pipes open).
+    setsid();
+    for (int s :
+         {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2, SIGPIPE}) {
+      signal(s, SIG_IGN);
+    }
+    HideProcessArgs("ward-cgroup-reaper");
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
+      dup2(null, 0);
+      dup2(null, 1);
+      dup2(null, 2);
+    }
+    int keep = p[0];
+    if (keep > 3) sys::CloseRange(3, keep - 1, 0);
+    sys::CloseRange(keep + 1, UINT_MAX, 0);
+    char b;
+    ssize_t n;
+    do {
+      n = read(keep, &b, 1);
+    } while (n < 0 && errno == EINTR);
+    if (n == 1) _exit(0);  // the supervisor tore it down itself
+    Teardown(paths_, version_, kReaperTeardownMs);
+    _exit(0);
+  }
+  close(p[0]);
+  reaper_ = pid;
+  reaper_pipe_.reset(p[1]);
+}
+
+Status Cgroup::Attach(pid_t pid) {
+  std::string v = std::to_string(pid);
+  for (const std::string& dir : paths_) WARD_TRY(WriteText(dir + "/cgroup.procs", v));
+  return Ok();
+}
+
+void Cgroup::KillAll() {
+  for (const std::string& dir : paths_) KillDir(dir, version_);
+}
+
+CgroupUsage Cgroup::ReadUsage() const {
+  CgroupUsage u;
+  if (version_ == 2 && !paths_.empty()) {
+    const std::string& d = paths_.front();
+    u.memory_peak_bytes = NumberIn(d + "/memory.peak");  // Linux 5.19
+    u.oom_kills = KeyedValue(ReadText(d + "/memory.events"), "oom_kill").value_or(0);
+    u.pids_refused = KeyedValue(ReadText(d + "/pids.events"), "max").value_or(0);
+    std::string cpu = ReadText(d + "/cpu.stat");
+    u.cpu_usage_usec = KeyedValue(cpu, "usage_usec");
+    u.cpu_throttled_periods = KeyedValue(cpu, "nr_throttled").value_or(0);
+    return u;
+  }
+  if (!memory_dir_.empty()) {
+    u.memory_peak_bytes = NumberIn(memory_dir_ + "/memory.max_usage_in_bytes");
+    u.oom_kills = KeyedValue(ReadText(memory_dir_ + "/memory.oom_control"), "oom_kill").value_or(0);
+  }
+  if (!pids_dir_.empty()) {
+    u.pids_refused = KeyedValue(ReadText(pids_dir_ + "/pids.events"), "max").value_or(0);
+  }
+  if (!cpu_dir_.empty()) {
+    u.cpu_throttled_periods =
+        KeyedValue(ReadText(cpu_dir_ + "/cpu.stat"), "nr_throttled").value_or(0);
+  }
+  return u;
+}
+
+Status Cgroup::Destroy() {
+  if (destroyed_) return Ok();
+  destroyed_ = true;
+  clone_fd_.reset();
+  bool gone = Teardown(paths_, version_, kTeardownMs);
+  if (reaper_ > 0) {
+    if (gone) {
+      char done = 'd';
+      ssize_t n = write(reaper_pipe_.get(), &done, 1);
+      (void)n;
+    }
+    // Without "done" the reaper sees EOF and keeps trying on its own.
+    reaper_pipe_.reset();
+    if (gone) {
+      while (waitpid(reaper_, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+    reaper_ = -1;
+  }
+  if (!gone) {
+    std::string left;
+    for (const auto& p : paths_) {
+      if (access(p.c_str(), F_OK) == 0) left += (left.empty() ? "" : ", ") + p;
+    }
+    return Error(Code::kInternal, "could not remove " + left + " (still busy)");
+  }
+  return Ok();
+}
+
+}  // namespace ward::enforce

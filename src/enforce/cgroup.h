@@ -1,0 +1,69 @@
+// The per-run cgroup (supervisor side): created before the sandbox starts, joined by sandbox
+// init before it may fork (clone3 CLONE_INTO_CGROUP on v2, a write to cgroup.procs on v1),
+// read for usage and OOM kills at the end, and torn down (everything killed, directories
+// removed) also after errors and when the supervisor itself is killed.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "common/unique_fd.h"
+#include "enforce/spec.h"
+
+namespace ward::enforce {
+
+struct CgroupUsage {
+  std::optional<uint64_t> memory_peak_bytes;
+  uint64_t oom_kills = 0;     // processes the kernel's OOM killer ended inside
+  uint64_t pids_refused = 0;  // forks refused at pids.max
+  std::optional<uint64_t> cpu_usage_usec;
+  uint64_t cpu_throttled_periods = 0;
+};
+
+class Cgroup {
+ public:
+  // Creates the run's cgroup(s) (named "ward-<supervisor pid>-<random>") and writes the limits.
+  // Removes stale empty cgroups of dead supervisors first, and forks a small reaper process that
+  // tears the cgroup down if this process dies without doing so. Must be called while the
+  // process is single-threaded.
+  static Result<std::unique_ptr<Cgroup>> Create(const CgroupSpec& spec);
+  ~Cgroup();
+  Cgroup(const Cgroup&) = delete;
+  Cgroup& operator=(const Cgroup&) = delete;
+
+  int version() const { return version_; }
+  // v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 on v1.
+  int clone_fd() const { return clone_fd_.get(); }
+  // Moves a process (sandbox init, before it proceeds) into every directory of the run.
+  Status Attach(pid_t pid);
+  // SIGKILL to everything inside (cgroup.kill where the kernel has it).
+  void KillAll();
+  CgroupUsage ReadUsage() const;
+  // Kills what is left, waits until it is gone and removes the directories. Idempotent.
+  Status Destroy();
+  // The directories of the run, for messages.
+  std::vector<std::string> paths() const { return paths_; }
+
+ private:
+  Cgroup() = default;
+  Status Init(const CgroupSpec& spec);
+  Status MakeDir(const std::string& parent, const std::string& name);
+  Status EnableV2Controllers(const CgroupSpec& spec);
+  void StartReaper();
+
+  int version_ = 0;
+  std::vector<std::string> paths_;  // created directories, absolute
+  std::string memory_dir_, pids_dir_, cpu_dir_;
+  UniqueFd clone_fd_;
+  pid_t reaper_ = -1;
+  UniqueFd reaper_pipe_;  // write end; "done" or EOF
+  bool destroyed_ = false;
+};
+
+}  // namespace ward::enforce

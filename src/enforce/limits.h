@@ -1,0 +1,61 @@
+// Resource limits of one run: which mechanism enforces each limit on this host (the best one
+// available: a delegated cgroup v2 subtree, writable cgroup v1 controllers, or rlimits and sized
+// tmpfs), and the rlimits and namespace sysctls that every run gets. Pure planning: no syscalls,
+// so every decision is unit-tested; cgroup.h carries it out.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "enforce/probe.h"
+#include "enforce/spec.h"
+#include "policy/policy.h"
+
+namespace ward::enforce {
+
+// At the deadline everything inside gets SIGTERM, and SIGKILL this much later.
+inline constexpr uint64_t kTimeoutGraceMs = 2000;
+inline constexpr uint64_t kCpuPeriodUs = 100000;
+inline constexpr uint64_t kMinCpuQuotaUs = 1000;  // the kernel's minimum cfs quota
+// Open files per process inside (a cap on the caller's own limit).
+inline constexpr uint64_t kMaxOpenFiles = 65536;
+
+struct LimitsPlan {
+  LimitsSpec spec;
+  std::vector<ProcessSpec::Rlimit> rlimits;  // for the command, besides RLIMIT_CORE 0
+  std::vector<Sysctl> sysctls;               // written by sandbox init into its /proc/sys
+  std::vector<std::string> degraded;  // limits not enforced (--allow-degraded=limits), with why
+};
+
+// Decides, per limit, what enforces it here. A limit nothing here can enforce refuses the run
+// (kFailedPrecondition, naming the limit and --allow-degraded=limits) unless the policy allows
+// degraded limits; then it is listed in `degraded`. `uid` is the caller's (root is exempt from
+// RLIMIT_NPROC).
+Result<LimitsPlan> PlanLimits(const policy::Policy& policy, const KernelFeatures& features,
+                              uid_t uid);
+
+// The cgroup version that covers most of the wanted controllers (v2 on a tie); 0 when none
+// covers any. Which of them it covers is returned too.
+struct CgroupChoice {
+  int version = 0;
+  bool memory = false, pids = false, cpu = false;
+};
+CgroupChoice ChooseCgroup(const CgroupInfo& cg, bool memory, bool pids, bool cpu);
+
+// `ward check`: what would enforce each kind of limit on this host, for this caller.
+struct LimitsMechanism {
+  LimitsBackend backend = LimitsBackend::kRlimits;  // for memory + pids (the default profile)
+  std::string summary;            // "cgroup v1 (memory, pids, cpu) below /sys/fs/cgroup/memory/..."
+  std::string memory, pids, cpu;  // the mechanism, or "" when it cannot be enforced here
+  std::string pids_why_not, cpu_why_not;
+};
+LimitsMechanism DescribeLimitsMechanism(const KernelFeatures& f, uid_t uid);
+
+// "8 GiB", "512 MiB", "1.5 GiB", "1000 bytes".
+std::string FormatSize(uint64_t bytes);
+
+}  // namespace ward::enforce

@@ -1,0 +1,519 @@
+// Resource limits and lifetime (issue 5), through the real ward binary and the static probe, as
+// root (cgroup v1 on the test machines) and unprivileged (rlimits): fork bomb, memory bomb,
+// disk fill, CPU hog, wall-clock timeout, per-user kernel objects, IPC lifetime; and the
+// limit.hit events, through the supervisor in-process.
+#include <dirent.h>
+#include <fcntl.h>
+#include <mqueue.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/ipc.h>
+#include <sys/prctl.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "common/events.h"
+#include "harness.h"
+#include "policy/loader.h"
+#include "supervisor/run.h"
+
+namespace ward::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string Marker() {
+  std::random_device rd;
+  std::stringstream ss;
+  ss << "ward-limits-" << std::hex << rd() << rd();
+  return ss.str();
+}
+
+int CountHostProcesses(const std::string& needle) {
+  int count = 0;
+  DIR* d = opendir("/proc");
+  while (struct dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
+    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (s.find(needle) != std::string::npos) ++count;
+  }
+  closedir(d);
+  return count;
+}
+
+bool WaitUntil(const std::function<bool()>& done, int seconds) {
+  for (int i = 0; i < seconds * 20; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+bool WaitUntilGone(const std::string& needle, int seconds) {
+  return WaitUntil([&] { return CountHostProcesses(needle) == 0; }, seconds);
+}
+
+// "ok forked=17" -> 17 for key "forked"; -1 when absent.
+long Field(const std::string& out, const std::string& key) {
+  size_t p = out.find(key + "=");
+  if (p == std::string::npos) return -1;
+  return std::strtol(out.c_str() + p + key.size() + 1, nullptr, 10);
+}
+
+double DoubleField(const std::string& out, const std::string& key) {
+  size_t p = out.find(key + "=");
+  if (p == std::string::npos) return -1;
+  return std::strtod(out.c_str() + p + key.size() + 1, nullptr);
+}
+
+long ReadLong(const std::string& path) {
+  std::ifstream in(path);
+  long v = -1;
+  in >> v;
+  return v;
+}
+
+class LimitsTest : public SandboxTest {
+ protected:
+  // `ward run --json-status FD [opts] -- ward-probe ARGS`: the result and the status object.
+  RunResult ProbeWithStatus(const std::vector<std::string>& args,
+                            const std::vector<std::string>& ward_opts, nlohmann::json* status,
+                            int timeout_s = 60) {
+    int fds[2];
+    EXPECT_EQ(pipe(fds), 0);
+    RunOptions o = Defaults();
+    o.pass_fds = {fds[1]};
+    o.timeout_s = timeout_s;
+    std::vector<std::string> opts = {"--json-status", std::to_string(fds[1])};
+    opts.insert(opts.end(), ward_opts.begin(), ward_opts.end());
+    RunResult r = Probe(args, opts, o);
+    close(fds[1]);
+    std::string text;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0) text.append(buf, n);
+    close(fds[0]);
+    *status = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    EXPECT_FALSE(status->is_discarded()) << "no --json-status: " << text << r.err;
+    return r;
+  }
+
+  // `ward check --json`, for what this host and identity can enforce.
+  nlohmann::json Check() {
+    RunResult r = RunWard({"check", "--json"}, Defaults());
+    nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
+    return j;
+  }
+  bool CpuEnforceable() { return !Check()["limits"]["cpu"].get<std::string>().empty(); }
+  std::string Backend() { return Check()["limits"]["backend"].get<std::string>(); }
+};
+
+TEST_F(LimitsTest, ForkBombStopsAtThePidsLimit) {
+  std::string marker = Marker();
+  nlohmann::json st;
+  RunResult r = ProbeWithStatus({"forkbomb", marker}, {"--pids", "20"}, &st);
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("err EAGAIN forked=", 0), 0u) << r.out;
+  long forked = Field(r.out, "forked");
+  // init and the command count too.
+  EXPECT_GE(forked, 10) << r.out;
+  EXPECT_LE(forked, 20) << r.out;
+  if (Backend() != "rlimits") {
+    EXPECT_NE(st["message"].get<std::string>().find("pids limit of 20"), std::string::npos) << st;
+  }
+  // Nothing is left, and the host can still fork.
+  EXPECT_TRUE(WaitUntilGone(marker, 5));
+  EXPECT_EQ(RunProgram({ProbeBin(), "fork"}).out, "ok fork\n");
+  // Positive control: a higher limit lets the same probe fork more than 20.
+  r = Probe({"forkbomb", marker}, {"--pids", "60"});
+  EXPECT_GT(Field(r.out, "forked"), 20) << r.out;
+  EXPECT_LE(Field(r.out, "forked"), 60) << r.out;
+  EXPECT_TRUE(WaitUntilGone(marker, 5));
+}
+
+TEST_F(LimitsTest, MemoryBombIsContainedInside) {
+  nlohmann::json st;
+  RunResult r = ProbeWithStatus({"alloc", "1024"}, {"--memory", "64M"}, &st);
+  if (Backend() == "rlimits") {
+    // RLIMIT_DATA: the allocation fails inside; the command sees ENOMEM.
+    EXPECT_EQ(r.status, 1) << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("err ENOMEM allocated=", 0), 0u) << r.out;
+    EXPECT_LT(Field(r.out, "allocated"), 64) << r.out;
+    EXPECT_EQ(st["status"], "exited");
+  } else {
+    // The cgroup's OOM killer ends the command: 137, and the status says why.
+    EXPECT_EQ(r.status, 137) << r.out << r.err;
+    EXPECT_EQ(st["status"], "signaled");
+    EXPECT_EQ(st["signal"], 9);
+    EXPECT_NE(st["message"].get<std::string>().find("memory limit of 64 MiB"), std::string::npos)
+        << st;
+  }
+  // The supervisor reported normally (above); the host is fine.
+  EXPECT_EQ(RunProgram({ProbeBin(), "alloc", "128"}).out, "ok allocated=128\n");
+  // Positive control: within the limit the same allocation succeeds.
+  r = Probe({"alloc", "100"}, {"--memory", "512M"});
+  EXPECT_EQ(r.out, "ok allocated=100\n") << r.err;
+}
+
+TEST_F(LimitsTest, DiskFillOfTmpAndHomeStopsAtTheTmpfsSize) {
+  std::string name = Marker();
+  for (const std::string& dir : {std::string("/tmp"), home_}) {
+    std::string path = dir + "/" + name;
+    RunResult r = Probe({"fill", path, "256"}, {"--tmp-size", "8M"});
+    EXPECT_EQ(r.status, 1) << dir << ": " << r.out << r.err;
+    EXPECT_EQ(r.out.rfind("err ENOSPC written=", 0), 0u) << dir << ": " << r.out;
+    EXPECT_LE(Field(r.out, "written"), 8) << r.out;
+    EXPECT_FALSE(PathExists(path)) << path << " reached the host";
+  }
+  // Positive control: below the size the write completes.
+  RunResult r = Probe({"fill", "/tmp/" + name, "16"}, {"--tmp-size", "32M"});
+  EXPECT_EQ(r.out, "ok written=16\n") << r.err;
+  EXPECT_FALSE(PathExists("/tmp/" + name));
+}
+
+TEST_F(LimitsTest, FileSizeLimitStopsALargeWrite) {
+  RunResult r = Probe({"fill", "big", "64"}, {"--file-size", "2M"});
+  // SIGXFSZ ends the writer (128 + 25).
+  EXPECT_EQ(r.status, 128 + SIGXFSZ) << r.out << r.err;
+  struct stat st;
+  ASSERT_EQ(stat((ws_ + "/big").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 2 << 20);
+}
+
+TEST_F(LimitsTest, CpuHogIsThrottledOrCpuIsRefusedWithoutACgroup) {
+  if (!CpuEnforceable()) {
+    // No cgroup with the cpu controller (unprivileged here): refused, naming the limit...
+    RunResult r = Probe({"exit", "0"}, {"--cpu", "0.5"});
+    EXPECT_EQ(r.status, 125);
+    EXPECT_NE(r.err.find("cpu 0.5"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--allow-degraded=limits"), std::string::npos) << r.err;
+    // ...and run weaker, saying so, when asked.
+    nlohmann::json st;
+    r = ProbeWithStatus({"exit", "0"}, {"--cpu", "0.5", "--allow-degraded=limits"}, &st);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.err.find("degraded: limits: cpu"), std::string::npos) << r.err;
+    ASSERT_EQ(st["degraded"].size(), 1u) << st;
+    EXPECT_NE(st["degraded"][0].get<std::string>().find("cpu"), std::string::npos);
+    return;
+  }
+  // Two busy threads for 3 s under --cpu 0.5 get about half a core. The bounds are tolerant
+  // (the machine is shared): the quota caps it from above whatever the load (plus the
+  // kernel's per-CPU runtime slices); the lower bound only says the command was not starved.
+  RunResult r = Probe({"spin", "3", "2"}, {"--cpu", "0.5"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  double limited = DoubleField(r.out, "cpu");
+  EXPECT_GT(limited, 0.15) << r.out;
+  EXPECT_LT(limited, 0.7) << r.out;
+  // Positive control: without the limit the same probe uses clearly more. A busy machine can
+  // hide the difference for a while, so the control gets a few tries.
+  double unlimited = 0;
+  for (int i = 0; i < 3 && unlimited <= limited + 0.15; ++i) {
+    r = Probe({"spin", "2", "2"});
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    unlimited = std::max(unlimited, DoubleField(r.out, "cpu"));
+  }
+  EXPECT_GT(unlimited, limited + 0.15) << "limited " << limited << ", unlimited " << unlimited;
+}
+
+TEST_F(LimitsTest, TimeoutKillsATreeThatIgnoresSigterm) {
+  std::string marker = Marker();
+  nlohmann::json st;
+  auto t0 = Clock::now();
+  RunResult r = ProbeWithStatus({"hang", marker}, {"--timeout", "1s"}, &st);
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(r.status, 124) << r.out << r.err;
+  EXPECT_EQ(r.out, "ok hanging\n");
+  EXPECT_EQ(st["status"], "timed_out");
+  EXPECT_EQ(st["exit_code"], 124);
+  EXPECT_NE(r.err.find("timed out"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("SIGKILL after the 2 s grace period"), std::string::npos) << r.err;
+  // 1 s, then the 2 s grace period, then SIGKILL.
+  EXPECT_GE(secs, 2.9);
+  EXPECT_LT(secs, 8.0);
+  EXPECT_TRUE(WaitUntilGone(marker, 5)) << "the double-forked daemon survived the timeout";
+}
+
+TEST_F(LimitsTest, TimeoutOfACommandThatObeysSigtermNeedsNoGrace) {
+  auto t0 = Clock::now();
+  RunResult r = Probe({"sleep", "30"}, {"--timeout", "500ms"});
+  double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(r.status, 124) << r.err;
+  EXPECT_LT(secs, 2.4);
+  EXPECT_EQ(r.err.find("grace period"), std::string::npos) << r.err;
+  // Positive control: a command that finishes in time keeps its own status.
+  EXPECT_EQ(Probe({"exit", "3"}, {"--timeout", "30s"}).status, 3);
+}
+
+// A killed supervisor still leaves nothing behind: no process, and (with a cgroup) no cgroup.
+TEST_F(LimitsTest, KillingTheSupervisorOfALimitedRunLeavesNothing) {
+  std::string marker = Marker();
+  std::vector<std::string> argv = {WardBin(), "run",      "-r",    StageDir(), "--timeout",
+                                   "60s",     "--memory", "256M",  "--pids",   "100",
+                                   "--",      ProbeBin(), "sleep", "120",      marker};
+  RunOptions o = Defaults();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (chdir(o.cwd.c_str()) != 0) _exit(126);
+    std::vector<std::string> envs;
+    for (auto& [k, v] : o.env) envs.push_back(k + "=" + v);
+    std::vector<char*> envp, args;
+    for (auto& s : envs) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    for (auto& s : argv) args.push_back(s.data());
+    args.push_back(nullptr);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  // ward itself and the sleeping probe.
+  ASSERT_TRUE(WaitUntil([&] { return CountHostProcesses(marker) >= 2; }, 10));
+  nlohmann::json check = Check();
+  std::vector<std::string> parents;
+  if (check["limits"]["backend"] == "cgroup v1") {
+    parents = {check["cgroup"]["v1_memory_dir"], check["cgroup"]["v1_pids_dir"]};
+  } else if (check["limits"]["backend"] == "cgroup v2") {
+    parents = {check["cgroup"]["v2_parent"]};
+  }
+  std::string prefix = "ward-" + std::to_string(pid) + "-";
+  auto leftovers = [&] {
+    int n = 0;
+    for (const auto& parent : parents) {
+      DIR* d = opendir(parent.c_str());
+      if (!d) continue;
+      while (struct dirent* e = readdir(d)) n += std::string(e->d_name).rfind(prefix, 0) == 0;
+      closedir(d);
+    }
+    return n;
+  };
+  if (!parents.empty()) {
+    EXPECT_GE(leftovers(), 1) << "the run's cgroup is not where expected";
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  EXPECT_TRUE(WaitUntilGone(marker, 5)) << "the sandbox outlived its supervisor";
+  EXPECT_TRUE(WaitUntil([&] { return leftovers() == 0; }, 10)) << "a cgroup was left behind";
+}
+
+TEST_F(LimitsTest, InotifyExhaustionInsideDoesNotBreakInotifyOutside) {
+  long host_max = ReadLong("/proc/sys/user/max_inotify_instances");
+  ASSERT_GT(host_max, 1);
+  // Inside: the caps are lowered in the sandbox's own user namespace.
+  EXPECT_EQ(Probe({"read", "/proc/sys/user/max_user_namespaces"}).out, "ok 0 \n");
+  EXPECT_EQ(Probe({"read", "/proc/sys/user/max_inotify_instances"}).out,
+            "ok " + std::to_string(host_max / 2) + " \n");
+  // The probe exhausts inotify inside and holds the instances while the host tries.
+  std::vector<std::string> argv = {WardBin(),         "run", "-r", StageDir(), "--", ProbeBin(),
+                                   "inotify-exhaust", "10"};
+  RunOptions o = Defaults();
+  int out[2];
+  ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(out[1], 1);
+    if (chdir(o.cwd.c_str()) != 0) _exit(126);
+    std::vector<std::string> envs;
+    for (auto& [k, v] : o.env) envs.push_back(k + "=" + v);
+    std::vector<char*> envp, args;
+    for (auto& s : envs) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    for (auto& s : argv) args.push_back(s.data());
+    args.push_back(nullptr);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  close(out[1]);
+  std::string line;
+  char c;
+  while (read(out[0], &c, 1) == 1 && c != '\n') line += c;
+  close(out[0]);
+  EXPECT_EQ(line.rfind("err EMFILE instances=", 0), 0u) << line;
+  long inside = Field(line, "instances");
+  EXPECT_GE(inside, 1) << line;
+  EXPECT_LE(inside, host_max / 2) << line;
+  // Outside, the same user can still create instances while the sandbox holds its share.
+  int fd = inotify_init1(IN_CLOEXEC);
+  EXPECT_GE(fd, 0) << "inotify outside broke: " << strerror(errno);
+  if (fd >= 0) close(fd);
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+}
+
+TEST_F(LimitsTest, IpcObjectsDieWithTheSandbox) {
+  std::random_device rd;
+  std::string key = std::to_string(0x57000000 + (rd() & 0xffffff));
+  std::string queue = "/" + Marker();
+  // Positive control: within one sandbox a SysV segment is there to find.
+  std::string script = ProbeBin() + " shm-create " + key + " && " + ProbeBin() + " shm-get " + key +
+                       "; " + ProbeBin() + " mq-create " + queue;
+  RunResult r = Shell(script);
+  EXPECT_EQ(r.out.rfind("ok created\nok shmget\n", 0), 0u) << r.out << r.err;
+  // A POSIX queue is created in the IPC namespace's own mqueue mount, which Landlock does not
+  // let the command open: mq_open fails, although the kernel may already have made the queue.
+  EXPECT_NE(r.out.find("mq_open"), std::string::npos) << r.out;
+  // Neither the host nor the next sandbox sees any of it.
+  EXPECT_EQ(shmget(static_cast<key_t>(std::stol(key)), 0, 0), -1);
+  EXPECT_EQ(errno, ENOENT);
+  EXPECT_EQ(mq_open(queue.c_str(), O_RDONLY), static_cast<mqd_t>(-1));
+  EXPECT_EQ(errno, ENOENT);
+  EXPECT_EQ(Probe({"shm-get", key}).out, "err ENOENT shmget\n");
+  EXPECT_EQ(Probe({"mq-open", queue}).out.rfind("err ", 0), 0u);
+  // Positive control: the probe does create lasting objects where nothing cleans up after it.
+  EXPECT_EQ(RunProgram({ProbeBin(), "mq-create", queue}).out, "ok mq_open\n");
+  EXPECT_EQ(mq_unlink(queue.c_str()), 0);
+}
+
+TEST_F(LimitsTest, DefaultProfileLimitsApplyWithoutFlags) {
+  if (Backend() == "rlimits") {
+    EXPECT_EQ(Probe({"rlimit", "data"}).out, "ok soft=8589934592 hard=8589934592\n");
+    EXPECT_EQ(Probe({"rlimit", "nproc"}).out, "ok soft=1024 hard=1024\n");
+  } else {
+    // A cgroup carries them: no per-process memory rlimit, the sandbox sits in its own cgroup.
+    EXPECT_EQ(Probe({"rlimit", "data"}).out, "ok soft=unlimited hard=unlimited\n");
+    RunResult r = Probe({"read", "/proc/self/cgroup"});
+    EXPECT_NE(r.out.find(":/ward-"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(Probe({"rlimit", "as"}).out, "ok soft=unlimited hard=unlimited\n");
+  std::string nofile = Probe({"rlimit", "nofile"}).out;
+  EXPECT_LE(Field(nofile, "hard"), 65536) << nofile;
+  // /tmp is the 2 GiB tmpfs of the default profile.
+  RunResult r = Shell("df -k /tmp | tail -1");
+  EXPECT_NE(r.out.find(" 2097152 "), std::string::npos) << r.out;
+}
+
+// ---- events, through the supervisor in-process ----------------------------------------------
+
+class LimitsEventsTest : public LimitsTest {
+ protected:
+  // Runs the probe under `flags` with supervisor::Run in this process and collects events.
+  supervisor::Outcome RunInProcess(policy::RunFlags flags, const std::vector<std::string>& args,
+                                   MemoryEventSink* sink) {
+    flags.read.push_back(StageDir());
+    policy::Context ctx;
+    ctx.home = home_;
+    ctx.cwd = ws_;
+    char buf[PATH_MAX];
+    EXPECT_NE(realpath(ws_.c_str(), buf), nullptr);
+    ctx.workspace = buf;
+    Result<policy::Policy> pol =
+        policy::LoadPolicy(flags, ctx, [](const std::string& path) -> Result<std::string> {
+          std::ifstream in(path);
+          if (!in) return NotFound(path);
+          std::stringstream ss;
+          ss << in.rdbuf();
+          return ss.str();
+        });
+    EXPECT_TRUE(pol.ok()) << pol.status().ToString();
+    if (!pol.ok()) return supervisor::Outcome();
+    supervisor::RunRequest req;
+    req.policy = std::move(pol).value();
+    req.argv = {ProbeBin()};
+    req.argv.insert(req.argv.end(), args.begin(), args.end());
+    req.env = {"PATH=/usr/bin:/bin", "HOME=" + home_};
+    req.events = sink;
+    // The harness dropped from root to the test user, which leaves this process non-dumpable;
+    // the supervisor must be able to write its child's id maps, as an exec'ed ward can.
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+    // No terminal for the sandbox: stdio goes to /dev/null during the run.
+    std::fflush(nullptr);
+    int saved[3];
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    for (int fd = 0; fd < 3; ++fd) {
+      saved[fd] = fcntl(fd, F_DUPFD_CLOEXEC, 10);
+      dup2(null, fd);
+    }
+    supervisor::Outcome out = supervisor::Run(req);
+    for (int fd = 0; fd < 3; ++fd) {
+      dup2(saved[fd], fd);
+      close(saved[fd]);
+    }
+    close(null);
+    return out;
+  }
+
+  static std::vector<nlohmann::json> Hits(const MemoryEventSink& sink) {
+    std::vector<nlohmann::json> hits;
+    for (const Event& e : sink.events()) {
+      if (e.type == "limit.hit") hits.push_back(e.data);
+    }
+    return hits;
+  }
+};
+
+TEST_F(LimitsEventsTest, TimeoutEmitsLimitHit) {
+  MemoryEventSink sink;
+  policy::RunFlags flags;
+  flags.timeout = "300ms";
+  supervisor::Outcome out = RunInProcess(flags, {"sleep", "30"}, &sink);
+  EXPECT_EQ(out.kind, supervisor::Outcome::Kind::kTimedOut) << out.message;
+  EXPECT_EQ(out.exit_code, 124);
+  std::vector<nlohmann::json> hits = Hits(sink);
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0]["limit"], "timeout");
+  EXPECT_EQ(hits[0]["timeout_ms"], 300);
+  EXPECT_EQ(hits[0]["grace_ms"], 2000);
+  EXPECT_TRUE(out.limits.timed_out);
+  EXPECT_FALSE(out.limits.killed_after_grace);
+  // Positive control: no limit reached, no event.
+  MemoryEventSink quiet;
+  out = RunInProcess(flags, {"exit", "0"}, &quiet);
+  EXPECT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_TRUE(Hits(quiet).empty());
+}
+
+TEST_F(LimitsEventsTest, MemoryAndPidsHitsAreReportedWhereObservable) {
+  MemoryEventSink sink;
+  policy::RunFlags flags;
+  flags.memory = "48M";
+  supervisor::Outcome out = RunInProcess(flags, {"alloc", "512"}, &sink);
+  std::vector<nlohmann::json> hits = Hits(sink);
+  if (out.limits.backend == "rlimits") {
+    // Per-process RLIMIT_DATA: the command saw ENOMEM; the kernel reports nothing to observe.
+    EXPECT_EQ(out.exit_code, 1) << out.message;
+    EXPECT_TRUE(hits.empty());
+    GTEST_SKIP() << "memory and pids limit hits are observable only with a cgroup";
+  }
+  EXPECT_EQ(out.exit_code, 137) << out.message;
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0]["limit"], "memory");
+  EXPECT_EQ(hits[0]["limit_bytes"], 48u << 20);
+  EXPECT_GE(hits[0]["oom_kills"].get<int>(), 1);
+  EXPECT_EQ(out.limits.hits.size(), 1u);
+  EXPECT_FALSE(out.limits.cgroup.empty());
+  for (const auto& dir : out.limits.cgroup) EXPECT_FALSE(PathExists(dir)) << dir << " left behind";
+
+  // CPU: throttling is counted (two busy threads under a fifth of a core).
+  flags = policy::RunFlags();
+  flags.cpu = "0.2";
+  MemoryEventSink cpu_sink;
+  out = RunInProcess(flags, {"spin", "1", "2"}, &cpu_sink);
+  EXPECT_EQ(out.exit_code, 0) << out.message;
+  EXPECT_GT(out.limits.cpu_throttled_periods, 0u);
+
+  MemoryEventSink pids_sink;
+  flags = policy::RunFlags();
+  flags.pids = "12";
+  out = RunInProcess(flags, {"forkbomb"}, &pids_sink);
+  hits = Hits(pids_sink);
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0]["limit"], "pids");
+  EXPECT_EQ(hits[0]["max"], 12);
+  EXPECT_GE(hits[0]["refused_forks"].get<int>(), 1);
+}
+
+}  // namespace
+}  // namespace ward::test
