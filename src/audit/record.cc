@@ -1,27 +1,13 @@
 #include "audit/record.h"
 
-#include <openssl/evp.h>
+#include "common/sha256.h"
 #include <time.h>
 
 #include <cstdio>
 
 namespace ward::audit {
 
-std::string Sha256Hex(std::string_view bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) != 1 || len != 32) {
-    // Only fails when OpenSSL is broken; a hash that never matches keeps verification honest.
-    return std::string(64, 'x');
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out(64, '0');
-  for (size_t i = 0; i < 32; ++i) {
-    out[2 * i] = kHex[md[i] >> 4];
-    out[2 * i + 1] = kHex[md[i] & 0xf];
-  }
-  return out;
-}
+std::string Sha256Hex(std::string_view bytes) { return ward::Sha256Hex(bytes); }
 
 std::string FormatTimestamp(std::chrono::system_clock::time_point t) {
   using namespace std::chrono;

@@ -318,9 +318,9 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
 
 }  // namespace
 
-void RememberProcessArgs(int argc, char** argv) {
 void HideProcessArgs(const char* name) { WipeProcessArgs(name); }
 
+void RememberProcessArgs(int argc, char** argv) {
   if (argc <= 0 || argv == nullptr || argv[0] == nullptr) return;
   g_args_begin = argv[0];
   char* end = argv[argc - 1] + std::strlen(argv[argc - 1]) + 1;
@@ -357,19 +357,19 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
                CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
-  long pid = sys::Clone3(&args);
   if (cgroup && cgroup->clone_fd() >= 0) {
     // Born inside its cgroup (Linux 5.7): nothing of the sandbox ever runs outside it, and the
     // new cgroup namespace is rooted there.
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(cgroup->clone_fd());
   }
-  if (pid < 0) {
+  long pid = sys::Clone3(&args);
   if (pid < 0 && (args.flags & CLONE_INTO_CGROUP) && (errno == EINVAL || errno == E2BIG)) {
     args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);  // older kernel: attach below
     args.cgroup = 0;
     pid = sys::Clone3(&args);
   }
+  if (pid < 0) {
     int e = errno;
     return ErrnoError("creating namespaces (clone3 with user, mount, pid, net, ipc, uts, cgroup)",
                       e);
@@ -382,7 +382,6 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   sb.pid = static_cast<pid_t>(pid);
   sb.pidfd.reset(pidfd);
   child_end.reset();
-  Status st = WriteIdMaps(sb.pid, plan.uid, plan.gid, plan.privileged);
   if (cgroup && !(args.flags & CLONE_INTO_CGROUP)) {
     // Init waits for kGo before doing anything, so it cannot fork before it is inside.
     Status joined = cgroup->Attach(sb.pid);
@@ -392,6 +391,7 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
       return std::move(joined).With("moving sandbox init into its cgroup");
     }
   }
+  Status st = WriteIdMaps(sb.pid, plan.uid, plan.gid, plan.privileged);
   if (!st.ok()) {
     sys::PidfdSendSignal(sb.pidfd.get(), SIGKILL, nullptr, 0);
     waitpid(sb.pid, nullptr, 0);

@@ -344,9 +344,9 @@ class Builder {
     if (!mnt) return false;
     UniqueFd tgt = MountPoint(op.target, true);
     if (!tgt || !Attach(mnt.get(), tgt.get(), op.target)) return false;
+    if (!OpenSysctls(mnt.get())) return false;
     // Kernel knobs and host-wide information: read-only, or covered with an empty file/dir.
     static constexpr const char* kReadOnly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs",
-    if (!OpenSysctls(mnt.get())) return false;
                                                 "sysvipc", "driver"};
     static constexpr const char* kHidden[] = {"kcore",        "keys",         "key-users",
                                               "timer_list",   "sched_debug",  "latency_stats",
@@ -376,8 +376,6 @@ class Builder {
     return true;
   }
 
-  // Covers an entry with an empty, unreadable file or an empty read-only directory.
-  bool Cover(int point_fd, bool dir, const std::string& what) {
   // The user.* knobs are per user namespace and init holds CAP_SYS_RESOURCE in its own, so
   // they can be lowered. Opened here, before /proc/sys becomes read-only for good; written
   // once the root is built, because the mount API's detached trees count as mount namespaces.
@@ -405,6 +403,8 @@ class Builder {
     return true;
   }
 
+  // Covers an entry with an empty, unreadable file or an empty read-only directory.
+  bool Cover(int point_fd, bool dir, const std::string& what) {
     UniqueFd cover;
     if (dir) {
       cover = NewMount("tmpfs", {{"mode", "0"}, {"size", "4k"}},
@@ -574,9 +574,9 @@ class Builder {
   std::vector<UniqueFd> sources_;
   std::vector<UniqueFd> dev_sources_;
   std::set<uint64_t> owned_mounts_;
+  std::vector<std::pair<UniqueFd, const Sysctl*>> sysctls_;
   std::set<std::pair<dev_t, ino_t>> pinned_;
   std::set<std::pair<dev_t, ino_t>> already_protected_;
-  std::vector<std::pair<UniqueFd, const Sysctl*>> sysctls_;
   int visited_ = 0;
 };
 

@@ -4,7 +4,8 @@
 // toml++ stays inside this file (it is slow to compile); its exceptions never leave it.
 #include "policy/loader.h"
 
-#include <openssl/evp.h>
+#include "common/sha256.h"
+
 
 #include <toml++/toml.h>
 
@@ -133,18 +134,7 @@ bool HasControl(std::string_view s) {
                      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
 }
 
-std::string Sha256Hex(std::string_view text) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_Digest(text.data(), text.size(), md, &len, EVP_sha256(), nullptr) != 1) return "";
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
+std::string Sha256Hex(std::string_view text) { return ward::Sha256Hex(text); }
 
 std::string FormatBytes(uint64_t b) {
   static const std::pair<uint64_t, const char*> kUnits[] = {
