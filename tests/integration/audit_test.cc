@@ -1,0 +1,203 @@
+// The audit trail of real runs: outside the sandbox's view, one event per denial, durable
+// through a SIGKILL of the supervisor, refusing to start when it cannot be written.
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "audit/sessions.h"
+#include "audit/verify.h"
+#include "harness.h"
+
+namespace ward::test {
+namespace {
+
+class AuditTest : public SandboxTest {
+ protected:
+  void SetUp() override {
+    SandboxTest::SetUp();
+    state_ = root_->path() + "/state";
+  }
+  RunOptions WithState() {
+    RunOptions o = Defaults();
+    o.env["XDG_STATE_HOME"] = state_;
+    return o;
+  }
+  std::vector<nlohmann::json> Records(const std::string& session_dir) {
+    std::vector<nlohmann::json> out;
+    std::ifstream in(session_dir + "/events.jsonl");
+    std::string line;
+    while (std::getline(in, line)) out.push_back(nlohmann::json::parse(line));
+    return out;
+  }
+  std::string state_;
+};
+
+TEST_F(AuditTest, EachRunWritesAVerifiableSession) {
+  RunResult r = Probe({"exit", "3"}, {}, WithState());
+  EXPECT_EQ(r.status, 3) << r.err;
+  auto sessions = audit::ListSessions(state_ + "/ward");
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_TRUE(sessions[0].ended);
+  EXPECT_EQ(sessions[0].exit_code, 3);
+  audit::VerifyReport v = audit::VerifySession(sessions[0].dir);
+  EXPECT_EQ(v.state, audit::VerifyReport::State::kIntact) << v.detail;
+  auto recs = Records(sessions[0].dir);
+  ASSERT_GE(recs.size(), 3u);
+  EXPECT_EQ(recs.front()["type"], "session.start");
+  EXPECT_EQ(recs.back()["type"], "session.end");
+  const auto& start = recs.front()["data"];
+  EXPECT_TRUE(start.contains("policy"));
+  EXPECT_TRUE(start.contains("axes"));
+  EXPECT_TRUE(start.contains("layers"));
+  EXPECT_EQ(start["uid"], getuid());
+  // The caller's secrets are not in it.
+  std::string text = ReadFile(sessions[0].dir + "/events.jsonl");
+  EXPECT_EQ(text.find(kCanaryApiKey), std::string::npos);
+  // `ward audit verify` agrees.
+  RunResult cli = RunWard({"audit", "verify", "--all"}, WithState());
+  EXPECT_EQ(cli.status, 0) << cli.out << cli.err;
+}
+
+TEST_F(AuditTest, TheSandboxCannotSeeOrReachTheAuditDirectory) {
+  Probe({"exit", "0"}, {}, WithState());  // make sure it exists
+  RunResult r = Probe({"stat", state_ + "/ward"}, {}, WithState());
+  EXPECT_EQ(r.out, "err ENOENT " + state_ + "/ward\n");
+  r = Probe({"write", state_ + "/ward/sessions/forged"}, {}, WithState());
+  EXPECT_EQ(r.status, 1);
+  // The default location lies in HOME, which is a private tmpfs inside.
+  RunOptions o = Defaults();
+  Probe({"exit", "0"}, {}, o);
+  ASSERT_TRUE(PathExists(home_ + "/.local/state/ward/sessions"));
+  r = Probe({"ls", home_ + "/.local/state/ward"}, {}, o);
+  EXPECT_EQ(r.out, "err ENOENT " + home_ + "/.local/state/ward\n");
+  // A state directory the sandbox would see is refused.
+  o.env["XDG_STATE_HOME"] = ws_ + "/state";
+  r = Probe({"exit", "0"}, {}, o);
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("visible inside the sandbox"), std::string::npos) << r.err;
+}
+
+TEST_F(AuditTest, EveryDenialIsExactlyOneEvent) {
+  RunResult r = Shell(
+      "echo x > .envrc; mkdir .vscode; ln -s a .mcp.json; echo ok > fine.txt", {}, WithState());
+  EXPECT_EQ(r.status, 0);  // the shell's last command succeeded
+  auto sessions = audit::ListSessions(state_ + "/ward");
+  ASSERT_EQ(sessions.size(), 1u);
+  int denies = 0;
+  std::set<std::string> paths;
+  for (const auto& rec : Records(sessions[0].dir)) {
+    if (rec["type"] == "syscall.deny") {
+      ++denies;
+      paths.insert(rec["data"]["path"].get<std::string>());
+    }
+  }
+  EXPECT_EQ(denies, 3);
+  EXPECT_EQ(paths, (std::set<std::string>{".envrc", ".vscode", ".mcp.json"}));
+  EXPECT_EQ(sessions[0].denials, 3);
+}
+
+TEST_F(AuditTest, SigkillOfTheSupervisorLeavesAVerifiableLog) {
+  RunOptions o = WithState();
+  std::vector<std::string> argv = {WardBin(), "run", "-r", StageDir(), "--", ProbeBin(), "sleep",
+                                   "60"};
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(o.cwd.c_str()) != 0) _exit(126);
+    std::vector<std::string> envs;
+    for (auto& [k, v] : o.env) envs.push_back(k + "=" + v);
+    std::vector<char*> envp, args;
+    for (auto& s : envs) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    for (auto& s : argv) args.push_back(s.data());
+    args.push_back(nullptr);
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 0);
+    dup2(null, 1);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  // Wait for the exec record, then kill the supervisor.
+  std::string dir;
+  for (int i = 0; i < 200; ++i) {
+    auto s = audit::ListSessions(state_ + "/ward");
+    if (!s.empty() && s[0].records >= 2) {
+      dir = s[0].dir;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_FALSE(dir.empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // > the flush bound
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  audit::VerifyReport v = audit::VerifySession(dir);
+  EXPECT_EQ(v.state, audit::VerifyReport::State::kUnterminated) << v.detail;
+  RunResult cli = RunWard({"audit", "verify", "--all"}, o);
+  EXPECT_EQ(cli.status, 0) << cli.out;
+  EXPECT_NE(cli.out.find("unterminated"), std::string::npos) << cli.out;
+}
+
+TEST_F(AuditTest, UnwritableOrFullAuditDirectoryRefusesToStart) {
+  MakeDirs(state_ + "/ward/sessions");
+  chmod((state_ + "/ward/sessions").c_str(), 0500);
+  chmod((state_ + "/ward").c_str(), 0500);
+  RunResult r = Probe({"write", ws_ + "/should-not-exist"}, {}, WithState());
+  chmod((state_ + "/ward").c_str(), 0700);
+  chmod((state_ + "/ward/sessions").c_str(), 0700);
+  if (!RunningAsRoot()) {
+    EXPECT_EQ(r.status, 125) << r.out << r.err;
+    EXPECT_NE(r.err.find("audit"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--no-audit"), std::string::npos) << r.err;
+    EXPECT_FALSE(PathExists(ws_ + "/should-not-exist"));  // nothing ran
+  }
+  // --no-audit is the explicit way out.
+  r = Probe({"exit", "0"}, {"--no-audit"}, WithState());
+  EXPECT_EQ(r.status, 0) << r.err;
+  if (RunningAsRoot()) {
+    // A full disk: a tiny tmpfs as the state directory, in a mount namespace of our own.
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (unshare(CLONE_NEWNS) != 0 ||
+          mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+          mount("tmpfs", state_.c_str(), "tmpfs", 0, "size=4k,nr_inodes=4") != 0) {
+        _exit(90);
+      }
+      // Fill it completely.
+      for (int i = 0; i < 8; ++i) {
+        int fd = open((state_ + "/fill" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY, 0600);
+        if (fd >= 0) {
+          std::string block(4096, 'x');
+          ssize_t n = write(fd, block.data(), block.size());
+          (void)n;
+          close(fd);
+        }
+      }
+      RunResult rr = Probe({"write", ws_ + "/full-disk-run"}, {}, WithState());
+      bool ok = rr.status == 125 && rr.err.find("audit") != std::string::npos &&
+                !PathExists(ws_ + "/full-disk-run") && !PathExists(state_ + "/ward/sessions");
+      if (!ok) {
+        fprintf(stderr, "full disk: status %d ran %d sessions %d err %s\n", rr.status,
+                PathExists(ws_ + "/full-disk-run"), PathExists(state_ + "/ward/sessions"),
+                rr.err.c_str());
+      }
+      _exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 0);
+  }
+}
+
+}  // namespace
+}  // namespace ward::test
