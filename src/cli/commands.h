@@ -13,5 +13,9 @@ void AddCheckCommand(CLI::App& app, int* exit_code);
 void AddAuditCommand(CLI::App& app, int* exit_code);
 void AddExplainCommand(CLI::App& app, int* exit_code);
 void AddWhyCommand(CLI::App& app, int* exit_code);
+void AddServeCommand(CLI::App& app, int* exit_code);
+void AddMcpCommand(CLI::App& app, int* exit_code);
+void AddShellPrefixCommand(CLI::App& app, int* exit_code);
+void AddHookCommand(CLI::App& app, int* exit_code);
 
 }  // namespace ward::cli

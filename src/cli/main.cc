@@ -19,6 +19,10 @@ int main(int argc, char** argv) {
   ward::cli::AddExplainCommand(app, &exit_code);
   ward::cli::AddWhyCommand(app, &exit_code);
   ward::cli::AddAuditCommand(app, &exit_code);
+  ward::cli::AddServeCommand(app, &exit_code);
+  ward::cli::AddMcpCommand(app, &exit_code);
+  ward::cli::AddShellPrefixCommand(app, &exit_code);
+  ward::cli::AddHookCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,811 @@
+#include "api/service.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "api/audit_query.h"
+#include "api/params.h"
+#include "policy/decide.h"
+
+namespace ward::api {
+
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+constexpr int64_t kMaxTimeoutMs = int64_t{7} * 24 * 3600 * 1000;
+constexpr size_t kMaxDataBytes = 16 << 20;
+constexpr size_t kDefaultReadBytes = 1 << 20;
+
+const char* const kMethods[] = {
+    "ward.version", "sandbox.create", "sandbox.get", "sandbox.list",     "sandbox.destroy",
+    "exec.run",     "exec.wait",      "exec.read",   "exec.write_stdin", "exec.signal",
+    "exec.list",    "fs.read",        "fs.write",    "fs.list",          "fs.stat",
+    "fs.mkdir",     "fs.remove",      "fs.rename",   "audit.query",
+};
+
+bool WriteSmall(const std::string& path, const std::string& data) {
+  std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return false;
+  bool ok = write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
+  close(fd);
+  return ok && rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+std::optional<std::string> ReadSmall(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return std::nullopt;
+  std::string out;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0 && out.size() < (1 << 20)) {
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+nlohmann::json InfoJson(const FileInfo& f) {
+  return {{"path", f.path}, {"type", f.type},         {"size", f.size},
+          {"mode", f.mode}, {"mtime_ms", f.mtime_ms}, {"writable", f.writable}};
+}
+
+// Data of a request: text as is, or base64.
+Expected<std::string> DecodeData(const std::string& data, const std::string& encoding,
+                                 const char* what) {
+  if (encoding == "utf8" || encoding.empty()) return data;
+  if (encoding == "base64") {
+    auto d = Base64Decode(data);
+    if (!d) return InvalidError(std::string(what) + " is not valid base64");
+    return *d;
+  }
+  return InvalidError(std::string("unknown encoding \"") + encoding + "\" (utf8 or base64)");
+}
+
+nlohmann::json EncodeData(const std::string& bytes, const std::string& encoding) {
+  return encoding == "base64" ? Base64Encode(bytes) : ToValidUtf8(bytes);
+}
+
+}  // namespace
+
+std::optional<int> ParseSignal(const nlohmann::json& v) {
+  if (v.is_number_integer()) {
+    int n = v.get<int>();
+    if (n > 0 && n < 65) return n;
+    return std::nullopt;
+  }
+  if (!v.is_string()) return std::nullopt;
+  std::string s = v.get<std::string>();
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (s.rfind("SIG", 0) == 0) s = s.substr(3);
+  static const std::pair<const char*, int> kNames[] = {
+      {"INT", SIGINT},   {"TERM", SIGTERM}, {"HUP", SIGHUP},   {"QUIT", SIGQUIT},
+      {"KILL", SIGKILL}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2},
+  };
+  for (const auto& [name, num] : kNames) {
+    if (s == name) return num;
+  }
+  return std::nullopt;
+}
+
+Expected<Done> PrepareSocketDir(const std::string& dir) {
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return FromErrno("creating " + dir, errno);
+  struct stat st;
+  if (lstat(dir.c_str(), &st) != 0) return FromErrno(dir, errno);
+  if (!S_ISDIR(st.st_mode)) return DeniedError(dir + " is not a directory (a symlink?)");
+  if (st.st_uid != geteuid()) {
+    return DeniedError(dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to us");
+  }
+  if ((st.st_mode & 077) != 0 && chmod(dir.c_str(), 0700) != 0) {
+    return FromErrno("chmod 0700 " + dir, errno);
+  }
+  return Done{};
+}
+
+Expected<std::string> DefaultSocketPath() {
+  const char* xdg = getenv("XDG_RUNTIME_DIR");
+  std::string dir = (xdg && xdg[0] == '/') ? std::string(xdg) + "/ward"
+                                           : "/tmp/ward-" + std::to_string(geteuid());
+  WARD_API_TRY(PrepareSocketDir(dir));
+  return dir + "/ward.sock";
+}
+
+Service::Service(asio::io_context& io, ServiceConfig config)
+    : io_(io), config_(std::move(config)), execs_(io, [&] {
+        ExecManagerConfig c = config_.exec;
+        c.state_dir = config_.state_dir;
+        return c;
+      }()) {}
+
+Service::~Service() { Shutdown(); }
+
+Status Service::Init() {
+  if (config_.state_dir.empty()) return InvalidArgument("no state directory");
+  WARD_TRY(execs_.Init());
+  std::string sdir = config_.state_dir + "/sandboxes";
+  if (mkdir(sdir.c_str(), 0700) != 0 && errno != EEXIST) return Errno("creating " + sdir);
+  // Sandboxes a previous daemon left: reloaded (their policy is loaded afresh), or dropped.
+  if (DIR* d = opendir(sdir.c_str())) {
+    std::vector<std::string> names;
+    while (struct dirent* e = readdir(d)) names.push_back(e->d_name);
+    closedir(d);
+    for (const auto& n : names) {
+      if (n.size() < 6 || n.substr(n.size() - 5) != ".json") continue;
+      std::string id = n.substr(0, n.size() - 5);
+      std::string path = sdir + "/" + n;
+      if (!ValidId(id, "sb")) continue;
+      auto text = ReadSmall(path);
+      nlohmann::json j;
+      try {
+        if (text) j = nlohmann::json::parse(*text);
+      } catch (const std::exception&) {
+        j = nullptr;
+      }
+      bool loaded = false;
+      if (j.is_object() && j.contains("spec")) {
+        auto spec = ParseSandboxSpec(j["spec"]);
+        if (spec.ok()) {
+          int64_t created = j.value("created_ms", NowMs());
+          auto s = Load(std::move(spec).value(), id, created);
+          if (s.ok()) {
+            loaded = true;
+            Emit(*s, "sandbox.resume", {{"sandbox_id", id}});
+          } else {
+            std::fprintf(stderr, "ward serve: dropping sandbox %s: %s\n", id.c_str(),
+                         s.error().message.c_str());
+          }
+        }
+      }
+      if (!loaded) unlink(path.c_str());
+    }
+  }
+  for (const auto& e : execs_.Recover()) {
+    if (sandboxes_.count(e->info().sandbox_id) == 0) execs_.Remove(e->id(), "");
+  }
+  return Ok();
+}
+
+void Service::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  execs_.KillAll("the daemon stopped");
+  for (auto& [id, s] : sandboxes_) {
+    if (s->log) {
+      s->log->Emit("session.end", {{"reason", "the daemon stopped"}});
+      (void)s->log->Close();
+    }
+  }
+}
+
+void Service::Emit(Sandbox* s, std::string_view type, nlohmann::json data) {
+  if (s && s->log) s->log->Emit(type, std::move(data));
+}
+
+void Service::Persist(const Sandbox& s) {
+  nlohmann::json j = {
+      {"sandbox_id", s.id}, {"spec", SandboxSpecToJson(s.spec)}, {"created_ms", s.created_ms}};
+  WriteSmall(config_.state_dir + "/sandboxes/" + s.id + ".json", SerializeLine(j));
+}
+
+Expected<Service::Sandbox*> Service::Load(SandboxSpec spec, std::string id, int64_t created_ms) {
+  char buf[PATH_MAX];
+  if (realpath(spec.workspace.c_str(), buf) == nullptr) {
+    return FromErrno("workspace " + spec.workspace, errno);
+  }
+  struct stat st;
+  if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return InvalidError("workspace " + spec.workspace + " is not a directory");
+  }
+  spec.workspace = buf;
+  if (!config_.load_policy) return MakeError(ErrorKind::kUnsupported, "no policy loader");
+  Result<policy::Policy> pol = config_.load_policy(spec.flags, spec.workspace);
+  if (!pol.ok()) {
+    Error e = FromStatus(pol.status());
+    if (e.kind == ErrorKind::kNotFound || e.kind == ErrorKind::kInterrupted) {
+      e.kind = ErrorKind::kInvalidRequest;  // a profile or path named in the request is wrong
+    }
+    return e;
+  }
+  auto s = std::make_unique<Sandbox>();
+  s->id = std::move(id);
+  s->spec = std::move(spec);
+  s->policy = std::make_unique<policy::Policy>(std::move(pol).value());
+  if (!config_.audit_dir.empty() && s->policy->audit) {
+    policy::PathDecision d = policy::DecidePath(*s->policy, config_.audit_dir);
+    if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) {
+      return InvalidError("the audit directory " + config_.audit_dir +
+                          " would be visible inside the sandbox (" + d.via + ")");
+    }
+  }
+  auto fs = WorkspaceFs::Open(s->spec.workspace, s->policy.get());
+  if (!fs.ok()) return fs.error();
+  s->fs.emplace(std::move(fs).value());
+  s->created_ms = created_ms;
+  s->last_active_ms = NowMs();
+  if (!config_.audit_dir.empty()) {
+    audit::SessionLog::Options o;
+    o.state_dir = config_.audit_dir;
+    o.session_id = audit::NewSessionId();
+    auto log = audit::SessionLog::Create(o);
+    if (!log.ok()) {
+      Error e = FromStatus(log.status());
+      e.message = "cannot write the sandbox's audit session: " + e.message;
+      return e;
+    }
+    s->log = std::move(log).value();
+    nlohmann::json labels = {{"sandbox", s->id}};
+    for (const auto& [k, v] : s->spec.labels) labels[k] = v;
+    s->log->Emit("session.start", {{"command", {"ward", "serve", "sandbox", s->id}},
+                                   {"ward_version", config_.version},
+                                   {"labels", labels},
+                                   {"workspace", s->spec.workspace},
+                                   {"profile", s->spec.flags.profile}});
+  }
+  Sandbox* raw = s.get();
+  sandboxes_[raw->id] = std::move(s);
+  return raw;
+}
+
+nlohmann::json Service::SandboxJson(const Sandbox& s) const {
+  size_t running = 0, total = 0;
+  for (const auto& e : execs_.List(s.id)) {
+    ++total;
+    if (e->running()) ++running;
+  }
+  nlohmann::json j = {{"sandbox_id", s.id},
+                      {"workspace", s.spec.workspace},
+                      {"profile", s.spec.flags.profile},
+                      {"labels", s.spec.labels},
+                      {"created_ms", s.created_ms},
+                      {"last_active_ms", s.last_active_ms},
+                      {"ttl_s", s.spec.ttl_s},
+                      {"idle_s", s.spec.idle_s},
+                      {"execs", {{"running", running}, {"total", total}}},
+                      {"spec", SandboxSpecToJson(s.spec)}};
+  j["expires_ms"] =
+      s.spec.ttl_s ? nlohmann::json(s.created_ms + s.spec.ttl_s * 1000) : nlohmann::json(nullptr);
+  j["session"] = s.log ? nlohmann::json(s.log->session_id()) : nlohmann::json(nullptr);
+  return j;
+}
+
+void Service::Destroy(const std::string& id, const std::string& why) {
+  auto it = sandboxes_.find(id);
+  if (it == sandboxes_.end()) return;
+  Sandbox* s = it->second.get();
+  for (const auto& e : execs_.List(id)) execs_.Remove(e->id(), "the sandbox was " + why);
+  Emit(s, "sandbox.destroy", {{"reason", why}});
+  if (s->log) {
+    s->log->Emit("session.end", {{"reason", why}});
+    (void)s->log->Close();
+  }
+  unlink((config_.state_dir + "/sandboxes/" + id + ".json").c_str());
+  sandboxes_.erase(it);
+}
+
+void Service::Tick() {
+  int64_t now = NowMs();
+  std::vector<std::pair<std::string, std::string>> expired;
+  for (const auto& [id, s] : sandboxes_) {
+    if (s->spec.ttl_s && now >= s->created_ms + s->spec.ttl_s * 1000) {
+      expired.emplace_back(id, "expired (ttl_s)");
+      continue;
+    }
+    if (s->spec.idle_s && now >= s->last_active_ms + s->spec.idle_s * 1000) {
+      bool busy = false;
+      for (const auto& e : execs_.List(id)) busy = busy || e->running();
+      if (!busy) expired.emplace_back(id, "expired (idle_s)");
+    }
+  }
+  for (const auto& [id, why] : expired) Destroy(id, why);
+}
+
+void Service::Handle(const Message& m, const std::shared_ptr<Peer>& peer) {
+  if (m.kind != Message::Kind::kRequest) return;  // no notifications are defined; ignore them
+  std::weak_ptr<Peer> weak = peer;
+  auto answered = std::make_shared<bool>(false);
+  nlohmann::json id = m.id;
+  Reply reply = [weak, id, answered](Expected<nlohmann::json> r) {
+    if (*answered) return;
+    *answered = true;
+    auto p = weak.lock();
+    if (!p || !p->alive()) return;
+    p->Send(r.ok() ? MakeResult(id, std::move(r).value()) : MakeErrorResponse(id, r.error()));
+  };
+  bool async = false;
+  Expected<nlohmann::json> r = InvalidError("unreachable");
+  try {
+    r = Dispatch(m, peer, reply, &async);
+  } catch (const std::exception& e) {
+    // A malformed request must never take the daemon down.
+    async = false;
+    r = MakeError(ErrorKind::kInterrupted, std::string("internal error: ") + e.what());
+  }
+  if (!async) reply(std::move(r));
+}
+
+Expected<nlohmann::json> Service::Dispatch(const Message& m, const std::shared_ptr<Peer>& peer,
+                                           const Reply& reply, bool* async) {
+  const std::string& method = m.method;
+  const nlohmann::json& params = m.params;
+  if (!params.is_object()) return InvalidError("params must be an object");
+  if (method == "ward.version") return Version();
+  if (method == "sandbox.create") return SandboxCreate(params);
+  if (method == "sandbox.get") return SandboxGet(params);
+  if (method == "sandbox.list") return SandboxList(params);
+  if (method == "sandbox.destroy") return SandboxDestroy(params);
+  if (method == "exec.run") {
+    *async = true;
+    ExecRun(params, peer, reply);
+    return nlohmann::json();
+  }
+  if (method == "exec.wait") {
+    *async = true;
+    ExecWait(params, peer, reply);
+    return nlohmann::json();
+  }
+  if (method == "exec.read") return ExecRead(params);
+  if (method == "exec.write_stdin") return ExecWriteStdin(params);
+  if (method == "exec.signal") return ExecSignal(params);
+  if (method == "exec.list") return ExecList(params);
+  if (method.rfind("fs.", 0) == 0) return Fs(method.substr(3), params);
+  if (method == "audit.query") return AuditQueryMethod(params);
+  if (method.rfind("approvals.", 0) == 0) {
+    return MakeError(ErrorKind::kUnsupported, "approvals are not available in this build");
+  }
+  Error e = MakeError(ErrorKind::kUnsupported, "unknown method \"" + method + "\"");
+  e.code = kMethodNotFoundCode;
+  return e;
+}
+
+Expected<nlohmann::json> Service::Version() {
+  nlohmann::json methods = nlohmann::json::array();
+  for (const char* m : kMethods) methods.push_back(m);
+  return nlohmann::json{{"name", "ward"},
+                        {"version", config_.version},
+                        {"protocol", kServeProtocolVersion},
+                        {"methods", methods},
+                        {"labels", execs_.config().labels}};
+}
+
+Expected<Service::Sandbox*> Service::FindSandbox(Params& p) {
+  p.Require("sandbox_id");
+  auto id = p.String("sandbox_id", 64);
+  if (!p.ok()) return p.error();
+  auto it = sandboxes_.find(*id);
+  if (it == sandboxes_.end()) return NotFoundError("no sandbox " + *id);
+  it->second->last_active_ms = NowMs();
+  return it->second.get();
+}
+
+Expected<std::shared_ptr<Exec>> Service::FindExec(Params& p) {
+  p.Require("exec_id");
+  auto id = p.String("exec_id", 64);
+  if (!p.ok()) return p.error();
+  auto e = execs_.Find(*id);
+  if (!e) return NotFoundError("no exec " + *id);
+  auto it = sandboxes_.find(e->info().sandbox_id);
+  if (it != sandboxes_.end()) it->second->last_active_ms = NowMs();
+  return e;
+}
+
+Expected<nlohmann::json> Service::SandboxCreate(const nlohmann::json& params) {
+  if (sandboxes_.size() >= config_.max_sandboxes) {
+    return MakeError(ErrorKind::kResourceExhausted,
+                     "too many sandboxes (" + std::to_string(config_.max_sandboxes) + ")");
+  }
+  WARD_API_ASSIGN_OR_RETURN(SandboxSpec spec, ParseSandboxSpec(params));
+  WARD_API_ASSIGN_OR_RETURN(Sandbox * s, Load(std::move(spec), NewId("sb"), NowMs()));
+  Persist(*s);
+  Emit(s, "sandbox.create", {{"sandbox_id", s->id}, {"spec", SandboxSpecToJson(s->spec)}});
+  return SandboxJson(*s);
+}
+
+Expected<nlohmann::json> Service::SandboxGet(const nlohmann::json& params) {
+  Params p(params);
+  WARD_API_ASSIGN_OR_RETURN(Sandbox * s, FindSandbox(p));
+  if (!p.Finish()) return p.error();
+  return SandboxJson(*s);
+}
+
+Expected<nlohmann::json> Service::SandboxList(const nlohmann::json& params) {
+  Params p(params);
+  if (!p.Finish()) return p.error();
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& [id, s] : sandboxes_) list.push_back(SandboxJson(*s));
+  return nlohmann::json{{"sandboxes", list}};
+}
+
+Expected<nlohmann::json> Service::SandboxDestroy(const nlohmann::json& params) {
+  Params p(params);
+  WARD_API_ASSIGN_OR_RETURN(Sandbox * s, FindSandbox(p));
+  if (!p.Finish()) return p.error();
+  nlohmann::json interrupted = nlohmann::json::array();
+  for (const auto& e : execs_.List(s->id)) {
+    if (e->running()) interrupted.push_back(e->id());
+  }
+  std::string id = s->id;
+  Destroy(id, "destroyed");
+  return nlohmann::json{{"sandbox_id", id}, {"destroyed", true}, {"interrupted", interrupted}};
+}
+
+uint64_t Service::Follow(const std::shared_ptr<Exec>& e, const std::shared_ptr<Peer>& peer,
+                         std::shared_ptr<bool> answered) {
+  std::weak_ptr<Peer> weak = peer;
+  std::string id = e->id();
+  std::weak_ptr<Exec> we = e;
+  return e->Subscribe(
+      [weak, id](Stream s, uint64_t offset, std::string_view data) {
+        auto p = weak.lock();
+        if (!p || !p->alive()) return;
+        p->Send(MakeNotification("exec.output", {{"exec_id", id},
+                                                 {"stream", StreamName(s)},
+                                                 {"offset", offset},
+                                                 {"data", ToValidUtf8(data)}}));
+      },
+      [weak, we, answered] {
+        // After a yield the client learns about the end from a notification.
+        auto p = weak.lock();
+        auto ex = we.lock();
+        if (!p || !p->alive() || !ex || !*answered) return;
+        p->Send(MakeNotification("exec.exit", ex->ToJson(false)));
+      });
+}
+
+void Service::ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>& peer,
+                      Reply reply) {
+  Params p(params);
+  auto sb = FindSandbox(p);
+  if (!sb.ok()) return reply(sb.error());
+  Sandbox* s = *sb;
+  bool has_argv = p.Has("argv"), has_shell = p.Has("shell");
+  auto argv = p.StringList("argv", 4096);
+  auto shell = p.String("shell");
+  auto cwd = p.String("cwd", 4096);
+  auto env = p.StringMap("env");
+  auto stdin_data = p.Bytes("stdin", kMaxDataBytes * 2);
+  auto stdin_enc = p.String("stdin_encoding", 16);
+  auto stdin_open = p.Bool("stdin_open");
+  auto timeout = p.Int("timeout_ms", 0, kMaxTimeoutMs);
+  auto yield = p.Int("yield_ms", 0, kMaxTimeoutMs);
+  auto max_out = p.Int("max_output_bytes", 0, static_cast<int64_t>(kMaxMaxOutputBytes));
+  auto exec_policy = p.Object("policy");
+  auto notify = p.Bool("notify");
+  if (!p.Finish()) return reply(p.error());
+  if (has_argv == has_shell) return reply(InvalidError("give exactly one of argv and shell"));
+  ExecCommand cmd;
+  if (has_shell) {
+    cmd.argv = {"/bin/sh", "-c", *shell};
+  } else {
+    cmd.argv = argv;
+  }
+  if (cmd.argv.empty() || cmd.argv[0].empty()) return reply(InvalidError("argv is empty"));
+  auto rcwd = ResolveCwd(s->spec.workspace, cwd.value_or(""));
+  if (!rcwd.ok()) return reply(rcwd.error());
+  cmd.cwd = *rcwd;
+  policy::RunFlags flags = s->spec.flags;
+  if (exec_policy) {
+    auto narrowed = NarrowFlags(s->spec, *s->policy, *exec_policy);
+    if (!narrowed.ok()) {
+      Emit(s, "exec.deny", {{"argv", cmd.argv}, {"reason", narrowed.error().message}});
+      return reply(narrowed.error());
+    }
+    flags = std::move(narrowed).value();
+  }
+  for (const auto& [k, v] : env) {
+    if (!ValidEnvName(k)) return reply(InvalidError("env: invalid variable name \"" + k + "\""));
+    flags.env.push_back(k + "=" + *v);
+  }
+  StartRequest req;
+  req.sandbox_id = s->id;
+  req.flags = std::move(flags);
+  req.workspace = s->spec.workspace;
+  req.command = cmd;
+  if (stdin_data) {
+    auto d = DecodeData(*stdin_data, stdin_enc.value_or("utf8"), "stdin");
+    if (!d.ok()) return reply(d.error());
+    req.stdin_data = std::move(d).value();
+  }
+  req.stdin_open = stdin_open.value_or(false);
+  req.timeout_ms = static_cast<uint64_t>(timeout.value_or(0));
+  req.max_output_bytes = static_cast<uint64_t>(max_out.value_or(kDefaultMaxOutputBytes));
+  auto started = execs_.Start(std::move(req));
+  if (!started.ok()) return reply(started.error());
+  std::shared_ptr<Exec> e = *started;
+  Emit(s, "exec.start",
+       {{"exec_id", e->id()},
+        {"argv", cmd.argv},
+        {"cwd", cmd.cwd},
+        {"narrowed", exec_policy ? *exec_policy : nlohmann::json(nullptr)}});
+  std::string sid = s->id;
+  e->Subscribe(nullptr, [this, sid, we = std::weak_ptr<Exec>(e)] {
+    auto ex = we.lock();
+    auto it = sandboxes_.find(sid);
+    if (!ex || it == sandboxes_.end()) return;
+    const Outcome& o = ex->info().outcome;
+    Emit(it->second.get(), "exec.end",
+         {{"exec_id", ex->id()},
+          {"status", ExecStateName(o.state)},
+          {"exit_code", o.exit_code ? nlohmann::json(*o.exit_code) : nlohmann::json(nullptr)},
+          {"signal", o.signal ? nlohmann::json(*o.signal) : nlohmann::json(nullptr)}});
+  });
+  auto answered = std::make_shared<bool>(false);
+  if (notify.value_or(true)) Follow(e, peer, answered);
+  auto timer = std::make_shared<asio::steady_timer>(io_);
+  std::weak_ptr<Exec> we = e;
+  auto finish = [reply, we, answered, timer] {
+    if (*answered) return;
+    *answered = true;
+    timer->cancel();
+    auto ex = we.lock();
+    if (!ex) return reply(MakeError(ErrorKind::kInterrupted, "the exec is gone"));
+    reply(ex->ToJson(true));
+  };
+  e->Subscribe(nullptr, finish);
+  if (yield) {
+    timer->expires_after(std::chrono::milliseconds(*yield));
+    timer->async_wait([finish](const asio::error_code& ec) {
+      if (!ec) finish();
+    });
+  }
+}
+
+void Service::ExecWait(const nlohmann::json& params, const std::shared_ptr<Peer>& peer,
+                       Reply reply) {
+  Params p(params);
+  auto found = FindExec(p);
+  if (!found.ok()) return reply(found.error());
+  auto timeout = p.Int("timeout_ms", 0, kMaxTimeoutMs);
+  auto notify = p.Bool("notify");
+  if (!p.Finish()) return reply(p.error());
+  std::shared_ptr<Exec> e = *found;
+  if (!e->running()) return reply(e->ToJson(true));
+  auto answered = std::make_shared<bool>(false);
+  if (notify.value_or(false)) Follow(e, peer, answered);
+  auto timer = std::make_shared<asio::steady_timer>(io_);
+  std::weak_ptr<Exec> we = e;
+  e->Subscribe(nullptr, [reply, we, answered, timer] {
+    if (*answered) return;
+    *answered = true;
+    timer->cancel();
+    auto ex = we.lock();
+    if (!ex) return reply(MakeError(ErrorKind::kInterrupted, "the exec is gone"));
+    reply(ex->ToJson(true));
+  });
+  if (timeout) {
+    timer->expires_after(std::chrono::milliseconds(*timeout));
+    std::string id = e->id();
+    timer->async_wait([reply, answered, id](const asio::error_code& ec) {
+      if (ec || *answered) return;
+      *answered = true;
+      Error err = MakeError(ErrorKind::kTimeout, "exec " + id + " is still running");
+      err.data["exec_id"] = id;
+      reply(err);
+    });
+  }
+}
+
+Expected<nlohmann::json> Service::ExecRead(const nlohmann::json& params) {
+  Params p(params);
+  WARD_API_ASSIGN_OR_RETURN(std::shared_ptr<Exec> e, FindExec(p));
+  auto stream_name = p.String("stream", 16);
+  auto offset = p.Int("offset", 0, INT64_MAX);
+  auto length = p.Int("length", 0, static_cast<int64_t>(kMaxDataBytes));
+  auto encoding = p.String("encoding", 16);
+  if (!p.Finish()) return p.error();
+  auto stream = ParseStream(stream_name.value_or("stdout"));
+  if (!stream) return InvalidError("stream must be stdout or stderr");
+  std::string enc = encoding.value_or("utf8");
+  if (enc != "utf8" && enc != "base64") return InvalidError("encoding must be utf8 or base64");
+  uint64_t off = static_cast<uint64_t>(offset.value_or(0));
+  WARD_API_ASSIGN_OR_RETURN(
+      std::string data,
+      e->Read(*stream, off, static_cast<size_t>(length.value_or(kDefaultReadBytes))));
+  uint64_t size = e->info().size[*stream == Stream::kStdout ? 0 : 1];
+  uint64_t next = off + data.size();
+  return nlohmann::json{{"exec_id", e->id()},
+                        {"stream", StreamName(*stream)},
+                        {"offset", off},
+                        {"next_offset", next},
+                        {"size", size},
+                        {"encoding", enc},
+                        {"data", EncodeData(data, enc)},
+                        {"status", ExecStateName(e->info().outcome.state)},
+                        {"complete", !e->running() && next >= size}};
+}
+
+Expected<nlohmann::json> Service::ExecWriteStdin(const nlohmann::json& params) {
+  Params p(params);
+  WARD_API_ASSIGN_OR_RETURN(std::shared_ptr<Exec> e, FindExec(p));
+  auto data = p.Bytes("data", kMaxDataBytes * 2);
+  auto encoding = p.String("encoding", 16);
+  auto eof = p.Bool("eof");
+  if (!p.Finish()) return p.error();
+  WARD_API_ASSIGN_OR_RETURN(std::string bytes,
+                            DecodeData(data.value_or(""), encoding.value_or("utf8"), "data"));
+  size_t n = bytes.size();
+  WARD_API_TRY(e->WriteStdin(std::move(bytes), eof.value_or(false)));
+  return nlohmann::json{{"exec_id", e->id()}, {"queued", n}, {"eof", eof.value_or(false)}};
+}
+
+Expected<nlohmann::json> Service::ExecSignal(const nlohmann::json& params) {
+  Params p(params);
+  WARD_API_ASSIGN_OR_RETURN(std::shared_ptr<Exec> e, FindExec(p));
+  nlohmann::json sig_value = p.Raw("signal").value_or(nlohmann::json("TERM"));
+  if (!p.Finish()) return p.error();
+  auto sig = ParseSignal(sig_value);
+  if (!sig) return InvalidError("unknown signal " + sig_value.dump());
+  WARD_API_TRY(e->Signal(*sig));
+  auto it = sandboxes_.find(e->info().sandbox_id);
+  if (it != sandboxes_.end()) {
+    Emit(it->second.get(), "exec.signal", {{"exec_id", e->id()}, {"signal", *sig}});
+  }
+  return nlohmann::json{{"exec_id", e->id()}, {"signal", *sig}, {"sent", true}};
+}
+
+Expected<nlohmann::json> Service::ExecList(const nlohmann::json& params) {
+  Params p(params);
+  std::string sid;
+  if (p.Has("sandbox_id")) {
+    WARD_API_ASSIGN_OR_RETURN(Sandbox * s, FindSandbox(p));
+    sid = s->id;
+  }
+  if (!p.Finish()) return p.error();
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& e : execs_.List(sid)) list.push_back(e->ToJson(false));
+  return nlohmann::json{{"execs", list}};
+}
+
+Expected<nlohmann::json> Service::Fs(const std::string& op, const nlohmann::json& params) {
+  Params p(params);
+  WARD_API_ASSIGN_OR_RETURN(Sandbox * s, FindSandbox(p));
+  const WorkspaceFs& fs = *s->fs;
+  auto denied = [&](const Error& e, const std::string& path) {
+    if (e.kind == ErrorKind::kPolicyDenied) {
+      Emit(s, "fs.deny", {{"op", op}, {"path", path}, {"reason", e.message}});
+    }
+    return e;
+  };
+  if (op == "read") {
+    p.Require("path");
+    auto path = p.String("path", 4096);
+    auto offset = p.Int("offset", 0, INT64_MAX);
+    auto length = p.Int("length", 0, static_cast<int64_t>(kMaxDataBytes));
+    auto encoding = p.String("encoding", 16);
+    if (!p.Finish()) return p.error();
+    std::string enc = encoding.value_or("utf8");
+    if (enc != "utf8" && enc != "base64") return InvalidError("encoding must be utf8 or base64");
+    auto r = fs.Read(*path, static_cast<uint64_t>(offset.value_or(0)),
+                     static_cast<size_t>(length.value_or(kDefaultReadBytes)));
+    if (!r.ok()) return denied(r.error(), *path);
+    return nlohmann::json{{"path", *path},
+                          {"offset", offset.value_or(0)},
+                          {"size", r->size},
+                          {"eof", r->eof},
+                          {"encoding", enc},
+                          {"length", r->data.size()},
+                          {"data", EncodeData(r->data, enc)}};
+  }
+  if (op == "write") {
+    p.Require("path");
+    p.Require("data");
+    auto path = p.String("path", 4096);
+    auto data = p.Bytes("data", kMaxDataBytes * 2);
+    auto encoding = p.String("encoding", 16);
+    auto mode = p.Int("mode", 0, 0777);
+    auto atomic = p.Bool("atomic");
+    if (!p.Finish()) return p.error();
+    WARD_API_ASSIGN_OR_RETURN(std::string bytes,
+                              DecodeData(*data, encoding.value_or("utf8"), "data"));
+    if (bytes.size() > kMaxDataBytes) {
+      return MakeError(ErrorKind::kResourceExhausted, "data is larger than 16 MiB");
+    }
+    std::optional<uint32_t> m;
+    if (mode) m = static_cast<uint32_t>(*mode);
+    auto r = fs.Write(*path, bytes, m, atomic.value_or(true));
+    if (!r.ok()) return denied(r.error(), *path);
+    Emit(s, "fs.write", {{"path", r->path}, {"bytes", bytes.size()}});
+    return InfoJson(*r);
+  }
+  if (op == "list") {
+    auto path = p.String("path", 4096);
+    auto depth = p.Int("depth", 1, kMaxListDepth);
+    auto max_entries = p.Int("max_entries", 1, static_cast<int64_t>(kMaxListEntries));
+    if (!p.Finish()) return p.error();
+    bool truncated = false;
+    auto r = fs.List(path.value_or("."), static_cast<int>(depth.value_or(1)),
+                     static_cast<size_t>(max_entries.value_or(kMaxListEntries)), &truncated);
+    if (!r.ok()) return denied(r.error(), path.value_or("."));
+    nlohmann::json entries = nlohmann::json::array();
+    for (const auto& f : *r) entries.push_back(InfoJson(f));
+    return nlohmann::json{
+        {"path", path.value_or(".")}, {"entries", entries}, {"truncated", truncated}};
+  }
+  if (op == "stat") {
+    p.Require("path");
+    auto path = p.String("path", 4096);
+    if (!p.Finish()) return p.error();
+    auto r = fs.Stat(*path);
+    if (!r.ok()) return denied(r.error(), *path);
+    return InfoJson(*r);
+  }
+  if (op == "mkdir") {
+    p.Require("path");
+    auto path = p.String("path", 4096);
+    auto parents = p.Bool("parents");
+    if (!p.Finish()) return p.error();
+    auto r = fs.Mkdir(*path, parents.value_or(false));
+    if (!r.ok()) return denied(r.error(), *path);
+    Emit(s, "fs.mkdir", {{"path", r->path}});
+    return InfoJson(*r);
+  }
+  if (op == "remove") {
+    p.Require("path");
+    auto path = p.String("path", 4096);
+    auto recursive = p.Bool("recursive");
+    if (!p.Finish()) return p.error();
+    auto r = fs.Remove(*path, recursive.value_or(false));
+    if (!r.ok()) return denied(r.error(), *path);
+    Emit(s, "fs.remove", {{"path", *path}, {"recursive", recursive.value_or(false)}});
+    return nlohmann::json{{"path", *path}, {"removed", true}};
+  }
+  if (op == "rename") {
+    p.Require("from");
+    p.Require("to");
+    auto from = p.String("from", 4096);
+    auto to = p.String("to", 4096);
+    auto overwrite = p.Bool("overwrite");
+    if (!p.Finish()) return p.error();
+    auto r = fs.Rename(*from, *to, overwrite.value_or(false));
+    if (!r.ok()) return denied(r.error(), *from + " -> " + *to);
+    Emit(s, "fs.rename", {{"from", *from}, {"to", *to}});
+    return nlohmann::json{{"from", *from}, {"to", *to}, {"renamed", true}};
+  }
+  Error e = MakeError(ErrorKind::kUnsupported, "unknown method \"fs." + op + "\"");
+  e.code = kMethodNotFoundCode;
+  return e;
+}
+
+Expected<nlohmann::json> Service::AuditQueryMethod(const nlohmann::json& params) {
+  Params p(params);
+  auto sid = p.String("sandbox_id", 64);
+  auto eid = p.String("exec_id", 64);
+  auto labels = p.StringMap("labels");
+  auto type = p.String("type", 256);
+  auto records = p.Bool("records");
+  auto limit = p.Int("limit", 1, 1000);
+  if (!p.Finish()) return p.error();
+  AuditQuery q;
+  for (const auto& [k, v] : labels) q.labels[k] = *v;
+  if (sid) {
+    if (!ValidId(*sid, "sb")) return InvalidError("sandbox_id is not a sandbox id");
+    q.labels["sandbox"] = *sid;
+  }
+  if (eid) {
+    if (!ValidId(*eid, "ex")) return InvalidError("exec_id is not an exec id");
+    q.labels["exec"] = *eid;
+  }
+  // What the daemon itself logged must be on disk before it is read back.
+  for (auto& [id, s] : sandboxes_) {
+    if (s->log) (void)s->log->Flush();
+  }
+  q.type = type.value_or("");
+  q.records = records.value_or(false);
+  q.limit = static_cast<size_t>(limit.value_or(50));
+  return QueryAudit(config_.audit_dir, q);
+}
+
+}  // namespace ward::api

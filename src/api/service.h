@@ -1,0 +1,127 @@
+// The methods of `ward serve` (JSON-RPC 2.0): sandboxes, execs, files and audit queries,
+// independent of the transport. Handle() answers through the Peer that asked, possibly later
+// (exec.run waits for the command or its yield). Documented in docs/agents.md.
+#pragma once
+
+#include <asio.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/error.h"
+#include "api/exec.h"
+#include "api/jsonrpc.h"
+#include "api/params.h"
+#include "api/spec.h"
+#include "api/workspace_fs.h"
+#include "audit/session_log.h"
+#include "common/status.h"
+#include "policy/loader.h"
+#include "policy/policy.h"
+
+namespace ward::api {
+
+// The protocol version of `ward serve` (bumped on incompatible changes).
+inline constexpr int kServeProtocolVersion = 1;
+
+// One connected client.
+class Peer {
+ public:
+  virtual ~Peer() = default;
+  virtual void Send(const nlohmann::json& message) = 0;
+  virtual bool alive() const = 0;
+};
+
+// Loads the effective policy the way `ward run` would for these flags and workspace.
+using PolicyLoader =
+    std::function<Result<policy::Policy>(const policy::RunFlags& flags, const std::string& ws)>;
+
+struct ServiceConfig {
+  std::string version;    // ward's version
+  std::string state_dir;  // the daemon's own records: sandboxes/, execs/
+  std::string audit_dir;  // where audit sessions live ("" = no audit.query, no sandbox logs)
+  size_t max_sandboxes = 64;
+  ExecManagerConfig exec;  // exec.state_dir is set from state_dir
+  PolicyLoader load_policy;
+};
+
+class Service {
+ public:
+  Service(asio::io_context& io, ServiceConfig config);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  // Creates the state directory and reloads what a previous daemon left.
+  Status Init();
+  // One parsed message from `peer`.
+  void Handle(const Message& m, const std::shared_ptr<Peer>& peer);
+  // Expires sandboxes past their ttl_s / idle_s. Called about once a second.
+  void Tick();
+  // Kills every running exec (recorded as interrupted) and closes the audit sessions.
+  void Shutdown();
+
+  size_t sandbox_count() const { return sandboxes_.size(); }
+
+ private:
+  struct Sandbox {
+    std::string id;
+    SandboxSpec spec;
+    std::unique_ptr<policy::Policy> policy;  // stable address for fs
+    std::optional<WorkspaceFs> fs;
+    int64_t created_ms = 0;
+    int64_t last_active_ms = 0;
+    std::unique_ptr<audit::SessionLog> log;
+  };
+  using Reply = std::function<void(Expected<nlohmann::json>)>;
+
+  Expected<nlohmann::json> Dispatch(const Message& m, const std::shared_ptr<Peer>& peer,
+                                    const Reply& reply, bool* async);
+  Expected<nlohmann::json> Version();
+  Expected<nlohmann::json> SandboxCreate(const nlohmann::json& params);
+  Expected<nlohmann::json> SandboxGet(const nlohmann::json& params);
+  Expected<nlohmann::json> SandboxList(const nlohmann::json& params);
+  Expected<nlohmann::json> SandboxDestroy(const nlohmann::json& params);
+  void ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>& peer, Reply reply);
+  void ExecWait(const nlohmann::json& params, const std::shared_ptr<Peer>& peer, Reply reply);
+  Expected<nlohmann::json> ExecRead(const nlohmann::json& params);
+  Expected<nlohmann::json> ExecWriteStdin(const nlohmann::json& params);
+  Expected<nlohmann::json> ExecSignal(const nlohmann::json& params);
+  Expected<nlohmann::json> ExecList(const nlohmann::json& params);
+  Expected<nlohmann::json> Fs(const std::string& op, const nlohmann::json& params);
+  Expected<nlohmann::json> AuditQueryMethod(const nlohmann::json& params);
+
+  Expected<Sandbox*> Load(SandboxSpec spec, std::string id, int64_t created_ms);
+  Expected<Sandbox*> FindSandbox(Params& p);
+  Expected<std::shared_ptr<Exec>> FindExec(Params& p);
+  nlohmann::json SandboxJson(const Sandbox& s) const;
+  void Destroy(const std::string& id, const std::string& why);
+  void Emit(Sandbox* s, std::string_view type, nlohmann::json data);
+  void Persist(const Sandbox& s);
+  // Sends exec.output / exec.exit notifications of `e` to `peer`.
+  uint64_t Follow(const std::shared_ptr<Exec>& e, const std::shared_ptr<Peer>& peer,
+                  std::shared_ptr<bool> answered);
+
+  asio::io_context& io_;
+  ServiceConfig config_;
+  ExecManager execs_;
+  std::map<std::string, std::unique_ptr<Sandbox>> sandboxes_;
+  bool shut_down_ = false;
+};
+
+// "TERM", "SIGTERM", "term" or 15 -> 15; nullopt when unknown.
+std::optional<int> ParseSignal(const nlohmann::json& v);
+
+// Socket setup for `ward serve`: the default path is $XDG_RUNTIME_DIR/ward/ward.sock, or
+// /tmp/ward-<uid>/ward.sock without XDG_RUNTIME_DIR. The directory is created 0700; an
+// existing one must be ours and not a symlink (a looser mode of our own is tightened).
+Expected<std::string> DefaultSocketPath();
+Expected<Done> PrepareSocketDir(const std::string& dir);
+
+}  // namespace ward::api

@@ -1,0 +1,362 @@
+#include "api/spec.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "api/params.h"
+#include "policy/decide.h"
+#include "policy/paths.h"
+
+namespace ward::api {
+
+namespace {
+
+constexpr const char* kLimitKeys[] = {"memory", "pids", "cpu", "timeout", "tmp_size", "file_size"};
+
+std::optional<std::string>* LimitField(policy::RunFlags& f, const std::string& key) {
+  if (key == "memory") return &f.memory;
+  if (key == "pids") return &f.pids;
+  if (key == "cpu") return &f.cpu;
+  if (key == "timeout") return &f.timeout;
+  if (key == "tmp_size") return &f.tmp_size;
+  if (key == "file_size") return &f.file_size;
+  return nullptr;
+}
+
+const std::optional<std::string>* LimitField(const policy::RunFlags& f, const std::string& key) {
+  return LimitField(const_cast<policy::RunFlags&>(f), key);
+}
+
+// Relative paths are relative to the workspace; "~" forms are left to the loader.
+std::string AnchorPath(const std::string& path, const std::string& workspace) {
+  if (path.empty() || path[0] == '/' || path == "~" || path.rfind("~/", 0) == 0) return path;
+  return policy::JoinPath(workspace, path);
+}
+
+// Absolute and normalised, with "~" expanded to `home`; nullopt for "~user".
+std::optional<std::string> AbsolutePath(const std::string& path, const std::string& workspace,
+                                        const std::string& home) {
+  if (path.empty()) return std::nullopt;
+  std::string p;
+  if (path == "~") {
+    p = home;
+  } else if (path.rfind("~/", 0) == 0) {
+    p = home + path.substr(1);
+  } else if (path[0] == '~') {
+    return std::nullopt;
+  } else if (path[0] == '/') {
+    p = path;
+  } else {
+    p = policy::JoinPath(workspace, path);
+  }
+  if (p.empty() || p[0] != '/') return std::nullopt;
+  return policy::NormalizePath(p);
+}
+
+bool ParseLimits(Params& p, policy::RunFlags& flags) {
+  auto limits = p.Object("limits");
+  if (!limits) return p.ok();
+  Params lp(*limits, "limits");
+  for (const char* key : kLimitKeys) {
+    if (auto v = lp.Scalar(key)) *LimitField(flags, key) = *v;
+  }
+  if (!lp.Finish()) {
+    p.Fail(lp.error().message);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ValidLabelKey(const std::string& key) {
+  if (key.empty() || key.size() > 64) return false;
+  return std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+  });
+}
+
+bool ValidEnvName(const std::string& name) {
+  if (name.empty() || name.size() > 256) return false;
+  if (!(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+Expected<SandboxSpec> ParseSandboxSpec(const nlohmann::json& params) {
+  Params p(params);
+  SandboxSpec s;
+  p.Require("workspace");
+  if (auto ws = p.String("workspace", 4096)) s.workspace = *ws;
+  if (!p.ok()) return p.error();
+  if (s.workspace.empty() || s.workspace[0] != '/') {
+    return InvalidError("params.workspace must be an absolute path");
+  }
+  s.workspace = policy::NormalizePath(s.workspace);
+  if (auto v = p.String("profile", 4096)) s.flags.profile = *v;
+  if (s.flags.profile.empty()) return InvalidError("params.profile must not be empty");
+  for (auto& w : p.StringList("write")) s.flags.write.push_back(AnchorPath(w, s.workspace));
+  for (auto& r : p.StringList("read")) s.flags.read.push_back(AnchorPath(r, s.workspace));
+  for (auto& d : p.StringList("deny")) s.flags.deny.push_back(AnchorPath(d, s.workspace));
+  s.flags.allow_net = p.StringList("allow_net");
+  s.flags.deny_net = p.StringList("deny_net");
+  s.flags.credentials = p.StringList("credentials");
+  s.flags.credential_env = p.StringList("credential_env");
+  s.flags.allow_degraded = p.StringList("allow_degraded");
+  for (const auto& [name, value] : p.StringMap("env", /*allow_null=*/true)) {
+    if (!ValidEnvName(name))
+      return InvalidError("params.env: invalid variable name \"" + name + "\"");
+    s.flags.env.push_back(value ? name + "=" + *value : name);
+  }
+  if (auto ask = p.Bool("ask")) {
+    if (*ask) s.flags.approvals = true;
+  }
+  ParseLimits(p, s.flags);
+  if (auto v = p.Int("ttl_s", 0, int64_t{1} << 40)) s.ttl_s = *v;
+  if (auto v = p.Int("idle_s", 0, int64_t{1} << 40)) s.idle_s = *v;
+  auto labels = p.StringMap("labels");
+  if (!p.Finish()) return p.error();
+  if (labels.size() > 32) return InvalidError("params.labels: at most 32 labels");
+  for (const auto& [k, v] : labels) {
+    if (!ValidLabelKey(k)) return InvalidError("params.labels: invalid key \"" + k + "\"");
+    if (k == "sandbox" || k == "exec") {
+      return InvalidError("params.labels: \"" + k + "\" is set by the daemon");
+    }
+    if (v->size() > 256) return InvalidError("params.labels: value of \"" + k + "\" is too long");
+    s.labels[k] = *v;
+  }
+  return s;
+}
+
+nlohmann::json SandboxSpecToJson(const SandboxSpec& s) {
+  nlohmann::json j = {{"workspace", s.workspace}, {"profile", s.flags.profile}};
+  auto list = [&](const char* key, const std::vector<std::string>& v) {
+    if (!v.empty()) j[key] = v;
+  };
+  list("write", s.flags.write);
+  list("read", s.flags.read);
+  list("deny", s.flags.deny);
+  list("allow_net", s.flags.allow_net);
+  list("deny_net", s.flags.deny_net);
+  list("credentials", s.flags.credentials);
+  list("credential_env", s.flags.credential_env);
+  list("allow_degraded", s.flags.allow_degraded);
+  if (!s.flags.env.empty()) {
+    nlohmann::json env = nlohmann::json::object();
+    for (const auto& e : s.flags.env) {
+      size_t eq = e.find('=');
+      if (eq == std::string::npos) {
+        env[e] = nullptr;
+      } else {
+        env[e.substr(0, eq)] = e.substr(eq + 1);
+      }
+    }
+    j["env"] = env;
+  }
+  if (s.flags.approvals.value_or(false)) j["ask"] = true;
+  nlohmann::json limits = nlohmann::json::object();
+  for (const char* key : kLimitKeys) {
+    if (const auto* v = LimitField(s.flags, key); v && *v) limits[key] = **v;
+  }
+  if (!limits.empty()) j["limits"] = limits;
+  if (s.ttl_s) j["ttl_s"] = s.ttl_s;
+  if (s.idle_s) j["idle_s"] = s.idle_s;
+  if (!s.labels.empty()) j["labels"] = s.labels;
+  return j;
+}
+
+std::vector<std::string> RunFlagsToArgs(const policy::RunFlags& f, const std::string& workdir) {
+  std::vector<std::string> a;
+  a.push_back("--profile=" + f.profile);
+  if (!workdir.empty()) a.push_back("--workdir=" + workdir);
+  auto each = [&](const char* opt, const std::vector<std::string>& v) {
+    for (const auto& x : v) a.push_back(std::string(opt) + "=" + x);
+  };
+  each("--write", f.write);
+  each("--read", f.read);
+  each("--deny", f.deny);
+  each("--env", f.env);
+  each("--allow-net", f.allow_net);
+  each("--deny-net", f.deny_net);
+  each("--credential", f.credentials);
+  each("--credential-env", f.credential_env);
+  if (!f.allow_degraded.empty()) {
+    std::string joined;
+    for (const auto& l : f.allow_degraded) joined += (joined.empty() ? "" : ",") + l;
+    a.push_back("--allow-degraded=" + joined);
+  }
+  auto opt = [&](const char* name, const std::optional<std::string>& v) {
+    if (v) a.push_back(std::string(name) + "=" + *v);
+  };
+  opt("--memory", f.memory);
+  opt("--pids", f.pids);
+  opt("--cpu", f.cpu);
+  opt("--timeout", f.timeout);
+  opt("--tmp-size", f.tmp_size);
+  opt("--file-size", f.file_size);
+  if (f.approvals.value_or(false)) a.push_back("--ask");
+  if (f.no_audit) a.push_back("--no-audit");
+  return a;
+}
+
+Expected<policy::RunFlags> NarrowFlags(const SandboxSpec& spec, const policy::Policy& effective,
+                                       const nlohmann::json& exec_policy) {
+  policy::RunFlags f = spec.flags;
+  Params p(exec_policy, "policy");
+  const std::string& ws = spec.workspace;
+  const std::string& home = effective.home;
+
+  if (auto prof = p.String("profile", 4096)) {
+    if (*prof != spec.flags.profile) {
+      return DeniedError("policy.profile: an exec cannot change the sandbox's profile");
+    }
+  }
+  bool has_write = p.Has("write"), has_read = p.Has("read"), has_net = p.Has("allow_net");
+  auto write = p.StringList("write");
+  auto read = p.StringList("read");
+  auto deny = p.StringList("deny");
+  auto deny_net = p.StringList("deny_net");
+  auto allow_net = p.StringList("allow_net");
+  policy::RunFlags limits_in;
+  ParseLimits(p, limits_in);
+  if (!p.Finish()) return p.error();
+
+  if (has_write) {
+    f.write.clear();
+    for (const auto& w : write) {
+      auto abs = AbsolutePath(w, ws, home);
+      if (!abs) return InvalidError("policy.write: bad path \"" + w + "\"");
+      policy::PathDecision d = policy::DecidePath(effective, *abs);
+      if (d.visibility != policy::PathDecision::Visibility::kWrite || d.is_protected ||
+          !d.host_file) {
+        return DeniedError("policy.write: \"" + w +
+                           "\" is not writable in this sandbox (an exec may only narrow)");
+      }
+      f.write.push_back(*abs);
+    }
+  }
+  if (has_read) {
+    f.read.clear();
+    for (const auto& r : read) {
+      auto abs = AbsolutePath(r, ws, home);
+      if (!abs) return InvalidError("policy.read: bad path \"" + r + "\"");
+      policy::PathDecision d = policy::DecidePath(effective, *abs);
+      if (d.visibility == policy::PathDecision::Visibility::kHidden || !d.host_file) {
+        return DeniedError("policy.read: \"" + r +
+                           "\" is not visible in this sandbox (an exec may only narrow)");
+      }
+      f.read.push_back(*abs);
+    }
+  }
+  for (const auto& d : deny) {
+    auto abs = AbsolutePath(d, ws, home);
+    if (!abs) return InvalidError("policy.deny: bad path \"" + d + "\"");
+    f.deny.push_back(*abs);
+  }
+  for (const auto& h : deny_net) f.deny_net.push_back(h);
+  if (has_net) {
+    std::vector<std::string> allowed;
+    for (const auto& r : effective.network.allow) allowed.push_back(r.pattern);
+    for (const auto& h : allow_net) {
+      if (std::find(allowed.begin(), allowed.end(), h) == allowed.end()) {
+        return DeniedError("policy.allow_net: \"" + h +
+                           "\" is not allowed in this sandbox (an exec may only narrow)");
+      }
+    }
+    // The profile's own allow rules cannot be removed by flags; deny the ones not kept.
+    f.allow_net.clear();
+    for (const auto& h : allowed) {
+      if (std::find(allow_net.begin(), allow_net.end(), h) == allow_net.end()) {
+        f.deny_net.push_back(h);
+      }
+    }
+  }
+  // Limits: each at most the sandbox's own.
+  const policy::Limits& L = effective.limits;
+  for (const char* key : kLimitKeys) {
+    const auto* v = LimitField(limits_in, key);
+    if (!v || !*v) continue;
+    const std::string& text = **v;
+    std::string k = key;
+    bool wider = false;
+    if (k == "memory" || k == "tmp_size" || k == "file_size") {
+      Result<uint64_t> n = policy::ParseSize(text);
+      if (!n.ok()) return InvalidError("policy.limits." + k + ": " + n.status().message());
+      const auto& cur =
+          k == "memory" ? L.memory_bytes : (k == "tmp_size" ? L.tmp_size_bytes : L.file_size_bytes);
+      wider = cur && *n > *cur;
+    } else if (k == "timeout") {
+      Result<uint64_t> n = policy::ParseDurationMs(text);
+      if (!n.ok()) return InvalidError("policy.limits.timeout: " + n.status().message());
+      wider = L.timeout_ms && *n > *L.timeout_ms;
+    } else if (k == "pids") {
+      char* end = nullptr;
+      unsigned long long n = std::strtoull(text.c_str(), &end, 10);
+      if (text.empty() || *end != '\0' || n == 0) {
+        return InvalidError("policy.limits.pids must be a positive integer");
+      }
+      wider = L.pids && n > *L.pids;
+    } else if (k == "cpu") {
+      char* end = nullptr;
+      double n = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(n > 0)) {
+        return InvalidError("policy.limits.cpu must be a positive number");
+      }
+      wider = L.cpu_cores && n > *L.cpu_cores;
+    }
+    if (wider) {
+      return DeniedError("policy.limits." + k +
+                         ": larger than the sandbox's (an exec may only narrow)");
+    }
+    *LimitField(f, key) = text;
+  }
+  return f;
+}
+
+Expected<std::string> ResolveCwd(const std::string& workspace, const std::string& cwd) {
+  if (cwd.empty()) return std::string();
+  std::string abs = cwd[0] == '/' ? policy::NormalizePath(cwd)
+                                  : policy::NormalizePath(policy::JoinPath(workspace, cwd));
+  // Lexical check first: JoinPath + Normalize folds "..", so escapes show up here.
+  if (cwd[0] != '/') {
+    int depth = 0;
+    size_t i = 0;
+    while (i <= cwd.size()) {
+      size_t j = cwd.find('/', i);
+      if (j == std::string::npos) j = cwd.size();
+      std::string comp = cwd.substr(i, j - i);
+      if (comp == "..") {
+        if (--depth < 0) return DeniedError("cwd \"" + cwd + "\" leaves the workspace");
+      } else if (!comp.empty() && comp != ".") {
+        ++depth;
+      }
+      i = j + 1;
+    }
+  }
+  if (!policy::PathIsWithin(abs, workspace)) {
+    return DeniedError("cwd \"" + cwd + "\" is outside the workspace");
+  }
+  if (abs == workspace) return std::string();
+  return abs;
+}
+
+RunInvocation BuildRunInvocation(const policy::RunFlags& flags, const std::string& workspace,
+                                 const std::vector<std::string>& labels, int json_status_fd,
+                                 const ExecCommand& command) {
+  RunInvocation inv;
+  inv.args.push_back("run");
+  for (auto& a : RunFlagsToArgs(flags, workspace)) inv.args.push_back(std::move(a));
+  for (const auto& l : labels) inv.args.push_back("--label=" + l);
+  inv.args.push_back("--json-status=" + std::to_string(json_status_fd));
+  inv.args.push_back("--");
+  if (!command.cwd.empty()) {
+    // `ward run` starts in the workspace; a subdirectory is entered inside the sandbox.
+    inv.args.insert(inv.args.end(), {"/bin/sh", "-c", "cd -- \"$1\" && shift && exec \"$@\"",
+                                     "ward-cwd", command.cwd});
+  }
+  inv.args.insert(inv.args.end(), command.argv.begin(), command.argv.end());
+  return inv;
+}
+
+}  // namespace ward::api

@@ -1,0 +1,69 @@
+// What a sandbox of the agent API is (a policy plus a workspace), how its parameters are
+// validated, and how one exec becomes a `ward run` command line. An exec's own `policy` may
+// only narrow the sandbox's: it is checked against the sandbox's effective Policy here, before
+// anything runs, and turned into narrowing flags of `ward run`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/error.h"
+#include "policy/loader.h"
+#include "policy/policy.h"
+
+namespace ward::api {
+
+struct SandboxSpec {
+  policy::RunFlags flags;  // profile, paths, env, net, credentials, limits (as `ward run` takes)
+  std::string workspace;   // absolute (canonicalised by the caller before use)
+  int64_t ttl_s = 0;       // 0: no expiry
+  int64_t idle_s = 0;      // 0: no idle expiry
+  std::map<std::string, std::string> labels;
+};
+
+// Parses the params of sandbox.create. Relative paths in read/write/deny are taken relative
+// to the workspace; "~" and "~/..." are kept for the policy loader. `workspace` must be an
+// absolute path (it is not resolved here).
+Expected<SandboxSpec> ParseSandboxSpec(const nlohmann::json& params);
+// The same shape as the params (so a stored spec reloads through ParseSandboxSpec).
+nlohmann::json SandboxSpecToJson(const SandboxSpec& spec);
+
+// Labels: keys [a-z0-9_.-]{1,64}, values up to 256 bytes, at most 32.
+bool ValidLabelKey(const std::string& key);
+
+// The options of `ward run` (before `--`) that reproduce these flags, as --name=value so that
+// no value can be read as an option.
+std::vector<std::string> RunFlagsToArgs(const policy::RunFlags& flags, const std::string& workdir);
+
+// Applies an exec's `policy` object to the sandbox's flags. Allowed: `deny` (paths),
+// `deny_net` (hosts), `write` and `read` (replace the sandbox's own lists; every path must
+// already be writable, resp. visible, under `effective`), `allow_net` (replaces; each pattern
+// must be one the sandbox allows, verbatim), `limits` (each at most the sandbox's). Anything
+// else is invalid_request; a widening is policy_denied.
+Expected<policy::RunFlags> NarrowFlags(const SandboxSpec& spec, const policy::Policy& effective,
+                                       const nlohmann::json& exec_policy);
+
+// `ward run` arguments for one exec, up to and including "--", then the command.
+struct RunInvocation {
+  std::vector<std::string> args;  // without argv[0]
+};
+struct ExecCommand {
+  std::vector<std::string> argv;  // what runs inside
+  std::string cwd;                // absolute, within the workspace; "" = the workspace
+};
+RunInvocation BuildRunInvocation(const policy::RunFlags& flags, const std::string& workspace,
+                                 const std::vector<std::string>& labels, int json_status_fd,
+                                 const ExecCommand& command);
+
+// An exec's `cwd`: relative to the workspace, or absolute inside it. Lexical: ".." may not
+// leave the workspace. Returns the absolute path.
+Expected<std::string> ResolveCwd(const std::string& workspace, const std::string& cwd);
+
+// Environment names of exec.env: [A-Za-z_][A-Za-z0-9_]*.
+bool ValidEnvName(const std::string& name);
+
+}  // namespace ward::api

@@ -1,0 +1,134 @@
+// `ward mcp [run options]`: a Model Context Protocol server on stdin/stdout. Every `exec` tool
+// call runs in a fresh sandbox under these options (`ward run` with the same flags); the file
+// tools go through the supervisor's policy checks. Only MCP messages go to stdout; logs go to
+// stderr.
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <asio.hpp>
+#include <cstdio>
+
+#include "api/jsonrpc.h"
+#include "api/mcp.h"
+#include "cli/commands.h"
+#include "cli/run_options.h"
+
+namespace ward::cli {
+namespace {
+
+struct McpOptions {
+  RunOptions run;
+};
+
+bool RunTakesLabels() {
+  CLI::App probe;
+  int ignored = 0;
+  AddRunCommand(probe, &ignored);
+  try {
+    return probe.get_subcommand("run")->get_option_no_throw("--label") != nullptr;
+  } catch (const CLI::Error&) {
+    return false;
+  }
+}
+
+void WriteStdout(const std::string& line) {
+  const char* p = line.data();
+  size_t n = line.size();
+  while (n > 0) {
+    ssize_t w = write(1, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;  // the client is gone; stdin EOF follows
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+int RunMcp(const McpOptions& o) {
+  signal(SIGPIPE, SIG_IGN);
+  Result<policy::Policy> pol = LoadEffectivePolicy(o.run);
+  if (!pol.ok()) {
+    std::fprintf(stderr, "ward mcp: %s\n", pol.status().ToString().c_str());
+    return 125;
+  }
+  const char* xdg = getenv("XDG_RUNTIME_DIR");
+  std::string tmpl = std::string(xdg && xdg[0] == '/' ? xdg : "/tmp") + "/ward-mcp-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) {
+    std::fprintf(stderr, "ward mcp: cannot create %s: %s\n", tmpl.c_str(), std::strerror(errno));
+    return 1;
+  }
+  std::string state = buf.data();
+
+  api::McpConfig cfg;
+  cfg.version = WARD_VERSION;
+  cfg.flags = o.run.flags;
+  cfg.workspace = pol->workspace;
+  cfg.policy = &pol.value();
+  cfg.exec.state_dir = state;
+  cfg.exec.labels = RunTakesLabels();
+  int rc = 0;
+  {
+    asio::io_context io;
+    api::McpServer server(io, cfg, WriteStdout);
+    if (Status st = server.Init(); !st.ok()) {
+      std::fprintf(stderr, "ward mcp: %s\n", st.ToString().c_str());
+      api::RemoveTree(state);
+      return 1;
+    }
+    std::fprintf(stderr, "ward mcp: serving %s (profile %s)\n", cfg.workspace.c_str(),
+                 cfg.flags.profile.c_str());
+    asio::posix::stream_descriptor in(io, dup(0));
+    api::LineFramer framer;
+    std::array<char, 65536> chunk;
+    bool stopping = false;
+    auto stop = [&] {
+      if (stopping) return;
+      stopping = true;
+      server.Shutdown();
+      io.stop();
+    };
+    std::function<void()> read_more = [&] {
+      in.async_wait(asio::posix::descriptor_base::wait_read, [&](const asio::error_code& ec) {
+        if (ec) return stop();
+        ssize_t n = read(in.native_handle(), chunk.data(), chunk.size());
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) return read_more();
+        if (n <= 0) return stop();
+        framer.Feed(std::string_view(chunk.data(), static_cast<size_t>(n)));
+        while (auto item = framer.Next()) {
+          if (item->oversized) {
+            api::Error e = api::InvalidError("message too long; it was discarded");
+            e.code = api::kInvalidRequestCode;
+            WriteStdout(api::SerializeLine(api::MakeErrorResponse(nullptr, e)));
+            continue;
+          }
+          server.HandleLine(item->line);
+        }
+        read_more();
+      });
+    };
+    read_more();
+    asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+    signals.async_wait([&](const asio::error_code& ec, int) {
+      if (!ec) stop();
+    });
+    io.run();
+    server.Shutdown();
+  }
+  api::RemoveTree(state);
+  return rc;
+}
+
+}  // namespace
+
+void AddMcpCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<McpOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "mcp", "Serve MCP on stdio: every exec tool call runs in a fresh sandbox under OPTIONS");
+  AddRunOptions(sub, &o->run);
+  sub->callback([o, exit_code] { *exit_code = RunMcp(*o); });
+}
+
+}  // namespace ward::cli

@@ -1,0 +1,319 @@
+// The daemon's methods without a socket: sandboxes, execs (through a fake `ward run`), files,
+// errors with kinds, expiry, and what a restarted daemon finds.
+#include "api/service.h"
+
+#include <gtest/gtest.h>
+
+#include "api_test_util.h"
+
+namespace ward::api {
+namespace {
+
+using testing::RunUntil;
+using testing::TempDir;
+
+class FakePeer : public Peer {
+ public:
+  void Send(const nlohmann::json& m) override { messages.push_back(m); }
+  bool alive() const override { return true; }
+  std::optional<nlohmann::json> Response(int id) const {
+    for (const auto& m : messages) {
+      if (m.contains("id") && m["id"] == id) return m;
+    }
+    return std::nullopt;
+  }
+  std::vector<nlohmann::json> Notifications(const std::string& method) const {
+    std::vector<nlohmann::json> out;
+    for (const auto& m : messages) {
+      if (m.contains("method") && m["method"] == method) out.push_back(m);
+    }
+    return out;
+  }
+  std::vector<nlohmann::json> messages;
+};
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(); }
+  void Start() {
+    ServiceConfig c;
+    c.version = "test";
+    c.state_dir = state_.path() + "/serve";
+    c.audit_dir = audit_.path();
+    c.exec.ward_binary = testing::WriteFakeRunner(bin_.path());
+    c.exec.kill_grace = std::chrono::milliseconds(200);
+    c.max_sandboxes = 3;
+    c.load_policy = [](const policy::RunFlags& f, const std::string& ws) {
+      return testing::LoadTestPolicy(ws, f);
+    };
+    svc_ = std::make_unique<Service>(io_, c);
+    Status st = svc_->Init();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  // Sends a request and runs the loop until its response arrives.
+  nlohmann::json Call(const std::string& method, nlohmann::json params = nlohmann::json::object(),
+                      int wait_ms = 10000) {
+    int id = ++next_id_;
+    Message m;
+    m.kind = Message::Kind::kRequest;
+    m.id = id;
+    m.method = method;
+    m.params = std::move(params);
+    svc_->Handle(m, peer_);
+    RunUntil(
+        io_, [&] { return peer_->Response(id).has_value(); }, std::chrono::milliseconds(wait_ms));
+    auto r = peer_->Response(id);
+    EXPECT_TRUE(r.has_value()) << method << " got no response";
+    return r.value_or(nlohmann::json::object());
+  }
+  std::string Kind(const nlohmann::json& r) {
+    if (!r.contains("error")) return "";
+    return r["error"]["data"]["kind"];
+  }
+  std::string Create(nlohmann::json extra = nlohmann::json::object()) {
+    extra["workspace"] = ws_.path();
+    auto r = Call("sandbox.create", extra);
+    EXPECT_TRUE(r.contains("result")) << r.dump();
+    return r.contains("result") ? r["result"]["sandbox_id"].get<std::string>() : "";
+  }
+
+  asio::io_context io_;
+  TempDir bin_, state_, audit_, ws_;
+  std::unique_ptr<Service> svc_;
+  std::shared_ptr<FakePeer> peer_ = std::make_shared<FakePeer>();
+  int next_id_ = 0;
+};
+
+TEST_F(ServiceTest, VersionAndUnknownMethods) {
+  auto r = Call("ward.version");
+  EXPECT_EQ(r["result"]["protocol"], kServeProtocolVersion);
+  EXPECT_EQ(r["result"]["version"], "test");
+  r = Call("no.such.method");
+  EXPECT_EQ(r["error"]["code"], kMethodNotFoundCode);
+  EXPECT_EQ(Kind(r), "unsupported");
+  r = Call("approvals.list");
+  EXPECT_EQ(Kind(r), "unsupported");
+}
+
+TEST_F(ServiceTest, SandboxLifecycle) {
+  std::string id = Create({{"labels", {{"task", "demo"}}}});
+  ASSERT_TRUE(ValidId(id, "sb"));
+  auto g = Call("sandbox.get", {{"sandbox_id", id}});
+  EXPECT_EQ(g["result"]["workspace"], ws_.path());
+  EXPECT_EQ(g["result"]["labels"]["task"], "demo");
+  auto l = Call("sandbox.list");
+  EXPECT_EQ(l["result"]["sandboxes"].size(), 1u);
+  auto d = Call("sandbox.destroy", {{"sandbox_id", id}});
+  EXPECT_EQ(d["result"]["destroyed"], true);
+  EXPECT_EQ(Kind(Call("sandbox.get", {{"sandbox_id", id}})), "not_found");
+  EXPECT_EQ(Kind(Call("sandbox.destroy", {{"sandbox_id", id}})), "not_found");
+}
+
+TEST_F(ServiceTest, BadSandboxRequests) {
+  EXPECT_EQ(Kind(Call("sandbox.create", nlohmann::json::object())), "invalid_request");
+  EXPECT_EQ(Kind(Call("sandbox.create", {{"workspace", "/nonexistent/ws"}})), "not_found");
+  EXPECT_EQ(Kind(Call("sandbox.create", {{"workspace", ws_.path()}, {"profile", "no-such"}})),
+            "invalid_request");
+  EXPECT_EQ(Kind(Call("sandbox.create", {{"workspace", ws_.path()},
+                                         {"write", {"rel/../x"}},
+                                         {"limits", {{"memory", "lots"}}}})),
+            "invalid_request");
+  EXPECT_EQ(Kind(Call("sandbox.get", {{"sandbox_id", 5}})), "invalid_request");
+  EXPECT_EQ(Kind(Call("sandbox.list", {{"x", 1}})), "invalid_request");
+  // A workspace that would expose the audit trail is refused.
+  auto r = Call("sandbox.create", {{"workspace", audit_.path()}});
+  EXPECT_EQ(Kind(r), "invalid_request") << r.dump();
+  Create();
+  Create();
+  Create();
+  EXPECT_EQ(Kind(Call("sandbox.create", {{"workspace", ws_.path()}})), "resource_exhausted");
+}
+
+TEST_F(ServiceTest, ExecRunReturnsOutputAndNotifies) {
+  std::string sb = Create();
+  auto r = Call("exec.run", {{"sandbox_id", sb}, {"shell", "echo hi; echo oops >&2; exit 4"}});
+  ASSERT_TRUE(r.contains("result")) << r.dump();
+  auto& res = r["result"];
+  EXPECT_EQ(res["status"], "exited");
+  EXPECT_EQ(res["exit_code"], 4);
+  EXPECT_EQ(res["stdout"], "hi\n");
+  EXPECT_EQ(res["stderr"], "oops\n");
+  auto notes = peer_->Notifications("exec.output");
+  ASSERT_FALSE(notes.empty());
+  EXPECT_EQ(notes[0]["params"]["exec_id"], res["exec_id"]);
+  auto list = Call("exec.list", {{"sandbox_id", sb}});
+  EXPECT_EQ(list["result"]["execs"].size(), 1u);
+  // Replay after the fact.
+  auto rd = Call("exec.read", {{"exec_id", res["exec_id"]}, {"stream", "stdout"}, {"offset", 1}});
+  EXPECT_EQ(rd["result"]["data"], "i\n");
+  EXPECT_EQ(rd["result"]["complete"], true);
+  rd = Call("exec.read", {{"exec_id", res["exec_id"]}, {"encoding", "base64"}});
+  EXPECT_EQ(rd["result"]["data"], "aGkK");
+}
+
+TEST_F(ServiceTest, YieldThenWaitAndSignal) {
+  std::string sb = Create();
+  auto r = Call("exec.run", {{"sandbox_id", sb},
+                             {"argv", {"/bin/sh", "-c", "echo started; sleep 30"}},
+                             {"yield_ms", 300}});
+  ASSERT_TRUE(r.contains("result")) << r.dump();
+  EXPECT_EQ(r["result"]["status"], "running");
+  std::string ex = r["result"]["exec_id"];
+  auto w = Call("exec.wait", {{"exec_id", ex}, {"timeout_ms", 100}});
+  EXPECT_EQ(Kind(w), "timeout");
+  auto s = Call("exec.signal", {{"exec_id", ex}, {"signal", "KILL"}});
+  ASSERT_TRUE(s.contains("result")) << s.dump();
+  w = Call("exec.wait", {{"exec_id", ex}});
+  EXPECT_EQ(w["result"]["status"], "exited");
+  EXPECT_EQ(w["result"]["signal"], 9);
+  EXPECT_EQ(w["result"]["stdout"], "started\n");
+  // The yielded caller was told of the end too.
+  EXPECT_FALSE(peer_->Notifications("exec.exit").empty());
+  EXPECT_EQ(Kind(Call("exec.signal", {{"exec_id", ex}, {"signal", "STOP"}})), "invalid_request");
+}
+
+TEST_F(ServiceTest, TimeoutStdinAndEnv) {
+  std::string sb = Create();
+  auto r =
+      Call("exec.run", {{"sandbox_id", sb}, {"argv", {"/bin/sleep", "30"}}, {"timeout_ms", 200}});
+  EXPECT_EQ(r["result"]["status"], "timed_out");
+  r = Call("exec.run", {{"sandbox_id", sb},
+                        {"argv", {"/bin/cat"}},
+                        {"stdin", "aGVsbG8="},
+                        {"stdin_encoding", "base64"}});
+  EXPECT_EQ(r["result"]["stdout"], "hello");
+  r = Call("exec.run",
+           {{"sandbox_id", sb}, {"argv", {"/bin/cat"}}, {"stdin_open", true}, {"yield_ms", 100}});
+  std::string ex = r["result"]["exec_id"];
+  EXPECT_TRUE(Call("exec.write_stdin", {{"exec_id", ex}, {"data", "abc"}, {"eof", true}})
+                  .contains("result"));
+  auto w = Call("exec.wait", {{"exec_id", ex}});
+  EXPECT_EQ(w["result"]["stdout"], "abc");
+  EXPECT_EQ(
+      Kind(Call("exec.run", {{"sandbox_id", sb}, {"argv", {"true"}}, {"env", {{"1X", "y"}}}})),
+      "invalid_request");
+}
+
+TEST_F(ServiceTest, ExecRequestsAreValidated) {
+  std::string sb = Create();
+  struct Case {
+    nlohmann::json params;
+    std::string kind;
+  } cases[] = {
+      {{{"sandbox_id", sb}}, "invalid_request"},                                     // no command
+      {{{"sandbox_id", sb}, {"argv", {"a"}}, {"shell", "b"}}, "invalid_request"},    // both
+      {{{"sandbox_id", sb}, {"argv", nlohmann::json::array()}}, "invalid_request"},  // empty
+      {{{"sandbox_id", sb}, {"argv", {"true"}}, {"cwd", "../.."}}, "policy_denied"},
+      {{{"sandbox_id", sb}, {"argv", {"true"}}, {"timeout_ms", -5}}, "invalid_request"},
+      {{{"sandbox_id", sb}, {"argv", {"true"}}, {"policy", {{"write", {"/etc"}}}}},
+       "policy_denied"},
+      {{{"sandbox_id", sb}, {"argv", {"true"}}, {"policy", {{"widen", true}}}}, "invalid_request"},
+      {{{"sandbox_id", sb}, {"argv", {"true"}}, {"stdin", "!!"}, {"stdin_encoding", "base64"}},
+       "invalid_request"},
+      {{{"sandbox_id", "sb-0000000000000000"}, {"argv", {"true"}}}, "not_found"},
+      {{{"sandbox_id", sb}, {"argv", {"true"}}, {"bogus", 1}}, "invalid_request"},
+  };
+  for (const auto& c : cases)
+    EXPECT_EQ(Kind(Call("exec.run", c.params)), c.kind) << c.params.dump();
+  EXPECT_EQ(Kind(Call("exec.read", {{"exec_id", "ex-0000000000000000"}})), "not_found");
+  EXPECT_EQ(Kind(Call("exec.wait", {{"exec_id", "ex-../../x"}})), "not_found");
+}
+
+TEST_F(ServiceTest, DeniedRunIsDenied) {
+  std::string sb = Create();
+  auto r = Call("exec.run", {{"sandbox_id", sb}, {"argv", {"__refuse__"}}});
+  EXPECT_EQ(r["result"]["status"], "denied");
+  EXPECT_EQ(r["result"]["exit_code"], 125);
+}
+
+TEST_F(ServiceTest, FilesThroughTheDaemon) {
+  std::string sb = Create();
+  auto w = Call("fs.write", {{"sandbox_id", sb}, {"path", "dir/a.txt"}, {"data", "x"}});
+  EXPECT_EQ(Kind(w), "not_found");  // no parent
+  EXPECT_TRUE(Call("fs.mkdir", {{"sandbox_id", sb}, {"path", "dir"}}).contains("result"));
+  w = Call("fs.write",
+           {{"sandbox_id", sb}, {"path", "dir/a.txt"}, {"data", "AAEC"}, {"encoding", "base64"}});
+  ASSERT_TRUE(w.contains("result")) << w.dump();
+  EXPECT_EQ(w["result"]["size"], 3);
+  auto r = Call("fs.read", {{"sandbox_id", sb}, {"path", "dir/a.txt"}, {"encoding", "base64"}});
+  EXPECT_EQ(r["result"]["data"], "AAEC");
+  auto l = Call("fs.list", {{"sandbox_id", sb}, {"depth", 2}});
+  EXPECT_EQ(l["result"]["entries"].size(), 2u);
+  EXPECT_TRUE(Call("fs.stat", {{"sandbox_id", sb}, {"path", "dir"}}).contains("result"));
+  EXPECT_TRUE(
+      Call("fs.rename", {{"sandbox_id", sb}, {"from", "dir"}, {"to", "d2"}}).contains("result"));
+  EXPECT_TRUE(Call("fs.remove", {{"sandbox_id", sb}, {"path", "d2"}, {"recursive", true}})
+                  .contains("result"));
+  EXPECT_EQ(Kind(Call("fs.write", {{"sandbox_id", sb}, {"path", ".envrc"}, {"data", "x"}})),
+            "policy_denied");
+  EXPECT_EQ(Kind(Call("fs.read", {{"sandbox_id", sb}, {"path", "../../etc/passwd"}})),
+            "policy_denied");
+  EXPECT_EQ(Kind(Call("fs.chmod", {{"sandbox_id", sb}, {"path", "x"}})), "unsupported");
+  EXPECT_EQ(Kind(Call("fs.read", {{"sandbox_id", sb}})), "invalid_request");
+}
+
+TEST_F(ServiceTest, AuditQueryFindsTheSandboxSession) {
+  std::string sb = Create();
+  Call("fs.write", {{"sandbox_id", sb}, {"path", ".envrc"}, {"data", "x"}});  // a denial
+  Call("fs.write", {{"sandbox_id", sb}, {"path", "ok"}, {"data", "x"}});
+  auto q = Call("audit.query", {{"sandbox_id", sb}, {"records", true}, {"type", "fs."}});
+  ASSERT_TRUE(q.contains("result")) << q.dump();
+  auto& sessions = q["result"]["sessions"];
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_EQ(sessions[0]["labels"]["sandbox"], sb);
+  EXPECT_EQ(sessions[0]["denials"], 1);
+  ASSERT_EQ(sessions[0]["records"].size(), 2u);
+  EXPECT_EQ(sessions[0]["records"][0]["type"], "fs.deny");
+  EXPECT_EQ(Kind(Call("audit.query", {{"sandbox_id", "../x"}})), "invalid_request");
+  auto none = Call("audit.query", {{"labels", {{"task", "nothing"}}}});
+  EXPECT_TRUE(none["result"]["sessions"].empty());
+}
+
+TEST_F(ServiceTest, TtlExpiresASandboxAndInterruptsItsExecs) {
+  std::string sb = Create({{"ttl_s", 1}});
+  auto r = Call("exec.run", {{"sandbox_id", sb}, {"argv", {"/bin/sleep", "30"}}, {"yield_ms", 10}});
+  std::string ex = r["result"]["exec_id"];
+  RunUntil(
+      io_, [] { return false; }, std::chrono::milliseconds(1100));
+  svc_->Tick();
+  EXPECT_EQ(Kind(Call("sandbox.get", {{"sandbox_id", sb}})), "not_found");
+  RunUntil(io_, [&] { return !peer_->Notifications("exec.exit").empty(); });
+  auto exits = peer_->Notifications("exec.exit");
+  ASSERT_FALSE(exits.empty());
+  EXPECT_EQ(exits.back()["params"]["status"], "interrupted");
+}
+
+TEST_F(ServiceTest, IdleExpiryWaitsForRunningExecs) {
+  std::string sb = Create({{"idle_s", 1}});
+  RunUntil(
+      io_, [] { return false; }, std::chrono::milliseconds(1100));
+  svc_->Tick();
+  EXPECT_EQ(Kind(Call("sandbox.get", {{"sandbox_id", sb}})), "not_found");
+}
+
+TEST_F(ServiceTest, ARestartedDaemonKeepsSandboxesAndReplays) {
+  std::string sb = Create();
+  auto r = Call("exec.run", {{"sandbox_id", sb}, {"argv", {"/bin/echo", "before restart"}}});
+  std::string done = r["result"]["exec_id"];
+  r = Call("exec.run", {{"sandbox_id", sb}, {"argv", {"/bin/sleep", "30"}}, {"yield_ms", 10}});
+  std::string running = r["result"]["exec_id"];
+  svc_.reset();  // the daemon stops: running execs are killed and recorded as interrupted
+  Start();
+  EXPECT_TRUE(Call("sandbox.get", {{"sandbox_id", sb}}).contains("result"));
+  auto w = Call("exec.wait", {{"exec_id", running}});
+  EXPECT_EQ(w["result"]["status"], "interrupted");
+  EXPECT_EQ(w["result"]["exit_code"], nullptr);
+  auto rd = Call("exec.read", {{"exec_id", done}});
+  EXPECT_EQ(rd["result"]["data"], "before restart\n");
+}
+
+TEST_F(ServiceTest, SandboxDestroyInterruptsRunningExecs) {
+  std::string sb = Create();
+  auto r = Call("exec.run", {{"sandbox_id", sb}, {"argv", {"/bin/sleep", "30"}}, {"yield_ms", 10}});
+  auto d = Call("sandbox.destroy", {{"sandbox_id", sb}});
+  ASSERT_EQ(d["result"]["interrupted"].size(), 1u);
+  EXPECT_EQ(d["result"]["interrupted"][0], r["result"]["exec_id"]);
+}
+
+}  // namespace
+}  // namespace ward::api
