@@ -256,7 +256,19 @@ Status Cgroup::Init(const CgroupSpec& spec) {
     WARD_TRY(WriteText(cpu_dir_ + "/cpu.cfs_quota_us", std::to_string(*spec.cpu_quota_us)));
   }
   if (paths_.empty()) return Error(Code::kInternal, "no v1 controller planned");
+  for (const std::string& dir : paths_) {
+    std::string tasks = dir + "/tasks";
+    UniqueFd fd(open(tasks.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) return ErrnoError("opening " + tasks, errno);
+    join_fds_.push_back(std::move(fd));
+  }
   return Ok();
+}
+
+std::vector<int> Cgroup::self_join_fds() const {
+  std::vector<int> fds;
+  for (const UniqueFd& fd : join_fds_) fds.push_back(fd.get());
+  return fds;
 }
 
 void Cgroup::StartReaper() {
@@ -340,6 +352,7 @@ Status Cgroup::Destroy() {
   if (destroyed_) return Ok();
   destroyed_ = true;
   clone_fd_.reset();
+  join_fds_.clear();
   bool gone = Teardown(paths_, version_, kTeardownMs);
   if (reaper_ > 0) {
     if (gone) {

@@ -40,7 +40,12 @@ class Cgroup {
   int version() const { return version_; }
   // v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 on v1.
   int clone_fd() const { return clone_fd_.get(); }
-  // Moves a process (sandbox init, before it proceeds) into every directory of the run.
+  // v1: the run's "tasks" files, opened by the supervisor. Sandbox init writes "0" to each as its
+  // very first step: a thread moving itself skips the global lock (and RCU grace period) that
+  // moving a process by pid takes, which made a v1 run some 10 ms slower to start.
+  std::vector<int> self_join_fds() const;
+  void CloseSelfJoinFds() { join_fds_.clear(); }
+  // Moves a process into every directory of the run (v2 without CLONE_INTO_CGROUP).
   Status Attach(pid_t pid);
   // SIGKILL to everything inside (cgroup.kill where the kernel has it).
   void KillAll();
@@ -61,6 +66,7 @@ class Cgroup {
   std::vector<std::string> paths_;  // created directories, absolute
   std::string memory_dir_, pids_dir_, cpu_dir_;
   UniqueFd clone_fd_;
+  std::vector<UniqueFd> join_fds_;
   pid_t reaper_ = -1;
   UniqueFd reaper_pipe_;  // write end; "done" or EOF
   bool destroyed_ = false;

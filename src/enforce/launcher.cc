@@ -152,7 +152,15 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
 }
 
 // Sandbox init: pid 1 of the new namespaces. Never returns.
-[[noreturn]] void InitMain(const LaunchPlan& plan, int ctl) {
+[[noreturn]] void InitMain(const LaunchPlan& plan, int ctl, const std::vector<int>& join_fds) {
+  // Into the run's cgroup (v1) before anything else: nothing here forks before it is inside.
+  for (int fd : join_fds) {
+    if (write(fd, "0", 1) != 1) {
+      ChildError err;
+      err.Set("cgroup", errno, "joining the run's cgroup");
+      ReportAndExit(ctl, err);
+    }
+  }
   // Keep only 0, 1, 2 and the control socket.
   if (ctl > 3) sys::CloseRange(3, ctl - 1, 0);
   sys::CloseRange(ctl + 1, UINT_MAX, 0);
@@ -363,6 +371,8 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(cgroup->clone_fd());
   }
+  // v1: init moves itself in (see Cgroup::self_join_fds).
+  std::vector<int> join_fds = cgroup ? cgroup->self_join_fds() : std::vector<int>();
   long pid = sys::Clone3(&args);
   if (pid < 0 && (args.flags & CLONE_INTO_CGROUP) && (errno == EINVAL || errno == E2BIG)) {
     args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);  // older kernel: attach below
@@ -376,13 +386,14 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   }
   if (pid == 0) {
     parent_end.reset();
-    InitMain(plan, child_end.release());
+    InitMain(plan, child_end.release(), join_fds);
   }
   Sandbox sb;
   sb.pid = static_cast<pid_t>(pid);
   sb.pidfd.reset(pidfd);
   child_end.reset();
-  if (cgroup && !(args.flags & CLONE_INTO_CGROUP)) {
+  if (cgroup) cgroup->CloseSelfJoinFds();
+  if (cgroup && join_fds.empty() && !(args.flags & CLONE_INTO_CGROUP)) {
     // Init waits for kGo before doing anything, so it cannot fork before it is inside.
     Status joined = cgroup->Attach(sb.pid);
     if (!joined.ok()) {

@@ -490,6 +490,7 @@ Outcome Run(const RunRequest& req) {
     session.Serve();
   }
   CollectLimits(req, *plan, cgroup.get(), &out);
+  if (cgroup) TraceMark("cgroup removed");
   out.duration_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   getrusage(RUSAGE_CHILDREN, &out.rusage);
