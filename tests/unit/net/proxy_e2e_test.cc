@@ -461,11 +461,22 @@ TEST_F(ProxyE2eTest, Socks5ConnectByDomainAndByAddress) {
     ASSERT_TRUE(SendAll(fd.get(), "GET /s5ip HTTP/1.1\r\nHost: x\r\n\r\n"));
     EXPECT_EQ(RecvHttpResponse(fd.get()).body, "ok /s5ip");
   }
-  ASSERT_TRUE(proxy_->WaitForEvents("net.allow", 2));
+  {  // IPv6 address type: ::ffff:127.0.0.1 is the allowed 127.0.0.1.
+    UniqueFd fd = ConnectTo(proxy_->port());
+    std::string req =
+        Bytes({5, 1, 0, 4}) + std::string(10, '\0') + Bytes({0xff, 0xff, 127, 0, 0, 1});
+    req += static_cast<char>(origin_.port() >> 8);
+    req += static_cast<char>(origin_.port() & 0xff);
+    ASSERT_EQ(Socks(fd.get(), req), 0);
+    ASSERT_TRUE(SendAll(fd.get(), "GET /s5v6 HTTP/1.1\r\nHost: x\r\n\r\n"));
+    EXPECT_EQ(RecvHttpResponse(fd.get()).body, "ok /s5v6");
+  }
+  ASSERT_TRUE(proxy_->WaitForEvents("net.allow", 3));
   auto allow = proxy_->events("net.allow");
   EXPECT_EQ(Str(allow[0].data, "via"), "socks5");
   EXPECT_EQ(Str(allow[0].data, "host"), "origin.test");
   EXPECT_EQ(Str(allow[1].data, "host"), "127.0.0.1");
+  EXPECT_EQ(Str(allow[2].data, "addr"), "127.0.0.1");
 }
 
 TEST_F(ProxyE2eTest, Socks5DenialsAndUnsupportedCommands) {
