@@ -62,30 +62,50 @@ echo "# ward egress proxy, loopback; $(nproc) CPUs, $(uname -r), load $(cut -d' 
 echo "# throughput: $SIZE bytes per transfer, median of $RUNS (curl -o /dev/null)"
 # CPU seconds (user + system) a process has used so far.
 cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / t}' "/proc/$1/stat"; }
-declare -A speeds
-proxy_cpu0=$(cpu "${pid_of[proxy]}")
-copy_cpu0=$(cpu "${pid_of[copy]}")
+declare -A speeds cpu_origin cpu_proxy cpu_curl
+# One transfer: records its speed and the CPU each process spent on it.
+transfer() {
+  local mode=$1 proxy_pid=$2
+  shift 2
+  local o0 p0 o1 p1 out
+  o0=$(cpu "${pid_of[origin]}")
+  p0=0
+  [ -n "$proxy_pid" ] && p0=$(cpu "$proxy_pid")
+  # curl's own CPU from its rusage, via bash's `times` in a subshell.
+  out=$( (curl -sS -o /dev/null -w '%{speed_download}' "$@" "$URL"; echo; times) )
+  o1=$(cpu "${pid_of[origin]}")
+  p1=0
+  [ -n "$proxy_pid" ] && p1=$(cpu "$proxy_pid")
+  speeds[$mode]+="$(echo "$out" | head -1) "
+  cpu_origin[$mode]=$(awk -v a="${cpu_origin[$mode]:-0}" -v d="$(awk -v x="$o0" -v y="$o1" 'BEGIN {print y - x}')" 'BEGIN {print a + d}')
+  cpu_proxy[$mode]=$(awk -v a="${cpu_proxy[$mode]:-0}" -v d="$(awk -v x="$p0" -v y="$p1" 'BEGIN {print y - x}')" 'BEGIN {print a + d}')
+  # `times` prints the shell's then its children's "XmY.YYYs XmY.YYYs"; the last line is curl.
+  local c
+  c=$(echo "$out" | tail -1 | awk '{
+        n = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); sub("s", "", p[2]); n += p[1] * 60 + p[2] }
+        print n }')
+  cpu_curl[$mode]=$(awk -v a="${cpu_curl[$mode]:-0}" -v d="$c" 'BEGIN {print a + d}')
+}
 for _ in $(seq "$RUNS"); do
   # Interleaved, so that a change in the machine's load hits every mode alike.
-  speeds[direct]+="$(curl -sS -o /dev/null -w '%{speed_download}' "$URL") "
-  speeds[forward]+="$(curl -sS -o /dev/null -w '%{speed_download}' -x "http://127.0.0.1:$PROXY" "$URL") "
-  speeds[tunnel]+="$(curl -sS -o /dev/null -w '%{speed_download}' -p -x "http://127.0.0.1:$PROXY" "$URL") "
-  speeds[copy]+="$(curl -sS -o /dev/null -w '%{speed_download}' -x "http://127.0.0.1:$COPY" "$URL") "
+  transfer direct ""
+  transfer forward "${pid_of[proxy]}" -x "http://127.0.0.1:$PROXY"
+  transfer tunnel "${pid_of[proxy]}" -p -x "http://127.0.0.1:$PROXY"
+  transfer copy "${pid_of[copy]}" -x "http://127.0.0.1:$COPY"
 done
-proxy_cpu=$(awk -v a="$proxy_cpu0" -v b="$(cpu "${pid_of[proxy]}")" 'BEGIN {print b - a}')
-copy_cpu=$(awk -v a="$copy_cpu0" -v b="$(cpu "${pid_of[copy]}")" 'BEGIN {print b - a}')
 direct=$(echo "${speeds[direct]}" | tr ' ' '\n' | grep . | median)
+gib=$(awk -v s="$SIZE" -v r="$RUNS" 'BEGIN {print s * r / 1073741824}')
+printf "%-20s %11s %7s   %s\n" mode median ratio "CPU s/GiB: origin proxy curl (runs, MiB/s)"
 for mode in direct forward tunnel copy; do
   m=$(echo "${speeds[$mode]}" | tr ' ' '\n' | grep . | median)
   all=$(echo "${speeds[$mode]}" | tr ' ' '\n' | grep . | awk '{printf "%.0f ", $1/1048576}')
   label=$mode
   [ "$mode" = copy ] && label="forward, no splice"
-  awk -v mode="$label" -v m="$m" -v d="$direct" -v all="$all" \
-    'BEGIN {printf "%-20s %6.0f MiB/s  ratio %.2f  (runs, MiB/s: %s)\n", mode, m/1048576, m/d, all}'
+  awk -v mode="$label" -v m="$m" -v d="$direct" -v all="$all" -v g="$gib" \
+    -v co="${cpu_origin[$mode]}" -v cp="${cpu_proxy[$mode]}" -v cc="${cpu_curl[$mode]}" \
+    'BEGIN {printf "%-20s %5.0f MiB/s %7.2f   %.3f %.3f %.3f  (%s)\n",
+            mode, m/1048576, m/d, co/g, cp/g, cc/g, all}'
 done
-gib=$(awk -v s="$SIZE" -v r="$RUNS" 'BEGIN {print s * r / 1073741824}')
-awk -v c="$proxy_cpu" -v k="$copy_cpu" -v g="$gib" 'BEGIN {
-  printf "# proxy CPU per GiB relayed: %.3f s with splice, %.3f s copying\n", c / (2 * g), k / g }'
 
 echo "# latency of a new connection with one small request, $N sequential connections"
 for via in direct forward connect socks5; do
