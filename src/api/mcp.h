@@ -55,6 +55,8 @@ class McpServer {
   void HandleLine(std::string_view line);
   // Kills running execs.
   void Shutdown();
+  // No tools/call is in flight (stdin may close once the answers are out).
+  bool idle() const { return calls_.empty(); }
 
   // The tool definitions of tools/list.
   static nlohmann::json ToolDefinitions();

@@ -90,12 +90,22 @@ int RunMcp(const McpOptions& o) {
       server.Shutdown();
       io.stop();
     };
+    // At the end of stdin, calls still in flight get their answers first (each ends within its
+    // yield), then the server stops.
+    asio::steady_timer drain(io);
+    std::function<void()> stop_when_idle = [&] {
+      if (server.idle()) return stop();
+      drain.expires_after(std::chrono::milliseconds(50));
+      drain.async_wait([&](const asio::error_code& ec) {
+        if (!ec) stop_when_idle();
+      });
+    };
     std::function<void()> read_more = [&] {
       in.async_wait(asio::posix::descriptor_base::wait_read, [&](const asio::error_code& ec) {
-        if (ec) return stop();
+        if (ec) return stop_when_idle();
         ssize_t n = read(in.native_handle(), chunk.data(), chunk.size());
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) return read_more();
-        if (n <= 0) return stop();
+        if (n <= 0) return stop_when_idle();
         framer.Feed(std::string_view(chunk.data(), static_cast<size_t>(n)));
         while (auto item = framer.Next()) {
           if (item->oversized) {
