@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -32,25 +33,6 @@ int64_t NowMs() {
 
 int Idx(Stream s) { return s == Stream::kStdout ? 0 : 1; }
 
-bool WriteFileAtomic(const std::string& path, const std::string& data) {
-  std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return false;
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t w = write(fd, data.data() + off, data.size() - off);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      close(fd);
-      unlink(tmp.c_str());
-      return false;
-    }
-    off += static_cast<size_t>(w);
-  }
-  close(fd);
-  return rename(tmp.c_str(), path.c_str()) == 0;
-}
-
 std::optional<std::string> ReadSmallFile(const std::string& path, size_t max) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return std::nullopt;
@@ -76,6 +58,39 @@ int Raise(int fd) {
 }
 
 void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+
+struct SpawnArgs {
+  const char* path;
+  char** argv;
+  char** envp;
+  int fds[4];  // become 0..3: stdin, stdout, stderr, the JSON status
+  pid_t parent;
+};
+
+// Runs in the child of clone(CLONE_VM | CLONE_VFORK): syscalls only, nothing that allocates.
+int SpawnChild(void* p) {
+  static const char kSpawnFailed[] = "{\"status\":\"spawn_failed\"}\n";
+  auto* a = static_cast<SpawnArgs*>(p);
+  // The sandbox must not outlive the daemon: `ward run` dies with it, and the sandbox with
+  // `ward run`.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != a->parent) _exit(125);
+  setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  sigaction(SIGPIPE, &dfl, nullptr);
+  for (int i = 0; i < 4; ++i) {
+    if (a->fds[i] < 0 || dup2(a->fds[i], i) < 0) _exit(125);
+  }
+  sys::CloseRange(4, ~0U, 0);
+  execve(a->path, a->argv, a->envp);
+  ssize_t ignored = write(3, kSpawnFailed, sizeof kSpawnFailed - 1);
+  (void)ignored;
+  _exit(125);
+}
 
 nlohmann::json OutcomeReason(const nlohmann::json& st) {
   nlohmann::json r = nlohmann::json::object();
@@ -406,11 +421,31 @@ nlohmann::json Exec::ToJson(bool inline_output, size_t max_inline) const {
   return j;
 }
 
-void Exec::WriteMeta() const {
+bool Exec::OutputFile(Stream s) {
+  // Created on the first byte: most tool calls print little, and every inode costs.
+  int i = Idx(s);
+  if (!files_[i]) {
+    int fd =
+        open(StreamPath(s).c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0) files_[i].reset(fd);
+  }
+  return static_cast<bool>(files_[i]);
+}
+
+void Exec::WriteMeta() {
   nlohmann::json j = ToJson(false);
   j["timeout_ms"] = info_.timeout_ms;
   j["max_output_bytes"] = info_.max_output_bytes;
-  WriteFileAtomic(dir_ + "/meta.json", SerializeLine(j));
+  std::string text = SerializeLine(j);
+  // Rewritten in place (no temporary file and rename per update): a shorter record is padded
+  // with spaces, which JSON ignores; a record torn by a crash fails to parse and is dropped.
+  if (text.size() < meta_size_) text.append(meta_size_ - text.size(), ' ');
+  int fd = open((dir_ + "/meta.json").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;
+  if (pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size())) {
+    meta_size_ = text.size();
+  }
+  close(fd);
 }
 
 void Exec::StartIo() {
@@ -450,7 +485,7 @@ void Exec::ReadOutput(Stream s) {
     uint64_t room = info.max_output_bytes > info.size[i] ? info.max_output_bytes - info.size[i] : 0;
     size_t keep = static_cast<size_t>(std::min<uint64_t>(room, static_cast<uint64_t>(n)));
     uint64_t offset = info.size[i];
-    if (keep > 0 && self->files_[i]) {
+    if (keep > 0 && self->OutputFile(s)) {
       size_t off = 0;
       while (off < keep) {
         ssize_t w = write(self->files_[i].get(), buf + off, keep - off);
@@ -567,7 +602,7 @@ void Exec::Finish() {
         uint64_t room =
             info_.max_output_bytes > info_.size[i] ? info_.max_output_bytes - info_.size[i] : 0;
         size_t keep = static_cast<size_t>(std::min<uint64_t>(room, static_cast<uint64_t>(n)));
-        if (keep > 0 && files_[i] &&
+        if (keep > 0 && OutputFile(i == 0 ? Stream::kStdout : Stream::kStderr) &&
             write(files_[i].get(), buf, keep) == static_cast<ssize_t>(keep)) {
           info_.size[i] += keep;
         } else {
@@ -679,6 +714,7 @@ std::vector<std::shared_ptr<Exec>> ExecManager::Recover() {
       continue;
     }
     auto e = std::shared_ptr<Exec>(new Exec(this, io_, dir));
+    e->meta_size_ = text->size();
     Exec::Info& info = e->info_;
     info.id = id;
     try {
@@ -751,16 +787,6 @@ Expected<std::shared_ptr<Exec>> ExecManager::Start(StartRequest req) {
   info.timeout_ms = req.timeout_ms;
   info.max_output_bytes = std::min(req.max_output_bytes, kMaxMaxOutputBytes);
   info.outcome.state = ExecState::kRunning;
-  for (Stream s : {Stream::kStdout, Stream::kStderr}) {
-    int fd = open(e->StreamPath(s).c_str(),
-                  O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) {
-      int err = errno;
-      RemoveTree(dir);
-      return FromErrno("creating output file", err);
-    }
-    e->files_[Idx(s)].reset(fd);
-  }
 
   std::vector<std::string> labels;
   if (config_.labels) {
@@ -788,56 +814,38 @@ Expected<std::shared_ptr<Exec>> ExecManager::Start(StartRequest req) {
   }
   int child_fds[4] = {Raise(in[0]), Raise(out[1]), Raise(err[1]), Raise(st[1])};
 
-  // Everything the child needs is built before fork: after it only async-signal-safe calls.
+  // Everything the child needs is built before the clone: after it only syscalls.
   std::vector<std::string> args;
   args.push_back("ward");
   for (auto& a : inv.args) args.push_back(std::move(a));
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const char* path = config_.ward_binary.c_str();
-  pid_t parent = getpid();
-  static const char kSpawnFailed[] = "{\"status\":\"spawn_failed\"}\n";
-
-  pid_t pid = fork();
-  if (pid < 0) {
-    int e2 = errno;
-    for (int fd : child_fds) close(fd);
-    close(in[1]), close(out[0]), close(err[0]), close(st[0]);
-    RemoveTree(dir);
-    return FromErrno("fork", e2);
-  }
-  if (pid == 0) {
-    // The sandbox must not outlive the daemon: `ward run` dies with it, and the sandbox with
-    // `ward run`.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(125);
-    setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    signal(SIGPIPE, SIG_DFL);
-    for (int i = 0; i < 4; ++i) {
-      if (child_fds[i] < 0 || dup2(child_fds[i], i) < 0) _exit(125);
-    }
-    sys::CloseRange(4, ~0U, 0);
-    execve(path, argv.data(), environ);
-    ssize_t ignored = write(3, kSpawnFailed, sizeof kSpawnFailed - 1);
-    (void)ignored;
-    _exit(125);
-  }
+  SpawnArgs sa;
+  sa.path = config_.ward_binary.c_str();
+  sa.argv = argv.data();
+  sa.envp = environ;
+  for (int i = 0; i < 4; ++i) sa.fds[i] = child_fds[i];
+  sa.parent = getpid();
+  // vfork semantics (shared memory, parent paused until execve): no page tables to copy and no
+  // copy-on-write faults, whatever the daemon's size; CLONE_PIDFD hands back the pidfd at once.
+  std::vector<char> stack(64 * 1024);
+  int pidfd = -1;
+  pid_t pid = clone(SpawnChild, stack.data() + stack.size(),
+                    CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &sa, &pidfd);
   for (int fd : child_fds) close(fd);
-  e->pid_ = pid;
-  int pidfd = sys::PidfdOpen(pid, 0);
-  if (pidfd < 0) {
+  if (pid < 0 || pidfd < 0) {
     int e2 = errno;
-    kill(pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
     e->exited_ = true;
     close(in[1]), close(out[0]), close(err[0]), close(st[0]);
     RemoveTree(dir);
-    return FromErrno("pidfd_open", e2);
+    return FromErrno("clone", e2);
   }
+  e->pid_ = pid;
   for (int fd : {in[1], out[0], err[0], st[0]}) SetNonBlocking(fd);
   e->pidfd_.emplace(io_, pidfd);
   e->out_[0].emplace(io_, out[0]);

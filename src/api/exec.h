@@ -113,7 +113,8 @@ class Exec : public std::enable_shared_from_this<Exec> {
   void Finish();
   void ArmTimeout();
   void KillNow();
-  void WriteMeta() const;
+  void WriteMeta();
+  bool OutputFile(Stream s);  // opens (creating) the output file of `s`
   void CloseStdin();
   std::string StreamPath(Stream s) const;
 
@@ -127,6 +128,7 @@ class Exec : public std::enable_shared_from_this<Exec> {
   std::optional<asio::posix::stream_descriptor> pidfd_;
   std::optional<asio::posix::stream_descriptor> stdin_;
   UniqueFd files_[2];
+  size_t meta_size_ = 0;  // bytes of meta.json as last written
   std::string status_buf_;
   std::string stdin_buf_;
   bool stdin_eof_ = false;
