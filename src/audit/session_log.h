@@ -47,6 +47,9 @@ class SessionLog final : public ward::EventSink {
     // supervisor before the sandbox starts) must stay single-threaded: it passes false, gets
     // write-through records until it calls StartFlusher() after the clone.
     bool start_flusher = true;
+    // Close() also fsyncs the log, the head and the directory (survives a host crash; costs
+    // milliseconds). Records reach the kernel with write(2) either way.
+    bool fsync_on_close = false;
   };
 
   // Creates <state_dir>/sessions/<session_id>/ (0700) with `events.jsonl` and `head` (0600)
@@ -69,8 +72,8 @@ class SessionLog final : public ward::EventSink {
 
   // Everything emitted so far reaches the file (write(2)) and the head. Returns health().
   Status Flush();
-  // Flush, fsync the log, the head and the directory, stop the flusher. Emit afterwards
-  // drops the record. Idempotent.
+  // Flush (and with Options::fsync_on_close, fsync the log, the head and the directory), stop
+  // the flusher. Emit afterwards drops the record. Idempotent.
   Status Close();
   // The first write error (sticky), ok otherwise.
   Status health() const;
@@ -122,6 +125,7 @@ class SessionLog final : public ward::EventSink {
   Status health_;
   bool closed_ = false;
   bool flusher_running_ = false;
+  bool fsync_on_close_ = false;
   bool stop_ = false;
   int64_t dropped_ = 0;
   std::function<void(const Status&)> on_failure_;

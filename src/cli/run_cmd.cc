@@ -27,6 +27,7 @@ struct RunCommandOptions {
   std::vector<std::string> command;
   std::vector<std::string> labels;  // KEY=VALUE, recorded in the audit session
   std::string audit_dir;            // overrides the state directory
+  bool audit_fsync = false;         // fsync the log when the run ends
 };
 
 nlohmann::json FeaturesToJson(const enforce::KernelFeatures& f) {
@@ -67,6 +68,7 @@ Result<std::unique_ptr<audit::SessionLog>> OpenAuditSession(const RunCommandOpti
   o.state_dir = state;
   o.session_id = audit::NewSessionId();
   o.start_flusher = false;  // the supervisor must stay single-threaded until the clone
+  o.fsync_on_close = opts.audit_fsync;
   Result<std::unique_ptr<audit::SessionLog>> log = audit::SessionLog::Create(o);
   if (!log.ok()) {
     return Status(log.status().code(),
@@ -226,6 +228,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--audit-dir", opts->audit_dir,
                   "Where the audit trail goes (default: $XDG_STATE_HOME/ward or "
                   "~/.local/state/ward)");
+  sub->add_flag("--audit-fsync", opts->audit_fsync,
+                "fsync the audit log when the run ends (survives a host crash; slower)");
   sub->add_option("command", opts->command, "COMMAND [ARGS...] (after --)");
   sub->positionals_at_end();
   sub->callback([opts, exit_code] { *exit_code = RunCommand(*opts); });
