@@ -95,7 +95,11 @@ class Client {
     int64_t id = ++next_id_;
     nlohmann::json req = {{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}};
     if (!SendRaw(req.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n")) {
-      r.error = last_error_;
+      // The daemon may have refused the connection (another uid) and closed it: its reason
+      // is waiting to be read.
+      Error send_error = last_error_;
+      auto m = ReadMessage(1000);
+      r.error = (m && m->contains("error")) ? ToError((*m)["error"]) : send_error;
       return r;
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);

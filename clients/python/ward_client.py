@@ -75,7 +75,18 @@ class WardClient:
         self._next_id += 1
         rid = self._next_id
         msg = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}
-        self._sock.sendall(json.dumps(msg).encode("utf-8") + b"\n")
+        try:
+            self._sock.sendall(json.dumps(msg).encode("utf-8") + b"\n")
+        except OSError as e:
+            # A daemon that refused the connection (another uid) sent its reason first.
+            self._sock.settimeout(1)
+            try:
+                reply = self._read_message()
+            except WardError:
+                raise WardError("transport", "cannot send to the daemon: %s" % e)
+            if "error" in reply:
+                raise self._error(reply["error"])
+            raise WardError("transport", "cannot send to the daemon: %s" % e)
         self._sock.settimeout(timeout if timeout is not None else self.timeout)
         while True:
             reply = self._read_message()

@@ -224,11 +224,21 @@ Expected<Service::Sandbox*> Service::Load(SandboxSpec spec, std::string id, int6
   s->id = std::move(id);
   s->spec = std::move(spec);
   s->policy = std::make_unique<policy::Policy>(std::move(pol).value());
+  // What the daemon keeps outside every sandbox must stay out of its view: the audit trail,
+  // exec records and output of all sandboxes, and the socket (same uid: a sandbox that
+  // reached it could create a wider sandbox).
+  std::vector<std::pair<std::string, std::string>> outside = {
+      {"state directory", config_.state_dir}};
+  for (const auto& p : config_.private_paths) outside.emplace_back("socket", p);
   if (!config_.audit_dir.empty() && s->policy->audit) {
-    policy::PathDecision d = policy::DecidePath(*s->policy, config_.audit_dir);
+    outside.emplace_back("audit directory", config_.audit_dir);
+  }
+  for (const auto& [what, path] : outside) {
+    if (path.empty() || path[0] != '/') continue;
+    policy::PathDecision d = policy::DecidePath(*s->policy, path);
     if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) {
-      return InvalidError("the audit directory " + config_.audit_dir +
-                          " would be visible inside the sandbox (" + d.via + ")");
+      return DeniedError("the daemon's " + what + " " + path +
+                         " would be visible inside the sandbox (" + d.via + ")");
     }
   }
   auto fs = WorkspaceFs::Open(s->spec.workspace, s->policy.get());

@@ -46,6 +46,9 @@ struct ServiceConfig {
   std::string version;    // ward's version
   std::string state_dir;  // the daemon's own records: sandboxes/, execs/
   std::string audit_dir;  // where audit sessions live ("" = no audit.query, no sandbox logs)
+  // Paths no sandbox may see (the socket and its directory: a sandbox that could connect to
+  // the daemon could ask for a wider sandbox). The state directory is always one of them.
+  std::vector<std::string> private_paths;
   size_t max_sandboxes = 64;
   ExecManagerConfig exec;  // exec.state_dir is set from state_dir
   PolicyLoader load_policy;

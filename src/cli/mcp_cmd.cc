@@ -14,6 +14,7 @@
 #include "api/mcp.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
+#include "policy/decide.h"
 
 namespace ward::cli {
 namespace {
@@ -61,6 +62,15 @@ int RunMcp(const McpOptions& o) {
     return 1;
   }
   std::string state = buf.data();
+  // The exec records and output must not be visible to the execs themselves.
+  policy::PathDecision d = policy::DecidePath(*pol, state);
+  if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) {
+    std::fprintf(stderr,
+                 "ward mcp: its state directory %s would be visible inside the sandbox (%s)\n",
+                 state.c_str(), d.via.c_str());
+    api::RemoveTree(state);
+    return 125;
+  }
 
   api::McpConfig cfg;
   cfg.version = WARD_VERSION;

@@ -62,6 +62,7 @@ int RunServe(const ServeOptions& o) {
   cfg.version = WARD_VERSION;
   cfg.state_dir = state;
   cfg.audit_dir = o.audit_dir.empty() ? audit::DefaultStateDir() : o.audit_dir;
+  cfg.private_paths = {dir.empty() ? "/" : dir, socket};
   cfg.max_sandboxes = o.max_sandboxes;
   cfg.exec.max_running = o.max_running;
   cfg.exec.labels = RunTakesLabels();

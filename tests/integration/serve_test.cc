@@ -437,6 +437,25 @@ TEST_F(ServeTest, ExecPolicyMayOnlyNarrowAndSecretsStayOutside) {
   EXPECT_EQ(all.find(kCanaryApiKey), std::string::npos) << all;
 }
 
+TEST_F(ServeTest, TheDaemonIsOutOfTheSandboxesReach) {
+  auto c = Connect();
+  std::string sb = Sandbox(*c, ws_);
+  // Positive control: the socket exists on the host.
+  ASSERT_TRUE(PathExists(daemon_->socket()));
+  auto r = c->Run(sb, {"/bin/sh", "-c",
+                       "test -e '" + daemon_->socket() +
+                           "' && echo VISIBLE || echo hidden; "
+                           "ls '" +
+                           root_->path() + "/serve' 2>&1 | head -1"});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.result["stdout"].get<std::string>().substr(0, 7), "hidden\n") << r.result.dump();
+  // A sandbox that would see the socket or the daemon's records is refused.
+  auto wide = c->CreateSandbox(root_->path());
+  EXPECT_EQ(Kind(wide), "policy_denied");
+  wide = c->CreateSandbox(ws_, {{"read", {root_->path() + "/serve"}}});
+  EXPECT_EQ(Kind(wide), "policy_denied");
+}
+
 TEST_F(ServeTest, ADaemonThatDiesLeavesInterruptedNotExitZero) {
   std::string sb, id;
   {

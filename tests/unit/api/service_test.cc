@@ -43,6 +43,7 @@ class ServiceTest : public ::testing::Test {
     c.exec.ward_binary = testing::WriteFakeRunner(bin_.path());
     c.exec.kill_grace = std::chrono::milliseconds(200);
     c.max_sandboxes = 3;
+    c.private_paths = {sock_.path()};
     c.load_policy = [](const policy::RunFlags& f, const std::string& ws) {
       return testing::LoadTestPolicy(ws, f);
     };
@@ -78,7 +79,7 @@ class ServiceTest : public ::testing::Test {
   }
 
   asio::io_context io_;
-  TempDir bin_, state_, audit_, ws_;
+  TempDir bin_, state_, audit_, ws_, sock_;
   std::unique_ptr<Service> svc_;
   std::shared_ptr<FakePeer> peer_ = std::make_shared<FakePeer>();
   int next_id_ = 0;
@@ -120,9 +121,16 @@ TEST_F(ServiceTest, BadSandboxRequests) {
             "invalid_request");
   EXPECT_EQ(Kind(Call("sandbox.get", {{"sandbox_id", 5}})), "invalid_request");
   EXPECT_EQ(Kind(Call("sandbox.list", {{"x", 1}})), "invalid_request");
-  // A workspace that would expose the audit trail is refused.
+  // A workspace that would expose the audit trail, the daemon's records or its socket is
+  // refused.
   auto r = Call("sandbox.create", {{"workspace", audit_.path()}});
-  EXPECT_EQ(Kind(r), "invalid_request") << r.dump();
+  EXPECT_EQ(Kind(r), "policy_denied") << r.dump();
+  r = Call("sandbox.create", {{"workspace", state_.path()}});
+  EXPECT_EQ(Kind(r), "policy_denied") << r.dump();
+  r = Call("sandbox.create", {{"workspace", ws_.path()}, {"read", {state_.path() + "/serve"}}});
+  EXPECT_EQ(Kind(r), "policy_denied") << r.dump();
+  r = Call("sandbox.create", {{"workspace", sock_.path()}});
+  EXPECT_EQ(Kind(r), "policy_denied") << r.dump();
   Create();
   Create();
   Create();
