@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -274,6 +275,9 @@ std::vector<int> Cgroup::self_join_fds() const {
 void Cgroup::StartReaper() {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return;  // the sweep of the next run remains
+  // The supervisor's exit is watched through a pidfd as well as the pipe: a process forked
+  // later that does not exec would otherwise hold the pipe's write end open.
+  UniqueFd self(sys::PidfdOpen(getpid(), 0));
   pid_t pid = fork();
   if (pid < 0) {
     close(p[0]);
@@ -295,15 +299,19 @@ void Cgroup::StartReaper() {
       dup2(null, 1);
       dup2(null, 2);
     }
-    int keep = p[0];
-    if (keep > 3) sys::CloseRange(3, keep - 1, 0);
-    sys::CloseRange(keep + 1, UINT_MAX, 0);
-    char b;
-    ssize_t n;
-    do {
-      n = read(keep, &b, 1);
-    } while (n < 0 && errno == EINTR);
-    if (n == 1) _exit(0);  // the supervisor tore it down itself
+    // Keep only the pipe and the pidfd, as 3 and 4.
+    int pipe_fd = fcntl(p[0], F_DUPFD, 10);
+    int pidfd = self ? fcntl(self.get(), F_DUPFD, 10) : -1;
+    if (pipe_fd < 0 || dup2(pipe_fd, 3) != 3) _exit(1);
+    if (pidfd >= 0 && dup2(pidfd, 4) != 4) _exit(1);
+    sys::CloseRange(pidfd >= 0 ? 5 : 4, UINT_MAX, 0);
+    struct pollfd pfds[2] = {{3, POLLIN, 0}, {pidfd >= 0 ? 4 : -1, POLLIN, 0}};
+    while (poll(pfds, 2, -1) < 0 && errno == EINTR) {
+    }
+    // "done" may be in the pipe even when the supervisor has exited since.
+    fcntl(3, F_SETFL, O_NONBLOCK);
+    char b = 0;
+    if (read(3, &b, 1) == 1 && b == 'd') _exit(0);  // the supervisor tore it down itself
     Teardown(paths_, version_, kReaperTeardownMs);
     _exit(0);
   }

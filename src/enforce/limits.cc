@@ -276,6 +276,18 @@ Result<LimitsPlan> PlanLimits(const policy::Policy& policy, const KernelFeatures
   return out;
 }
 
+std::string LimitsSummary(const LimitsSpec& spec) {
+  std::string out = LimitsBackendName(spec.backend);
+  out += ":";
+  const char* sep = " ";
+  for (const LimitLine& l : spec.lines) {
+    out += sep + l.limit + " " + l.value + " (" + (l.enforced ? "" : "NOT ENFORCED: ") +
+           l.mechanism + ")";
+    sep = "; ";
+  }
+  return out;
+}
+
 LimitsMechanism DescribeLimitsMechanism(const KernelFeatures& f, uid_t uid) {
   LimitsMechanism m;
   CgroupChoice all = ChooseCgroup(f.cgroup, true, true, true);

@@ -55,6 +55,11 @@ struct LimitsMechanism {
 };
 LimitsMechanism DescribeLimitsMechanism(const KernelFeatures& f, uid_t uid);
 
+// One line for `ward explain`'s layer list: the backend and each limit with what enforces it,
+// e.g. "cgroup v1: memory 8 GiB (cgroup v1 memory.limit_in_bytes ...); pids 1024 (...)".
+// Every line of spec.lines is there; unenforced ones are marked NOT ENFORCED.
+std::string LimitsSummary(const LimitsSpec& spec);
+
 // "8 GiB", "512 MiB", "1.5 GiB", "1000 bytes".
 std::string FormatSize(uint64_t bytes);
 

@@ -661,6 +661,21 @@ int main(int argc, char** argv) {
     closedir(d);
     return escaped ? Ok(where) : Err(ENOTDIR, "no fd leads anywhere");
   }
+  if (!strcmp(v, "shm-bomb")) {
+    /* SysV segments of 1 MiB, touched and left behind, until a failure or MAX_MB. */
+    NEED(1);
+    int max = atoi(a1), n = 0;
+    char d[64];
+    for (; n < max; ++n) {
+      int id = shmget(IPC_PRIVATE, 1 << 20, IPC_CREAT | 0600);
+      void* p = id < 0 ? (void*)-1 : shmat(id, NULL, 0);
+      if (p == (void*)-1) { snprintf(d, sizeof d, "segments=%d", n); return Err(errno, d); }
+      memset(p, 0x5a, 1 << 20);
+      shmdt(p);
+    }
+    snprintf(d, sizeof d, "segments=%d", n);
+    return Ok(d);
+  }
   fprintf(stderr, "unknown verb %s\n", v);
   return 2;
 }

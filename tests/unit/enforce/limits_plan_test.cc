@@ -379,6 +379,21 @@ TEST(DescribeLimitsMechanism, NamesTheBackendAndWhatCannotBeEnforced) {
   EXPECT_NE(m.pids_why_not.find("uid 0"), std::string::npos);
 }
 
+TEST(LimitsSummary, NamesTheBackendEveryLimitAndWhatIsNotEnforced) {
+  policy::Policy p = WithLimits(64ull << 20, 20, 0.5);
+  AllowDegraded(&p);
+  LimitsPlan lp = MustPlan(p, RlimitsHost(), kUser);
+  std::string s = LimitsSummary(lp.spec);
+  EXPECT_EQ(s.rfind("rlimits: memory 64 MiB (RLIMIT_DATA", 0), 0u) << s;
+  EXPECT_NE(s.find("; pids 20 (RLIMIT_NPROC 20"), std::string::npos) << s;
+  EXPECT_NE(s.find("; cpu 0.5 cores (NOT ENFORCED: "), std::string::npos) << s;
+  EXPECT_NE(s.find("open files"), std::string::npos) << s;
+  lp = MustPlan(WithLimits(64ull << 20, 20, 0.5), V1Host(), kRoot);
+  s = LimitsSummary(lp.spec);
+  EXPECT_EQ(s.rfind("cgroup v1: memory 64 MiB (cgroup v1 memory.limit_in_bytes", 0), 0u) << s;
+  EXPECT_EQ(s.find("NOT ENFORCED"), std::string::npos) << s;
+}
+
 TEST(FormatSize, BinaryUnits) {
   EXPECT_EQ(FormatSize(0), "0 bytes");
   EXPECT_EQ(FormatSize(1), "1 byte");
