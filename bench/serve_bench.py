@@ -25,6 +25,7 @@ import tempfile
 import threading
 import time
 
+sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients",
                                 "python"))
 from ward_client import WardClient  # noqa: E402

@@ -134,7 +134,14 @@ int RunMcp(const McpOptions& o) {
     signals.async_wait([&](const asio::error_code& ec, int) {
       if (!ec) stop();
     });
-    io.run();
+    // A handler that throws (it should not) costs that one operation, not the server.
+    while (!io.stopped()) {
+      try {
+        io.run();
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "ward mcp: internal error: %s\n", e.what());
+      }
+    }
     server.Shutdown();
   }
   api::RemoveTree(state);

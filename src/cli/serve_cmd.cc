@@ -107,7 +107,14 @@ int RunServe(const ServeOptions& o) {
     });
   };
   arm();
-  io.run();
+  // A handler that throws (it should not) costs that one operation, not the daemon.
+  while (!io.stopped()) {
+    try {
+      io.run();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ward serve: internal error: %s\n", e.what());
+    }
+  }
   server.Stop();
   service.Shutdown();
   return 0;
