@@ -172,7 +172,8 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
   if (RecvControl(ctl, &go, &unused) != 1 || go.type != MsgType::kGo) _exit(125);
 
   ChildError err;
-  if (plan.privileged && setgroups(0, nullptr) != 0) {
+  // The raw syscall: glibc's wrapper would try to broadcast to threads this clone does not have.
+  if (plan.privileged && syscall(SYS_setgroups, 0, nullptr) != 0) {
     err.Set("setgroups", errno);
     ReportAndExit(ctl, err);
   }

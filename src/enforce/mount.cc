@@ -91,7 +91,9 @@ class Builder {
                                  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
           if (fd < 0) return error_->Set("mount", errno, "cloning ", host.c_str());
           struct mount_attr attr = {};
-          attr.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+          // Read-only: writing to a device node is unaffected, but chmod/chown/utimes of the
+          // host's node (which root inside would own) fail with EROFS.
+          attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
           if (sys::MountSetattr(fd, "", AT_EMPTY_PATH, &attr) != 0) {
             close(fd);
             return error_->Set("mount", errno, "setting flags of ", host.c_str());
