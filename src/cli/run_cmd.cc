@@ -88,6 +88,7 @@ void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
       {"message", o.message},
       {"degraded", o.notes.degraded},
       {"duration_ms", o.duration_ms},
+      {"limits", supervisor::LimitsOutcomeToJson(o.limits)},
   };
   std::string s = j.dump() + "\n";
   const char* p = s.data();
@@ -196,7 +197,8 @@ int RunCommand(RunCommandOptions& opts) {
                    {"duration_ms", static_cast<int64_t>(out.duration_ms)},
                    {"rusage", RusageToJson(out.rusage)},
                    {"notifications", out.notifications},
-                   {"protected_denials", out.protected_denials}});
+                   {"protected_denials", out.protected_denials},
+                   {"limits", supervisor::LimitsOutcomeToJson(out.limits)}});
         Status closed = log->Close();
         if (!closed.ok()) {
           std::fprintf(stderr, "ward: audit trail incomplete: %s\n", closed.ToString().c_str());
@@ -209,6 +211,11 @@ int RunCommand(RunCommandOptions& opts) {
     std::fprintf(stderr, "ward: %s\n", out.message.c_str());
   }
   for (const auto& d : out.notes.degraded) std::fprintf(stderr, "ward: degraded: %s\n", d.c_str());
+  for (const auto& hit : out.limits.hits) {
+    if (out.kind != supervisor::Outcome::Kind::kTimedOut || hit.limit != "timeout") {
+      std::fprintf(stderr, "ward: limit: %s\n", hit.message.c_str());
+    }
+  }
   if (opts.json_status_fd >= 0) WriteJsonStatus(opts.json_status_fd, out);
   return out.exit_code;
 }

@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "enforce/limits.h"
 #include "enforce/plan.h"
 #include "enforce/seccomp.h"
 #include "net/egress_rules.h"
@@ -134,7 +135,21 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
                               "securebits locked");
   layer("no_new_privs", true, "setuid and file capabilities have no effect");
   layer("terminal", true, "new session; a pty of the sandbox's own when a terminal is attached");
-  layer("rlimits", true, "RLIMIT_CORE 0 (no core dumps)");
+  {
+    bool all_enforced = true;
+    json lines = json::array();
+    for (const auto& l : plan.limits.lines) {
+      all_enforced = all_enforced && l.enforced;
+      lines.push_back({{"limit", l.limit},
+                       {"value", l.value},
+                       {"mechanism", l.mechanism},
+                       {"enforced", l.enforced},
+                       {"origin", l.origin}});
+    }
+    layer("resource limits", all_enforced,
+          enforce::LimitsSummary(plan.limits) + "; RLIMIT_CORE 0 (no core dumps)");
+    j["limits"] = lines;
+  }
   j["layers"] = layers;
 
   // --- rules and the layers that enforce them ---------------------------------------------
