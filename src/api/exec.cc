@@ -68,7 +68,8 @@ struct SpawnArgs {
 };
 
 // Runs in the child of clone(CLONE_VM | CLONE_VFORK): syscalls only, nothing that allocates.
-int SpawnChild(void* p) {
+// Not instrumented: ASan's stack bookkeeping would write to memory the parent shares.
+__attribute__((no_sanitize_address)) int SpawnChild(void* p) {
   static const char kSpawnFailed[] = "{\"status\":\"spawn_failed\"}\n";
   auto* a = static_cast<SpawnArgs*>(p);
   // The sandbox must not outlive the daemon: `ward run` dies with it, and the sandbox with
