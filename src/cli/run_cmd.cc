@@ -28,7 +28,16 @@ struct RunCommandOptions {
   std::vector<std::string> labels;  // KEY=VALUE, recorded in the audit session
   std::string audit_dir;            // overrides the state directory
   bool audit_fsync = false;         // fsync the log when the run ends
+  std::vector<std::string> resolve; // HOST:ADDR[,ADDR] for the proxy's resolution
 };
+
+nlohmann::json EgressToJson(const supervisor::Outcome::Egress& e) {
+  if (!e.enabled) return nullptr;
+  return {{"connections", e.connections}, {"allowed", e.allowed},   {"denied", e.denied},
+          {"bytes_up", e.bytes_up},       {"bytes_down", e.bytes_down},
+          {"dns_queries", e.dns_queries}, {"dns_answered", e.dns_answered},
+          {"dns_nxdomain", e.dns_nxdomain}};
+}
 
 nlohmann::json FeaturesToJson(const enforce::KernelFeatures& f) {
   return {{"kernel", f.kernel_release},
@@ -89,6 +98,7 @@ void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
       {"degraded", o.notes.degraded},
       {"duration_ms", o.duration_ms},
       {"limits", supervisor::LimitsOutcomeToJson(o.limits)},
+      {"egress", EgressToJson(o.egress)},
   };
   std::string s = j.dump() + "\n";
   const char* p = s.data();
@@ -118,6 +128,7 @@ int RunCommand(RunCommandOptions& opts) {
     supervisor::RunRequest req;
     req.policy = std::move(pol).value();
     req.argv = opts.command;
+    req.resolve = opts.resolve;
     for (const auto& [k, v] : policy::BuildEnvironment(req.policy, CallerEnvironment())) {
       req.env.push_back(k + "=" + v);
     }
@@ -198,7 +209,8 @@ int RunCommand(RunCommandOptions& opts) {
                    {"rusage", RusageToJson(out.rusage)},
                    {"notifications", out.notifications},
                    {"protected_denials", out.protected_denials},
-                   {"limits", supervisor::LimitsOutcomeToJson(out.limits)}});
+                   {"limits", supervisor::LimitsOutcomeToJson(out.limits)},
+                   {"egress", EgressToJson(out.egress)}});
         Status closed = log->Close();
         if (!closed.ok()) {
           std::fprintf(stderr, "ward: audit trail incomplete: %s\n", closed.ToString().c_str());
@@ -235,6 +247,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--audit-dir", opts->audit_dir,
                   "Where the audit trail goes (default: $XDG_STATE_HOME/ward or "
                   "~/.local/state/ward)");
+  sub->add_option("--resolve", opts->resolve,
+                  "HOST:ADDR[,ADDR]: the proxy resolves HOST to ADDR (like curl --resolve)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
   sub->add_flag("--audit-fsync", opts->audit_fsync,
                 "fsync the audit log when the run ends (survives a host crash; slower)");
   sub->add_option("command", opts->command, "COMMAND [ARGS...] (after --)");

@@ -27,7 +27,10 @@ enum class FdKind : uint32_t {
   kNone = 0,
   kPtyMaster = 1,
   kNotifyListener = 2,  // seccomp user-notification listener of the command's filter
-  kNetFirst = 16,       // sockets created inside the netns for the supervisor to serve
+  kNetFirst = 16,       // sockets created inside the netns for the supervisor to serve:
+  kNetProxy = 16,       //   the proxy's listening TCP socket
+  kNetDnsUdp = 17,      //   the DNS stub's UDP socket
+  kNetDnsTcp = 18,      //   the DNS stub's listening TCP socket
 };
 
 struct ControlMsg {

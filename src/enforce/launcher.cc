@@ -1,6 +1,8 @@
 #include "enforce/launcher.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <grp.h>
 #include <linux/sched.h>
 #include <poll.h>
@@ -185,6 +187,37 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
   if (rc != 0) {
     err.Set("net", -rc, "bringing up lo");
     ReportAndExit(ctl, err);
+  }
+  if (plan.net.enabled) {
+    // The sandbox's only way out: listening sockets inside this namespace, served from outside.
+    struct {
+      int type;
+      uint16_t port;
+      FdKind kind;
+      bool wanted;
+    } socks[] = {{SOCK_STREAM, plan.net.proxy_port, FdKind::kNetProxy, true},
+                 {SOCK_DGRAM, 53, FdKind::kNetDnsUdp, plan.net.dns},
+                 {SOCK_STREAM, 53, FdKind::kNetDnsTcp, plan.net.dns}};
+    for (const auto& sk : socks) {
+      if (!sk.wanted) continue;
+      int fd = socket(AF_INET, sk.type | SOCK_CLOEXEC, 0);
+      struct sockaddr_in sa = {};
+      sa.sin_family = AF_INET;
+      sa.sin_port = htons(sk.port);
+      sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      int one = 1;
+      if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+          bind(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof sa) != 0 ||
+          (sk.type == SOCK_STREAM && listen(fd, 1024) != 0)) {
+        err.Set("net", errno, "creating the proxy and DNS sockets");
+        ReportAndExit(ctl, err);
+      }
+      ControlMsg m;
+      m.type = MsgType::kFd;
+      m.fd_kind = sk.kind;
+      SendControl(ctl, m, fd);
+      close(fd);
+    }
   }
   MountReport report;
   if (!ApplyMounts(plan.mount, &report, &err)) ReportAndExit(ctl, err);

@@ -280,6 +280,8 @@ class Builder {
 
   // A file with fixed content, over a bound file (e.g. /etc/resolv.conf) or in a tmpfs.
   bool PlaceFile(const MountOp& op) {
+    // A staging file in the root tmpfs, bound over the target; the name is removed once the
+    // mount holds the inode (a mount cannot be attached from an already unlinked file).
     const char* stage_name = ".ward-file";
     {
       UniqueFd f(openat(root_.get(), stage_name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, op.mode));
@@ -291,12 +293,12 @@ class Builder {
     }
     UniqueFd tree = CloneTree(root_.get(), stage_name, false, op.target.c_str());
     if (!tree) return false;
-    // The clone keeps the inode alive; the staging name must not stay in the root.
+    UniqueFd tgt = MountPoint(op.target, false);
+    if (!tgt || !Attach(tree.get(), tgt.get(), op.target)) return false;
     if (unlinkat(root_.get(), stage_name, 0) != 0) {
       return error_->Set("mount", errno, "unstaging ", op.target.c_str());
     }
-    UniqueFd tgt = MountPoint(op.target, false);
-    return tgt && Attach(tree.get(), tgt.get(), op.target);
+    return true;
   }
 
   static constexpr const char* kDevNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};

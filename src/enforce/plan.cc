@@ -261,6 +261,33 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     op.why = "/var/tmp is the private /tmp";
     ops.push_back(op);
   }
+  // --- egress: the proxy and the DNS stub are the only way out -----------------------------
+  plan.net.enabled = !policy.network.allow.empty() || policy.approvals.enabled;
+  if (plan.net.enabled) {
+    // /etc/resolv.conf inside names the stub. Where the host's is a symlink (systemd-resolved:
+    // into /run), the file goes where the link points, in ward's own tmpfs.
+    std::string target = "/etc/resolv.conf";
+    char rp[PATH_MAX];
+    if (realpath(target.c_str(), rp) != nullptr) {
+      target = rp;
+    } else {
+      char link[PATH_MAX];
+      ssize_t n = readlink(target.c_str(), link, sizeof link - 1);
+      if (n > 0) {
+        link[n] = '\0';
+        target = NormalizePath(link[0] == '/' ? std::string(link) : "/etc/" + std::string(link));
+      }
+    }
+    if (PathIsWithin(target, "/proc") || PathIsWithin(target, "/dev")) target = "/etc/resolv.conf";
+    MountOp rc;
+    rc.kind = MountOp::Kind::kFile;
+    rc.target = target;
+    rc.mode = 0644;
+    rc.content = "# ward: the sandbox's DNS stub (allow-listed names only)\nnameserver 127.0.0.1\n";
+    rc.why = "DNS stub";
+    ops.push_back(rc);
+  }
+
   std::stable_sort(ops.begin(), ops.end(),
                    [](const MountOp& a, const MountOp& b) { return PathLess(a.target, b.target); });
   plan.mount.ops = std::move(ops);
@@ -314,6 +341,10 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     plan.landlock.paths.push_back({node, false, true, false});
   }
   plan.landlock.paths.push_back({"/proc", false, false, true});
+  if (plan.net.enabled) {
+    plan.landlock.connect_tcp.push_back(plan.net.proxy_port);
+    if (plan.net.dns) plan.landlock.connect_tcp.push_back(53);
+  }
 
   // --- seccomp ----------------------------------------------------------------------------
   if (!features.seccomp) {
@@ -340,6 +371,42 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   // --- the process ------------------------------------------------------------------------
   plan.process.argv = input.argv;
   plan.process.env = input.env;
+  if (plan.net.enabled) {
+    // What common tools need to find the proxy (later entries replace the caller's values).
+    std::string url = "http://127.0.0.1:" + std::to_string(plan.net.proxy_port);
+    std::string port = std::to_string(plan.net.proxy_port);
+    const std::pair<const char*, std::string> vars[] = {
+        {"HTTP_PROXY", url},
+        {"HTTPS_PROXY", url},
+        {"ALL_PROXY", url},
+        // Empty: even 127.0.0.1 goes through the proxy. Inside, nothing can listen on TCP
+        // (Landlock), so the loopback that matters is the host's, reached by address rules.
+        {"NO_PROXY", ""},
+        {"http_proxy", url},
+        {"https_proxy", url},
+        {"all_proxy", url},
+        {"no_proxy", ""},
+        {"npm_config_proxy", url},
+        {"npm_config_https_proxy", url},
+        {"YARN_HTTP_PROXY", url},
+        {"YARN_HTTPS_PROXY", url},
+        {"PIP_PROXY", url},
+        {"CARGO_HTTP_PROXY", url},
+        {"NODE_USE_ENV_PROXY", "1"},
+        {"JAVA_TOOL_OPTIONS",
+         "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + port +
+             " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + port +
+             " -Dhttp.nonProxyHosts=localhost|127.0.0.1"},
+    };
+    for (const auto& [name, value] : vars) {
+      std::string prefix = std::string(name) + "=";
+      plan.process.env.erase(
+          std::remove_if(plan.process.env.begin(), plan.process.env.end(),
+                         [&](const std::string& e) { return e.rfind(prefix, 0) == 0; }),
+          plan.process.env.end());
+      plan.process.env.push_back(prefix + value);
+    }
+  }
   plan.process.workdir = policy.workspace_access ? ws : "/";
 
   // --- resource limits --------------------------------------------------------------------

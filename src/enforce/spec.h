@@ -137,6 +137,14 @@ struct LimitsSpec {
   std::vector<LimitLine> lines;
 };
 
+// Egress: sandbox init creates these listening sockets inside the sandbox's network
+// namespace and hands them to the supervisor, which serves them (proxy and DNS stub).
+struct NetSpec {
+  bool enabled = false;
+  uint16_t proxy_port = 3128;  // 127.0.0.1:<port> inside: HTTP CONNECT, absolute-URI, SOCKS5
+  bool dns = true;             // 127.0.0.1:53, UDP and TCP
+};
+
 struct LaunchPlan {
   uid_t uid = 0;  // the caller's ids, mapped to themselves inside
   gid_t gid = 0;
@@ -148,6 +156,7 @@ struct LaunchPlan {
   bool seccomp_enabled = true;
   ProcessSpec process;
   LimitsSpec limits;
+  NetSpec net;
   // Which of fds 0, 1, 2 are terminals: those get the sandbox's own pty, never the host's.
   bool tty[3] = {false, false, false};
   // The user's terminal settings, given to the sandbox's pty before the command starts.

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,10 @@
 #include "enforce/launcher.h"
 #include "enforce/limits.h"
 #include "enforce/probe.h"
+#include "net/dns_stub.h"
+#include "net/egress_rules.h"
+#include "net/proxy.h"
+#include "net/resolver.h"
 #include "supervisor/notifier.h"
 #include "supervisor/terminal.h"
 
@@ -33,9 +38,12 @@ std::string FormatMs(uint64_t ms) {
 class Session {
  public:
   Session(const RunRequest& req, enforce::Sandbox sb, const enforce::LaunchPlan& plan,
-          TerminalState* term, Outcome* out, enforce::Cgroup* cgroup)
+          TerminalState* term, Outcome* out, enforce::Cgroup* cgroup,
+          const net::EgressRules* egress, const net::ResolverOverrides* overrides)
       : req_(req),
         plan_(plan),
+        egress_rules_(egress),
+        overrides_(overrides),
         sb_(std::move(sb)),
         cgroup_(cgroup),
         term_(term),
@@ -61,6 +69,7 @@ class Session {
       term_->MakeRaw();
     }
     ctx_.run();
+    StopEgress();
     term_->Restore();
     if (notifier_) {
       notifier_->Stop();
@@ -70,6 +79,50 @@ class Session {
   }
 
  private:
+  // The proxy and the DNS stub, on this loop, for the sockets init created inside the
+  // sandbox's network namespace. Upstream connections and lookups happen out here.
+  void ServeEgress(enforce::FdKind kind, UniqueFd fd) {
+    if (!egress_rules_) return;
+    if (!resolver_) {
+      resolver_ = net::MakeSystemResolver(ctx_, overrides_ ? *overrides_ : net::ResolverOverrides{});
+      proxy_ = std::make_unique<net::EgressProxy>(ctx_, *egress_rules_, resolver_.get(),
+                                                  req_.events);
+      dns_ = std::make_unique<net::DnsStub>(ctx_, *egress_rules_, resolver_.get(), req_.events);
+      out_->egress.enabled = true;
+    }
+    Status st;
+    if (kind == enforce::FdKind::kNetProxy) {
+      st = proxy_->Serve(std::move(fd));
+    } else if (kind == enforce::FdKind::kNetDnsUdp) {
+      st = dns_->ServeUdp(std::move(fd));
+    } else {
+      st = dns_->ServeTcp(std::move(fd));
+    }
+    if (!st.ok()) Emit("net.error", {{"reason", "serve"}, {"detail", st.ToString()}});
+  }
+
+  void StopEgress() {
+    if (proxy_) {
+      proxy_->Stop();  // emits the net.allow events of connections still open
+      auto ps = proxy_->stats();
+      out_->egress.connections = ps.accepted;
+      out_->egress.allowed = ps.allowed;
+      out_->egress.denied = ps.denied;
+      out_->egress.bytes_up = ps.bytes_up;
+      out_->egress.bytes_down = ps.bytes_down;
+    }
+    if (dns_) {
+      dns_->Stop();
+      auto ds = dns_->stats();
+      out_->egress.dns_queries = ds.queries;
+      out_->egress.dns_answered = ds.answered;
+      out_->egress.dns_nxdomain = ds.nxdomain;
+    }
+    proxy_.reset();
+    dns_.reset();
+    resolver_.reset();  // before the io_context: it joins its workers
+  }
+
   void Emit(std::string_view type, nlohmann::json data) {
     if (req_.events) req_.events->Emit(type, std::move(data));
   }
@@ -121,6 +174,10 @@ class Session {
       case enforce::MsgType::kFd:
         if (m.fd_kind == enforce::FdKind::kPtyMaster && fd) {
           StartPty(std::move(fd));
+        } else if (fd && (m.fd_kind == enforce::FdKind::kNetProxy ||
+                          m.fd_kind == enforce::FdKind::kNetDnsUdp ||
+                          m.fd_kind == enforce::FdKind::kNetDnsTcp)) {
+          ServeEgress(m.fd_kind, std::move(fd));
         } else if (m.fd_kind == enforce::FdKind::kNotifyListener && fd) {
           notifier_ = std::make_unique<Notifier>(NotifierConfig::From(plan_, out_->mounts));
           notifier_->Start(std::move(fd), req_.events);
@@ -331,6 +388,8 @@ class Session {
 
   const RunRequest& req_;
   const enforce::LaunchPlan& plan_;
+  const net::EgressRules* egress_rules_;
+  const net::ResolverOverrides* overrides_;
   enforce::Sandbox sb_;
   enforce::Cgroup* cgroup_;
   TerminalState* term_;
@@ -342,6 +401,10 @@ class Session {
   std::optional<asio::posix::stream_descriptor> pty_;
   std::optional<asio::posix::stream_descriptor> stdin_;
   std::unique_ptr<Notifier> notifier_;
+  // Declared after ctx_: destroyed before it (StopEgress resets them earlier anyway).
+  std::unique_ptr<net::Resolver> resolver_;
+  std::unique_ptr<net::EgressProxy> proxy_;
+  std::unique_ptr<net::DnsStub> dns_;
   std::optional<asio::steady_timer> deadline_, grace_;
   bool ctl_eof_ = false, setup_error_ = false, exec_failed_ = false, started_ = false;
   bool have_status_ = false, init_exited_ = false, pty_done_ = false;
@@ -438,9 +501,37 @@ const char* OutcomeKindName(Outcome::Kind k) {
   return "unknown";
 }
 
+// The proxy holds up to six descriptors per connection: use the whole hard limit.
+static void RaiseFileLimit() {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
 Outcome Run(const RunRequest& req) {
   Outcome out;
   auto start = Clock::now();
+  // Egress rules and name overrides are checked before anything starts: a bad pattern refuses
+  // the run with the rule's origin.
+  Result<net::EgressRules> egress = net::EgressRules::Compile(req.policy.network);
+  if (!egress.ok()) {
+    out.kind = Outcome::Kind::kRefused;
+    out.exit_code = 125;
+    out.message = egress.status().ToString();
+    return out;
+  }
+  net::ResolverOverrides overrides;
+  for (const std::string& r : req.resolve) {
+    Status st = net::AddResolveOverride(r, &overrides);
+    if (!st.ok()) {
+      out.kind = Outcome::Kind::kRefused;
+      out.exit_code = 125;
+      out.message = "--resolve " + r + ": " + st.ToString();
+      return out;
+    }
+  }
   enforce::KernelFeatures features = enforce::ProbeKernel(/*probe_user_ns=*/false);
   TraceMark("kernel probed");
   TerminalState term;
@@ -486,7 +577,9 @@ Outcome Run(const RunRequest& req) {
   TraceMark("cloned");
   if (req.on_started) req.on_started(*plan, out.notes, features);
   {
-    Session session(req, std::move(sb).value(), *plan, &term, &out, cgroup.get());
+    if (plan->net.enabled) RaiseFileLimit();
+    Session session(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
+                    &overrides);
     session.Serve();
   }
   CollectLimits(req, *plan, cgroup.get(), &out);

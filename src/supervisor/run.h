@@ -25,6 +25,8 @@ struct RunRequest {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "NAME=VALUE", built from the policy's allow list
   EventSink* events = nullptr;   // audit sink (may be null)
+  // Supervisor-side name overrides for the proxy (`--resolve HOST:ADDR[,ADDR]`).
+  std::vector<std::string> resolve;
   // Called once the sandbox exists (after the clone, before the command runs), on the
   // supervisor's thread: the place for work that may start threads or should overlap with
   // the sandbox's own setup (the audit session's start record).
@@ -75,6 +77,11 @@ struct Outcome {
   struct rusage rusage = {};
   enforce::MountReport mounts;
   enforce::PlanNotes notes;
+  struct Egress {
+    bool enabled = false;
+    uint64_t connections = 0, allowed = 0, denied = 0, bytes_up = 0, bytes_down = 0;
+    uint64_t dns_queries = 0, dns_answered = 0, dns_nxdomain = 0;
+  } egress;
   int notifications = 0;       // trapped syscalls answered by the supervisor
   int protected_denials = 0;   // of those, creations of protected paths refused
   LimitsOutcome limits;
