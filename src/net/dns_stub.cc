@@ -123,6 +123,11 @@ void DnsCore::Handle(std::string_view message, bool tcp, Reply reply) {
     auto r = BuildDnsResponse(q, rc, {}, max_size);
     reply(r.ok() ? std::optional<std::string>(std::move(r).value()) : std::nullopt);
   };
+  if (options.name_check && options.name_check(q.question.name)) {
+    stats.nxdomain++;
+    respond(DnsRcode::kNxDomain);
+    return;
+  }
   if (q.has_edns && q.edns_version != 0) {
     stats.refused++;
     respond(DnsRcode::kBadVers);

@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string_view>
 
 #include "common/events.h"
 #include "common/status.h"
@@ -29,6 +31,9 @@ struct DnsStubOptions {
   size_t max_inflight = 256;                        // queries waiting for the Resolver
   size_t max_tcp_connections = 64;
   std::chrono::milliseconds tcp_idle_timeout{10000};
+  // Called first with every query's name; true answers NXDOMAIN at once (no dns.deny: the hook
+  // records its own event). The credential broker's leak check (CredentialBroker::DnsNameCheck).
+  std::function<bool(std::string_view name)> name_check;
 };
 
 namespace internal {

@@ -54,7 +54,12 @@ asio::awaitable<void> AcceptLoop(std::shared_ptr<ProxyCore> core, asio::ip::tcp:
 
 ProxyCore::ProxyCore(asio::io_context& c, EgressRules r, Resolver* res, EventSink* ev,
                      ProxyOptions o)
-    : ctx(c), rules(std::move(r)), resolver(res), events(ev), options(std::move(o)) {
+    : ctx(c),
+      rules(std::move(r)),
+      broker(o.credentials),
+      resolver(res),
+      events(ev),
+      options(std::move(o)) {
   scratch.resize(std::clamp(options.buffer_high_watermark, kMinScratch, kMaxScratch));
 }
 
@@ -145,6 +150,9 @@ EgressProxy::Stats EgressProxy::stats() const {
   s.bytes_up = c.bytes_up.load();
   s.bytes_down = c.bytes_down.load();
   s.buffered = c.buffered.load();
+  s.intercepted = c.intercepted.load();
+  s.credential_uses = c.credential_uses.load();
+  s.leak_attempts = c.leak_attempts.load();
   return s;
 }
 

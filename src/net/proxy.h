@@ -39,6 +39,8 @@ class io_context;
 
 namespace ward::net {
 
+class CredentialBroker;
+
 struct ProxyOptions {
   size_t max_connections = 512;  // per sandbox; beyond it: 503 / SOCKS reply 1, counted
   // At most this many user-space bytes per direction of a connection; the proxy does not read
@@ -55,6 +57,12 @@ struct ProxyOptions {
   std::vector<uint16_t> tls_ports = {443};
   // Bulk transfers move through a pipe with splice(2) instead of user-space buffers.
   bool splice = true;
+  // The credential broker (credentials.h; null: none; must outlive the proxy). With it, plain
+  // HTTP to `/ROUTE/...` on the proxy's own port is a reverse-proxy route, tunnels to a
+  // credential's hosts are intercepted, and phantoms going anywhere else are refused (403 and
+  // one `credential.leak_attempt` event each); every request that carries a real secret emits
+  // `credential.use`.
+  const CredentialBroker* credentials = nullptr;
 };
 
 namespace internal {
@@ -88,6 +96,9 @@ class EgressProxy {
     uint64_t bytes_up = 0;          // written to upstream servers
     uint64_t bytes_down = 0;        // written to clients
     uint64_t buffered = 0;          // user-space bytes waiting for a slow reader, now
+    uint64_t intercepted = 0;       // tunnels terminated by the credential broker
+    uint64_t credential_uses = 0;   // requests sent with a real secret
+    uint64_t leak_attempts = 0;     // requests refused because they carried a phantom
   };
   // Safe from any thread.
   Stats stats() const;

@@ -181,6 +181,14 @@ asio::awaitable<size_t> Connection::ReadSome(Side& s, size_t max, asio::error_co
     s.leftover.erase(0, n);
     co_return n;
   }
+  if (s.tls) co_return co_await TlsReadSome(s, max, ec);
+  co_return co_await RawReadSome(s, max, ec);
+}
+
+asio::awaitable<size_t> Connection::RawReadSome(Side& s, size_t max, asio::error_code& ec) {
+  ec = {};
+  max = std::min(max, core_->scratch.size());
+  if (max == 0) max = 1;
   while (true) {
     if (closed_) {
       ec = asio::error::operation_aborted;
@@ -203,6 +211,12 @@ asio::awaitable<void> Connection::ReadMore(Side& s, size_t limit, asio::error_co
     ec = asio::error::message_size;
     co_return;
   }
+  if (s.tls) {
+    size_t room = std::min(limit - s.leftover.size(), core_->scratch.size());
+    size_t n = co_await TlsReadSome(s, room, ec);
+    if (!ec) s.leftover.append(core_->scratch.data(), n);
+    co_return;
+  }
   while (true) {
     if (closed_) {
       ec = asio::error::operation_aborted;
@@ -222,6 +236,102 @@ asio::awaitable<void> Connection::ReadMore(Side& s, size_t limit, asio::error_co
 }
 
 asio::awaitable<void> Connection::WriteAll(Side& s, std::string_view data, asio::error_code& ec) {
+  ec = {};
+  if (s.tls) {
+    if (data.empty()) co_return;
+    if (s.tls->Write(data) != TlsChannel::Io::kOk) {
+      tls_error_ = s.tls->error();
+      ec = asio::error::connection_aborted;
+      co_return;
+    }
+    co_await FlushTls(s, ec);
+    co_return;
+  }
+  co_await RawWriteAll(s, data, ec);
+}
+
+asio::awaitable<void> Connection::FlushTls(Side& s, asio::error_code& ec) {
+  ec = {};
+  if (!s.tls || !s.tls->HasOutput()) co_return;
+  std::string out = s.tls->TakeOutput();
+  co_await RawWriteAll(s, out, ec);
+}
+
+asio::awaitable<size_t> Connection::TlsReadSome(Side& s, size_t max, asio::error_code& ec) {
+  ec = {};
+  max = std::min(max, core_->scratch.size());
+  if (max == 0) max = 1;
+  while (true) {
+    if (closed_) {
+      ec = asio::error::operation_aborted;
+      co_return 0;
+    }
+    size_t n = 0;
+    TlsChannel::Io io = s.tls->Read(core_->scratch.data(), max, &n);
+    if (s.tls->HasOutput()) {
+      // Reading can produce records to send (key updates, alerts). They go out before the
+      // plaintext in scratch is used, so keep that in a copy.
+      std::string plain(core_->scratch.data(), io == TlsChannel::Io::kOk ? n : 0);
+      co_await FlushTls(s, ec);
+      if (ec) co_return 0;
+      std::memcpy(core_->scratch.data(), plain.data(), plain.size());
+    }
+    switch (io) {
+      case TlsChannel::Io::kOk:
+        last_activity_ = Clock::now();
+        co_return n;
+      case TlsChannel::Io::kClosed:
+        ec = asio::error::eof;
+        co_return 0;
+      case TlsChannel::Io::kError:
+        tls_error_ = s.tls->error();
+        ec = asio::error::connection_aborted;
+        co_return 0;
+      case TlsChannel::Io::kWantRead:
+        break;
+    }
+    // A peer that closes without close_notify ends the stream as well: HTTP framing (which the
+    // proxy checks) tells a complete message from a truncated one.
+    size_t got = co_await RawReadSome(s, core_->scratch.size(), ec);
+    if (ec) co_return 0;
+    s.tls->Feed(std::string_view(core_->scratch.data(), got));
+  }
+}
+
+asio::awaitable<void> Connection::TlsHandshake(Side& s, asio::error_code& ec) {
+  ec = {};
+  while (true) {
+    if (closed_) {
+      ec = asio::error::operation_aborted;
+      co_return;
+    }
+    TlsChannel::Io io = s.tls->Handshake();
+    co_await FlushTls(s, ec);
+    if (ec) co_return;
+    if (io == TlsChannel::Io::kOk) co_return;
+    if (io != TlsChannel::Io::kWantRead) {
+      tls_error_ =
+          io == TlsChannel::Io::kClosed ? "TLS handshake: the peer closed" : s.tls->error();
+      ec = asio::error::connection_aborted;
+      co_return;
+    }
+    if (!s.leftover.empty()) {
+      // Ciphertext read before TLS started (the ClientHello that was checked).
+      s.tls->Feed(s.leftover);
+      s.leftover.clear();
+      continue;
+    }
+    size_t got = co_await RawReadSome(s, core_->scratch.size(), ec);
+    if (ec) {
+      if (ec == asio::error::eof) tls_error_ = "TLS handshake: the peer closed";
+      co_return;
+    }
+    s.tls->Feed(std::string_view(core_->scratch.data(), got));
+  }
+}
+
+asio::awaitable<void> Connection::RawWriteAll(Side& s, std::string_view data,
+                                              asio::error_code& ec) {
   ec = {};
   const bool up = &s == &upstream_;
   auto account = [&](size_t n) { Account(up, n); };
@@ -271,7 +381,7 @@ void Connection::Account(bool upward, size_t n) {
 asio::awaitable<bool> Connection::SpliceCopy(Side& from, Side& to, uint64_t limit,
                                              asio::error_code& ec) {
   ec = {};
-  if (!core_->options.splice) co_return false;
+  if (!core_->options.splice || from.tls || to.tls) co_return false;
   std::optional<Pipe> pipe = Pipe::Open(core_->options.buffer_high_watermark);
   if (!pipe) co_return false;
   const bool up = &to == &upstream_;
@@ -366,6 +476,10 @@ asio::awaitable<void> Connection::SendError(int status, const std::string& body)
 asio::awaitable<void> Connection::LingerClose() {
   if (closed_) co_return;
   asio::error_code ec;
+  if (client_.tls) {
+    client_.tls->Shutdown();
+    co_await FlushTls(client_, ec);
+  }
   client_.sock.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
   SetDeadline(std::chrono::duration_cast<std::chrono::milliseconds>(kLingerTimeout),
               Phase::kLinger);
@@ -405,6 +519,7 @@ void Connection::FinishUpstream() {
   asio::error_code ec;
   upstream_.sock.close(ec);
   upstream_.leftover.clear();
+  upstream_.tls.reset();
   if (upstream_denied_) return;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - upstream_start_);
   nlohmann::json data = {{"host", upstream_target_.host.ToString()},
@@ -506,6 +621,7 @@ asio::awaitable<Connection::Fail> Connection::Authorize(Target& t, std::string* 
 asio::awaitable<Connection::Fail> Connection::ConnectUpstream(const Target& t,
                                                               std::string* detail) {
   FinishUpstream();
+  upstream_.tls.reset();
   Clock::time_point end = Clock::now() + core_->options.connect_timeout;
   Fail last = Fail::kUnreachable;
   *detail = "no address to connect to";
@@ -560,7 +676,23 @@ bool Connection::UpstreamReusable() {
   // An idle upstream that became readable has closed (or sent junk): not reusable.
   char c;
   ssize_t n = ::recv(upstream_.sock.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+  if (n <= 0 || !upstream_.tls) return false;
+  // TLS: late handshake messages (session tickets) are fine; data or an alert is not.
+  while (true) {
+    ssize_t r = ::recv(upstream_.sock.native_handle(), core_->scratch.data(), core_->scratch.size(),
+                       MSG_DONTWAIT);
+    if (r > 0) {
+      upstream_.tls->Feed(std::string_view(core_->scratch.data(), static_cast<size_t>(r)));
+      continue;
+    }
+    if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return false;
+    break;
+  }
+  size_t got = 0;
+  return upstream_.tls->Read(core_->scratch.data(), core_->scratch.size(), &got) ==
+             TlsChannel::Io::kWantRead &&
+         !upstream_.tls->HasOutput();
 }
 
 // ------------------------------------------------------------------ TLS gate
@@ -819,9 +951,15 @@ asio::awaitable<void> Connection::ServeSocks(std::shared_ptr<Connection> self) {
     co_return;
   }
   t.host = std::move(host).value();
+  if (CheckNameLeak(t, "socks5 target")) {
+    co_await reply_and_close(Socks5Reply::kNotAllowed);
+    co_return;
+  }
   std::string detail;
   Fail f = co_await Authorize(t, &detail);
-  if (f == Fail::kNone) f = co_await ConnectUpstream(t, &detail);
+  const bool intercept =
+      f == Fail::kNone && core_->broker != nullptr && core_->broker->Intercepts(t.host, t.port);
+  if (f == Fail::kNone && !intercept) f = co_await ConnectUpstream(t, &detail);
   switch (f) {
     case Fail::kNone:
       break;
@@ -841,6 +979,17 @@ asio::awaitable<void> Connection::ServeSocks(std::shared_ptr<Connection> self) {
   }
   co_await WriteAll(client_, BuildSocks5Reply(Socks5Reply::kSucceeded), ec);
   if (ec) co_return;
+  if (intercept) {
+    upstream_target_ = t;
+    Gate g = co_await CheckClientHello(t, /*required=*/true);
+    if (g != Gate::kPass) {
+      if (g == Gate::kClosed && !closed_) core_->stats.errors++;
+      co_await LingerClose();
+      co_return;
+    }
+    co_await Intercept(self, t);
+    co_return;
+  }
   co_await Tunnel(self, core_->IsTlsPort(t.port) ? TunnelGate::kRequired : TunnelGate::kSniff);
 }
 
@@ -878,6 +1027,11 @@ asio::awaitable<void> Connection::ServeHttp(std::shared_ptr<Connection> self) {
     first = false;
     const HttpRequestHead& head = parser.head();
     if (head.method == "CONNECT") {
+      if (intercept_) {
+        core_->stats.errors++;
+        co_await SendError(400, "ward: CONNECT inside an intercepted tunnel\n");
+        co_return;
+      }
       co_await HandleConnect(self, head);
       co_return;
     }
@@ -900,6 +1054,10 @@ asio::awaitable<void> Connection::HandleConnect(std::shared_ptr<Connection> self
   t.via = "connect";
   t.host = hp->host;
   t.port = hp->port;
+  if (CheckNameLeak(t, "connect target")) {
+    co_await SendError(403, LeakBody(*core_->broker->FindPhantomInName(t.host.ToString()), t));
+    co_return;
+  }
   std::string detail;
   Fail f = co_await Authorize(t, &detail);
   if (f != Fail::kNone) {
@@ -907,6 +1065,20 @@ asio::awaitable<void> Connection::HandleConnect(std::shared_ptr<Connection> self
     co_return;
   }
   asio::error_code ec;
+  if (core_->broker != nullptr && core_->broker->Intercepts(t.host, t.port)) {
+    // A credential's host: the tunnel ends here (whatever the port, it must be TLS).
+    co_await WriteAll(client_, kConnectEstablished, ec);
+    if (ec) co_return;
+    upstream_target_ = t;
+    Gate g = co_await CheckClientHello(t, /*required=*/true);
+    if (g != Gate::kPass) {
+      if (g == Gate::kClosed && !closed_) core_->stats.errors++;
+      co_await LingerClose();
+      co_return;
+    }
+    co_await Intercept(self, t);
+    co_return;
+  }
   if (core_->IsTlsPort(t.port)) {
     // The SNI is checked before the upstream ever hears of this connection.
     co_await WriteAll(client_, kConnectEstablished, ec);

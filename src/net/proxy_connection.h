@@ -15,9 +15,11 @@
 #include <unordered_set>
 #include <vector>
 
+#include "net/credentials.h"
 #include "net/http_parser.h"
 #include "net/proxy.h"
 #include "net/proxy_io.h"
+#include "net/tls_channel.h"
 
 namespace ward::net::internal {
 
@@ -35,6 +37,7 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
 
   asio::io_context& ctx;
   const EgressRules rules;
+  const CredentialBroker* const broker;  // options.credentials
   Resolver* const resolver;
   EventSink* const events;
   const ProxyOptions options;
@@ -46,7 +49,8 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
 
   struct Counters {
     std::atomic<uint64_t> accepted{0}, active{0}, denied{0}, allowed{0}, refused_over_cap{0},
-        errors{0}, bytes_up{0}, bytes_down{0}, buffered{0};
+        errors{0}, bytes_up{0}, bytes_down{0}, buffered{0}, intercepted{0}, credential_uses{0},
+        leak_attempts{0};
   } stats;
 };
 
@@ -65,15 +69,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   struct Side {
     explicit Side(asio::io_context& ctx) : sock(ctx) {}
     asio::ip::tcp::socket sock;
-    std::string leftover;  // read from the socket, not consumed yet (pipelined bytes)
+    std::string leftover;  // read from the socket, not consumed yet (pipelined bytes); with
+                           // TLS: plaintext
     std::string pending;   // handed to the kernel, not all taken yet
+    std::unique_ptr<TlsChannel> tls;  // set: this side speaks TLS terminated by the proxy
   };
 
   // A destination being decided or served.
   struct Target {
     Host host;
     uint16_t port = 0;
-    const char* via = "";          // "connect", "http", "socks5"
+    const char* via = "";          // "connect", "http", "socks5", "route", "intercept"
     std::string rule;              // the allowing rule; "" for a public address of an IP literal
     std::string origin;            // where that rule came from
     std::vector<IpAddress> addrs;  // pinned: resolved and allowed, tried in order
@@ -92,6 +98,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
                                       const HttpRequestHead& head);
   // proxy_http.cc. Returns whether the client connection stays open for another request.
   asio::awaitable<bool> Forward(std::shared_ptr<Connection> self, const HttpRequestHead& head);
+  // How a request reaches its upstream: plain HTTP (absolute-URI forwarding), or over the
+  // broker's verified TLS with credentials applied (a route, an intercepted tunnel).
+  enum class Mode { kPlain, kRoute, kIntercept };
+  asio::awaitable<bool> ForwardTo(std::shared_ptr<Connection> self, const HttpRequestHead& head,
+                                  AbsoluteUri uri, Target t, Mode mode);
+  // proxy_creds.cc: a tunnel to a credential's host, terminated with a session-CA leaf; its
+  // requests are served like forwarded ones (ForwardTo, kIntercept).
+  asio::awaitable<void> Intercept(std::shared_ptr<Connection> self, const Target& t);
+  // A route request ("/ROUTE/rest" on the proxy itself): the route's target and URI.
+  bool MatchRoute(const HttpRequestHead& head, Target* t, AbsoluteUri* uri);
+  // Opens TLS to the upstream just connected (verifying it); on failure the client gets 502.
+  asio::awaitable<bool> StartUpstreamTls(const Target& t);
+  asio::awaitable<void> TlsHandshake(Side& s, asio::error_code& ec);
+  // A phantom in a destination name: emits credential.leak_attempt; returns whether it did.
+  bool CheckNameLeak(const Target& t, std::string_view where);
+  void EmitLeak(const BrokeredCredential& c, const Target& t, std::string_view where);
+  void EmitUse(const BrokeredCredential& c, const Target& t);
+  static std::string LeakBody(const BrokeredCredential& c, const Target& t);
   // While a response is awaited: a client that leaves (EOF, reset) ends the connection and its
   // upstream at once instead of at the idle timeout. Pipelined bytes end the watch.
   asio::awaitable<void> WatchClient(std::shared_ptr<Connection> self, uint64_t generation);
@@ -120,9 +144,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // I/O. ReadSome returns bytes in core_->scratch (leftover first); valid until the next
   // suspension. ec is eof at a clean end of stream.
   asio::awaitable<size_t> ReadSome(Side& s, size_t max, asio::error_code& ec);
+  // The socket's bytes (ciphertext on a TLS side), into core_->scratch; leftover untouched.
+  asio::awaitable<size_t> RawReadSome(Side& s, size_t max, asio::error_code& ec);
+  // Plaintext from s.tls into core_->scratch; leftover untouched.
+  asio::awaitable<size_t> TlsReadSome(Side& s, size_t max, asio::error_code& ec);
   // Appends to s.leftover until it holds at least one more byte, up to `limit` bytes in all.
   asio::awaitable<void> ReadMore(Side& s, size_t limit, asio::error_code& ec);
   asio::awaitable<void> WriteAll(Side& s, std::string_view data, asio::error_code& ec);
+  asio::awaitable<void> RawWriteAll(Side& s, std::string_view data, asio::error_code& ec);
+  // Sends what s.tls has queued (handshake messages, alerts, records).
+  asio::awaitable<void> FlushTls(Side& s, asio::error_code& ec);
   void Account(bool upward, size_t n);  // bytes written to upstream (upward) or to the client
   static void PutBack(Side& s, const char* data, size_t n);
   // Bulk transfer in the kernel (splice through a pipe), for at most `limit` bytes or until
@@ -163,6 +194,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string upstream_key_;
   Clock::time_point upstream_start_;
   uint64_t upstream_up_ = 0, upstream_down_ = 0, upstream_requests_ = 0;
+
+  // The credential broker's state for the request being forwarded.
+  std::optional<Target> intercept_;  // set: this connection is an intercepted tunnel
+  std::optional<CredentialBroker::BodyScanner> body_scan_;  // request body, client -> upstream
+  const BrokeredCredential* body_leak_ = nullptr;           // what the scanner found
+  std::optional<CredentialBroker::Masker> masker_;          // response, upstream -> client
+  std::string tls_error_;                                   // the last TLS failure
 
   std::shared_ptr<ResolveWait> resolve_wait_;
   bool down_done_ = false;

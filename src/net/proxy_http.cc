@@ -32,7 +32,10 @@ void RemoveProxyFields(HttpHeaders& headers) {
 asio::awaitable<void> Connection::CopyExact(Side& from, Side& to, uint64_t n,
                                             asio::error_code& ec) {
   ec = {};
-  bool pipe_refused = false;
+  // The credential broker looks at request bodies (phantoms) and response bodies (secrets).
+  const bool scan = &from == &client_ && body_scan_.has_value();
+  const bool mask = &from == &upstream_ && masker_.has_value();
+  bool pipe_refused = scan || mask;
   while (n > 0) {
     if (n >= kSpliceMin && from.leftover.empty() && !pipe_refused) {
       if (co_await SpliceCopy(from, to, n, ec)) co_return;  // all n moved, or ec (eof: truncated)
@@ -41,15 +44,27 @@ asio::awaitable<void> Connection::CopyExact(Side& from, Side& to, uint64_t n,
     size_t want = static_cast<size_t>(std::min<uint64_t>(n, core_->options.buffer_high_watermark));
     size_t got = co_await ReadSome(from, want, ec);
     if (ec) co_return;  // eof here is a truncated body
-    co_await WriteAll(to, std::string_view(core_->scratch.data(), got), ec);
+    std::string_view data(core_->scratch.data(), got);
+    if (scan && (body_leak_ = body_scan_->Feed(data)) != nullptr) {
+      ec = asio::error::access_denied;
+      co_return;
+    }
+    if (mask) {
+      co_await WriteAll(to, masker_->Process(data), ec);
+    } else {
+      co_await WriteAll(to, data, ec);
+    }
     if (ec) co_return;
     n -= got;
   }
+  if (mask) co_await WriteAll(to, masker_->Flush(), ec);
 }
 
 asio::awaitable<void> Connection::CopyChunked(Side& from, Side& to, bool reencode,
                                               asio::error_code& ec) {
   ec = {};
+  const bool scan = &from == &client_ && body_scan_.has_value();
+  const bool mask = &from == &upstream_ && masker_.has_value();
   ChunkedDecoder decoder(core_->options.http_limits);
   std::string decoded;
   while (true) {
@@ -62,6 +77,14 @@ asio::awaitable<void> Connection::CopyChunked(Side& from, Side& to, bool reencod
       co_return;
     }
     if (r.done()) PutBack(from, core_->scratch.data() + r.consumed, got - r.consumed);
+    if (scan && (body_leak_ = body_scan_->Feed(decoded)) != nullptr) {
+      ec = asio::error::access_denied;
+      co_return;
+    }
+    if (mask) {
+      decoded = masker_->Process(decoded);
+      if (r.done()) decoded += masker_->Flush();
+    }
     if (!decoded.empty()) {
       std::string out = reencode ? EncodeChunk(decoded) : std::move(decoded);
       co_await WriteAll(to, out, ec);
@@ -75,7 +98,8 @@ asio::awaitable<void> Connection::CopyChunked(Side& from, Side& to, bool reencod
 }
 
 asio::awaitable<void> Connection::CopyUntilEof(Side& from, Side& to, asio::error_code& ec) {
-  bool pipe_refused = false;
+  const bool mask = &from == &upstream_ && masker_.has_value();
+  bool pipe_refused = mask;
   while (true) {
     if (from.leftover.empty() && !pipe_refused) {
       if (co_await SpliceCopy(from, to, UINT64_MAX, ec)) {
@@ -87,10 +111,16 @@ asio::awaitable<void> Connection::CopyUntilEof(Side& from, Side& to, asio::error
     size_t got = co_await ReadSome(from, core_->options.buffer_high_watermark, ec);
     if (ec == asio::error::eof) {
       ec = {};
+      if (mask) co_await WriteAll(to, masker_->Flush(), ec);
       co_return;
     }
     if (ec) co_return;
-    co_await WriteAll(to, std::string_view(core_->scratch.data(), got), ec);
+    std::string_view data(core_->scratch.data(), got);
+    if (mask) {
+      co_await WriteAll(to, masker_->Process(data), ec);
+    } else {
+      co_await WriteAll(to, data, ec);
+    }
     if (ec) co_return;
   }
 }
@@ -110,6 +140,27 @@ asio::awaitable<void> Connection::WatchClient(std::shared_ptr<Connection> self,
 
 asio::awaitable<bool> Connection::Forward(std::shared_ptr<Connection> self,
                                           const HttpRequestHead& head) {
+  Target t;
+  AbsoluteUri route_uri;
+  if (intercept_) {
+    // Inside an intercepted tunnel: requests for the tunnel's host, in origin form.
+    if (head.target.empty() || head.target[0] != '/') {
+      core_->stats.errors++;
+      co_await SendError(400, "ward: inside this tunnel send requests as /path, not " +
+                                  QuoteUntrusted(head.target) + "\n");
+      co_return false;
+    }
+    t = *intercept_;
+    AbsoluteUri uri;
+    uri.scheme = "https";
+    uri.authority = HostPort{t.host, t.port};
+    uri.explicit_port = t.port != 443;
+    uri.origin_form = head.target;
+    co_return co_await ForwardTo(self, head, std::move(uri), std::move(t), Mode::kIntercept);
+  }
+  if (MatchRoute(head, &t, &route_uri)) {
+    co_return co_await ForwardTo(self, head, std::move(route_uri), std::move(t), Mode::kRoute);
+  }
   auto uri = ParseAbsoluteForm(head.target);
   if (!uri.ok()) {
     core_->stats.errors++;
@@ -119,11 +170,19 @@ asio::awaitable<bool> Connection::Forward(std::shared_ptr<Connection> self,
     co_await SendError(400, "ward: " + why + "\n");
     co_return false;
   }
-  Target t;
   t.via = "http";
   t.host = uri->authority.host;
   t.port = uri->authority.port;
-  if (Status hs = CheckHostHeader(head.headers, *uri); !hs.ok()) {
+  co_return co_await ForwardTo(self, head, std::move(uri).value(), std::move(t), Mode::kPlain);
+}
+
+asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
+                                            const HttpRequestHead& head, AbsoluteUri uri_value,
+                                            Target t, Mode mode) {
+  const AbsoluteUri* uri = &uri_value;
+  const bool via_tls = mode != Mode::kPlain;
+  Status hs = mode == Mode::kRoute ? Ok() : CheckHostHeader(head.headers, *uri);
+  if (!hs.ok()) {
     if (hs.code() == Code::kPermissionDenied) {
       EmitDeny(t, "host_mismatch", "", "", hs.message(),
                {{"host_header", QuoteUntrusted(head.headers.Get("Host").value_or(""), 255)}});
@@ -135,7 +194,7 @@ asio::awaitable<bool> Connection::Forward(std::shared_ptr<Connection> self,
     co_return false;
   }
 
-  const std::string key = t.Display();
+  const std::string key = (via_tls ? "tls:" : "") + t.Display();
   const bool has_body = head.body.kind == BodyKind::kChunked ||
                         (head.body.kind == BodyKind::kContentLength && head.body.length > 0);
   HttpRequestHead up = head;
@@ -143,7 +202,30 @@ asio::awaitable<bool> Connection::Forward(std::shared_ptr<Connection> self,
   // We answer 100 ourselves once the upstream is ready, so the origin must not wait for it.
   if (expect_continue) up.headers.Remove("Expect");
   RemoveProxyFields(up.headers);
+  body_scan_.reset();
+  masker_.reset();
+  body_leak_ = nullptr;
+  std::vector<const BrokeredCredential*> used;
+  if (core_->broker != nullptr) {
+    // Before anything leaves: phantoms go only to their own hosts, over the broker's TLS.
+    if (mode == Mode::kPlain && CheckNameLeak(t, "url host")) {
+      co_await SendError(403, LeakBody(*core_->broker->FindPhantomInName(t.host.ToString()), t));
+      co_return false;
+    }
+    CredentialBroker::Verdict v =
+        core_->broker->ApplyToRequest(t.host, t.port, via_tls, up.headers, uri_value.origin_form);
+    if (v.leaked != nullptr) {
+      EmitLeak(*v.leaked, t, v.where);
+      co_await SendError(403, LeakBody(*v.leaked, t));
+      co_return false;
+    }
+    used = std::move(v.used);
+    if (has_body) body_scan_.emplace(*core_->broker, t.host, t.port, via_tls);
+    if (via_tls) masker_.emplace(*core_->broker);
+  }
+  auto mask = [&](std::string s) { return masker_ ? core_->broker->MaskSecrets(s) : std::move(s); };
   const std::string request = SerializeUpstreamRequest(up, *uri, /*keep_alive=*/true);
+  bool uses_emitted = false;
 
   asio::error_code ec;
   HttpResponseParser rp(head.method == "HEAD", core_->options.http_limits);
@@ -171,9 +253,18 @@ asio::awaitable<bool> Connection::Forward(std::shared_ptr<Connection> self,
         co_await SendFailure(f, t, detail);
         co_return false;
       }
+      if (via_tls && !co_await StartUpstreamTls(t)) {
+        if (closed_) co_return false;
+        co_await SendError(502, "ward: " + t.Display() + ": " + tls_error_ + "\n");
+        co_return false;
+      }
       upstream_key_ = key;
     }
     SetIdle();
+    if (!uses_emitted) {
+      uses_emitted = true;
+      for (const BrokeredCredential* c : used) EmitUse(*c, t);
+    }
     co_await WriteAll(upstream_, request, ec);
     if (!ec && has_body) {
       if (expect_continue && head.version_minor >= 1) co_await WriteAll(client_, kContinue, ec);
@@ -183,6 +274,14 @@ asio::awaitable<bool> Connection::Forward(std::shared_ptr<Connection> self,
         } else {
           co_await CopyExact(client_, upstream_, head.body.length, ec);
         }
+      }
+      if (ec && body_leak_ != nullptr) {
+        // A phantom in the body: the upstream gets a truncated request, the client a 403.
+        const BrokeredCredential* leaked = body_leak_;
+        FinishUpstream();
+        EmitLeak(*leaked, t, "body");
+        co_await SendError(403, LeakBody(*leaked, t));
+        co_return false;
       }
       if (ec) {
         // A client that breaks off its body, or sends a malformed one, ends its connection.
@@ -218,7 +317,7 @@ asio::awaitable<bool> Connection::Forward(std::shared_ptr<Connection> self,
         break;
       }
       if (head.version_minor >= 1) {
-        co_await WriteAll(client_, SerializeClientResponse(rp.head(), 1, true), ec);
+        co_await WriteAll(client_, mask(SerializeClientResponse(rp.head(), 1, true)), ec);
       }
       rp.Reset(head.method == "HEAD");
     }
@@ -244,7 +343,7 @@ asio::awaitable<bool> Connection::Forward(std::shared_ptr<Connection> self,
   const int minor = head.version_minor;
   const bool client_keep = head.keep_alive && rh.body.kind != BodyKind::kUntilClose &&
                            !(rh.body.kind == BodyKind::kChunked && minor == 0);
-  co_await WriteAll(client_, SerializeClientResponse(rh, minor, head.keep_alive), ec);
+  co_await WriteAll(client_, mask(SerializeClientResponse(rh, minor, head.keep_alive)), ec);
   if (!ec) {
     switch (rh.body.kind) {
       case BodyKind::kNone:

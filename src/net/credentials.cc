@@ -1,0 +1,521 @@
+#include "net/credentials.h"
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+
+#include "net/credentials_phantom.h"
+#include "net/credentials_source.h"
+#include "net/text_util.h"
+
+namespace ward::net {
+
+namespace {
+
+constexpr size_t kMinPhantomKey = 16;  // shorter random parts would match by accident
+constexpr size_t kMaxDnsReported = 1024;
+
+std::string ReplaceAll(std::string_view s, std::string_view from, std::string_view to) {
+  std::string out;
+  size_t pos = 0;
+  while (true) {
+    size_t hit = s.find(from, pos);
+    if (hit == std::string_view::npos) break;
+    out.append(s.substr(pos, hit - pos));
+    out.append(to);
+    pos = hit + from.size();
+  }
+  out.append(s.substr(pos));
+  return out;
+}
+
+bool Contains(std::string_view s, std::string_view needle) {
+  return !needle.empty() && s.find(needle) != std::string_view::npos;
+}
+
+std::string LooseName(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  for (char c : name) {
+    if (c != '.') out += AsciiLower(c);
+  }
+  return out;
+}
+
+// "Basic <base64>" (scheme without case); the decoded credentials, or nullopt.
+std::optional<std::string> DecodeBasic(std::string_view value) {
+  value = TrimOws(value);
+  if (value.size() < 6 || !StartsWithIgnoreCase(value, "basic ")) return std::nullopt;
+  return Base64Decode(TrimOws(value.substr(6)));
+}
+
+std::string Fill(std::string_view tmpl, std::string_view secret) {
+  return ReplaceAll(tmpl, "{secret}", secret);
+}
+
+// Whether the query of an origin-form target has a parameter of that (decoded) name.
+bool QueryHas(std::string_view target, std::string_view name) {
+  size_t q = target.find('?');
+  if (q == std::string_view::npos) return false;
+  std::string_view query = target.substr(q + 1);
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view pair = query.substr(0, amp);
+    std::string_view key = pair.substr(0, pair.find('='));
+    if (PercentDecode(key) == name) return true;
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ encodings
+
+std::string Base64Encode(std::string_view data) {
+  static constexpr char kTable[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((data.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < data.size(); i += 3) {
+    uint32_t v = (static_cast<uint8_t>(data[i]) << 16) | (static_cast<uint8_t>(data[i + 1]) << 8) |
+                 static_cast<uint8_t>(data[i + 2]);
+    out += kTable[(v >> 18) & 63];
+    out += kTable[(v >> 12) & 63];
+    out += kTable[(v >> 6) & 63];
+    out += kTable[v & 63];
+  }
+  if (i + 1 == data.size()) {
+    uint32_t v = static_cast<uint8_t>(data[i]) << 16;
+    out += kTable[(v >> 18) & 63];
+    out += kTable[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == data.size()) {
+    uint32_t v = (static_cast<uint8_t>(data[i]) << 16) | (static_cast<uint8_t>(data[i + 1]) << 8);
+    out += kTable[(v >> 18) & 63];
+    out += kTable[(v >> 12) & 63];
+    out += kTable[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+' || c == '-') return 62;  // standard and URL-safe alphabets
+    if (c == '/' || c == '_') return 63;
+    return -1;
+  };
+  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+  if (text.size() % 4 == 1) return std::nullopt;
+  std::string out;
+  out.reserve(text.size() * 3 / 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : text) {
+    int v = value(c);
+    if (v < 0) return std::nullopt;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xff);
+    }
+  }
+  return out;
+}
+
+std::string PercentDecode(std::string_view s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else if (s[i] == '+') {
+      out += ' ';
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::string PercentEncodeComponent(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '.' || c == '_' || c == '~';
+    if (unreserved) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[static_cast<uint8_t>(c) >> 4];
+      out += kHex[static_cast<uint8_t>(c) & 15];
+    }
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ credentials
+
+bool BrokeredCredential::MatchesHost(const Host& host, uint16_t port) const {
+  for (const HostRule& r : hosts) {
+    bool name = host.is_address() ? r.MatchesAddress(*host.address) : r.MatchesName(host.name);
+    if (name && r.MatchesPort(port, /*deny_rule=*/false)) return true;
+  }
+  return false;
+}
+
+CredentialBroker::~CredentialBroker() = default;
+
+Result<std::unique_ptr<CredentialBroker>> CredentialBroker::Create(
+    std::vector<CredentialSpec> specs, BrokerOptions options) {
+  std::unique_ptr<CredentialBroker> b(new CredentialBroker());
+  b->options_ = std::move(options);
+  std::set<std::string> names, routes;
+  TlsAuthorityOptions ca;
+  for (CredentialSpec& s : specs) {
+    const std::string what = "credential " + s.name;
+    if (s.name.empty()) return InvalidArgument("a credential without a name");
+    if (!names.insert(s.name).second) return InvalidArgument(what + ": defined twice");
+    auto clean = CleanSecret(s.secret);
+    if (!clean.ok() || *clean != s.secret) {
+      return InvalidArgument(what + ": the secret must be one trimmed line of printable text");
+    }
+    if (s.hosts.empty()) return InvalidArgument(what + ": no hosts");
+    BrokeredCredential c;
+    c.name = s.name;
+    c.secret = s.secret;
+    c.inject = s.inject;
+    c.route = s.route;
+    for (const policy::HostRule& h : s.hosts) {
+      auto rule = HostRule::Parse(h);
+      if (!rule.ok()) return Status(rule.status().code(), what + ": " + rule.status().message());
+      switch (rule->kind) {
+        case HostRule::Kind::kExact:
+        case HostRule::Kind::kWildcard:
+          if (std::find(ca.permitted_names.begin(), ca.permitted_names.end(), rule->name) ==
+              ca.permitted_names.end()) {
+            ca.permitted_names.push_back(rule->name);
+          }
+          break;
+        case HostRule::Kind::kAddress: {
+          IpAddress a = rule->net.address();
+          if (std::find(ca.permitted_addresses.begin(), ca.permitted_addresses.end(), a) ==
+              ca.permitted_addresses.end()) {
+            ca.permitted_addresses.push_back(a);
+          }
+          break;
+        }
+        case HostRule::Kind::kNet:
+          return InvalidArgument(what + ": host " + h.pattern +
+                                 ": a secret goes to named hosts or single addresses, not to a "
+                                 "whole network");
+      }
+      c.hosts.push_back(std::move(rule).value());
+    }
+    if (!c.route.empty()) {
+      if (!routes.insert(c.route).second) {
+        return InvalidArgument(what + ": route " + c.route + " is used twice");
+      }
+      const HostRule& first = c.hosts.front();
+      if (first.kind == HostRule::Kind::kExact) {
+        c.route_host.name = first.name;
+      } else if (first.kind == HostRule::Kind::kAddress) {
+        c.route_host.address = first.net.address();
+      } else {
+        return InvalidArgument(what + ": the route goes to the first host, " + first.text +
+                               ", which must be one name or address (not a wildcard)");
+      }
+      c.route_port = first.ports == HostRule::Ports::kOne ? first.port : 443;
+    }
+    if (s.phantom.empty()) {
+      WARD_ASSIGN_OR_RETURN(s.phantom, MakePhantom(s.secret));
+    }
+    c.phantom = s.phantom;
+    PhantomShape shape = DescribePhantomShape(s.secret);
+    std::string_view key = c.phantom;
+    if (key.starts_with(shape.prefix) && key.ends_with(shape.suffix)) {
+      key = PhantomRandomPart(key, shape);
+    }
+    c.phantom_key = LooseName(key);
+    if (c.phantom_key.size() < kMinPhantomKey || Contains(c.secret, c.phantom) ||
+        Contains(c.phantom, c.secret)) {
+      return InvalidArgument(what +
+                             ": the phantom value is unusable (too short or overlapping "
+                             "the secret)");
+    }
+    b->creds_.push_back(std::move(c));
+  }
+  WARD_ASSIGN_OR_RETURN(b->upstream_ctx_, MakeUpstreamTlsContext(b->options_.upstream));
+  if (b->options_.intercept && !b->creds_.empty()) {
+    WARD_ASSIGN_OR_RETURN(b->authority_, TlsAuthority::Create(std::move(ca)));
+  }
+  return b;
+}
+
+const BrokeredCredential* CredentialBroker::FindRoute(std::string_view route) const {
+  for (const BrokeredCredential& c : creds_) {
+    if (!c.route.empty() && c.route == route) return &c;
+  }
+  return nullptr;
+}
+
+bool CredentialBroker::Intercepts(const Host& host, uint16_t port) const {
+  if (!authority_) return false;
+  for (const BrokeredCredential& c : creds_) {
+    if (c.MatchesHost(host, port)) return true;
+  }
+  return false;
+}
+
+const BrokeredCredential* CredentialBroker::FindPhantomInName(std::string_view name) const {
+  if (creds_.empty()) return nullptr;
+  std::string loose = LooseName(name);
+  for (const BrokeredCredential& c : creds_) {
+    if (Contains(loose, c.phantom_key)) return &c;
+  }
+  return nullptr;
+}
+
+CredentialBroker::Verdict CredentialBroker::ApplyToRequest(const Host& host, uint16_t port,
+                                                           bool tls, HttpHeaders& headers,
+                                                           std::string& origin_form) const {
+  Verdict v;
+  if (creds_.empty()) return v;
+  std::vector<bool> seen(creds_.size(), false);
+  // True (and v filled in) when a phantom may not go where this request goes.
+  auto scan = [&](std::string_view text, std::string_view where) {
+    for (size_t i = 0; i < creds_.size(); ++i) {
+      const BrokeredCredential& c = creds_[i];
+      if (!Contains(text, c.phantom)) continue;
+      if (!tls || !c.MatchesHost(host, port)) {
+        v.leaked = &c;
+        v.where = std::string(where);
+        return true;
+      }
+      seen[i] = true;
+    }
+    return false;
+  };
+  if (scan(origin_form, "url") || scan(PercentDecode(origin_form), "url")) return v;
+  for (const HttpHeader& h : headers.entries()) {
+    // Proxy-* fields are for the proxy and are removed before forwarding.
+    if (StartsWithIgnoreCase(h.name, "Proxy-")) continue;
+    if (scan(h.name, "header name")) return v;
+    bool token = !h.name.empty() && std::all_of(h.name.begin(), h.name.end(), IsTokenChar);
+    if (scan(h.value, "header " + (token ? h.name.substr(0, 64) : QuoteUntrusted(h.name, 64)))) {
+      return v;
+    }
+    if (auto basic = DecodeBasic(h.value); basic && scan(*basic, "basic auth")) return v;
+  }
+  if (!tls) return v;
+
+  // Phantoms of this host's credentials, wherever the client put them.
+  bool any_seen = std::find(seen.begin(), seen.end(), true) != seen.end();
+  if (any_seen) {
+    HttpHeaders rewritten;
+    for (const HttpHeader& h : headers.entries()) {
+      std::string value = h.value;
+      std::optional<std::string> basic = DecodeBasic(value);
+      bool basic_changed = false;
+      for (size_t i = 0; i < creds_.size(); ++i) {
+        if (!seen[i]) continue;
+        const BrokeredCredential& c = creds_[i];
+        value = ReplaceAll(value, c.phantom, c.secret);
+        if (basic && Contains(*basic, c.phantom)) {
+          *basic = ReplaceAll(*basic, c.phantom, c.secret);
+          basic_changed = true;
+        }
+      }
+      if (basic_changed) value = "Basic " + Base64Encode(*basic);
+      rewritten.Add(h.name, std::move(value));
+    }
+    headers = std::move(rewritten);
+    for (size_t i = 0; i < creds_.size(); ++i) {
+      if (!seen[i]) continue;
+      origin_form =
+          ReplaceAll(origin_form, creds_[i].phantom, PercentEncodeComponent(creds_[i].secret));
+      v.used.push_back(&creds_[i]);
+    }
+  }
+  // This host's other credentials: added where the client left their place empty.
+  for (size_t i = 0; i < creds_.size(); ++i) {
+    const BrokeredCredential& c = creds_[i];
+    if (seen[i] || !c.MatchesHost(host, port)) continue;
+    bool added = false;
+    switch (c.inject.kind) {
+      case policy::CredentialInject::Kind::kHeader:
+        if (!headers.Get(c.inject.name)) {
+          headers.Add(c.inject.name, Fill(c.inject.template_, c.secret));
+          added = true;
+        }
+        break;
+      case policy::CredentialInject::Kind::kBasic:
+        if (!headers.Get("Authorization")) {
+          headers.Add("Authorization",
+                      "Basic " + Base64Encode(c.inject.template_ + ":" + c.secret));
+          added = true;
+        }
+        break;
+      case policy::CredentialInject::Kind::kQuery:
+        if (!QueryHas(origin_form, c.inject.name)) {
+          size_t hash = origin_form.find('#');  // never sent, but keep any fragment last
+          std::string frag;
+          if (hash != std::string::npos) {
+            frag = origin_form.substr(hash);
+            origin_form.resize(hash);
+          }
+          origin_form += origin_form.find('?') == std::string::npos ? '?' : '&';
+          origin_form += PercentEncodeComponent(c.inject.name) + "=" +
+                         PercentEncodeComponent(Fill(c.inject.template_, c.secret));
+          origin_form += frag;
+          added = true;
+        }
+        break;
+    }
+    if (added) v.used.push_back(&c);
+  }
+  return v;
+}
+
+// ------------------------------------------------------------------ body scanner
+
+CredentialBroker::BodyScanner::BodyScanner(const CredentialBroker& broker, const Host& host,
+                                           uint16_t port, bool tls) {
+  for (const BrokeredCredential& c : broker.creds_) {
+    if (tls && c.MatchesHost(host, port)) continue;
+    watch_.push_back(&c);
+    keep_ = std::max(keep_, c.phantom.size() - 1);
+  }
+}
+
+const BrokeredCredential* CredentialBroker::BodyScanner::Feed(std::string_view data) {
+  if (watch_.empty() || data.empty()) return nullptr;
+  // A match across the previous piece and this one lies within carry_ + the start of data.
+  std::string boundary = carry_;
+  boundary.append(data.substr(0, std::min(data.size(), keep_)));
+  for (const BrokeredCredential* c : watch_) {
+    if (Contains(boundary, c->phantom) || Contains(data, c->phantom)) return c;
+  }
+  if (data.size() >= keep_) {
+    carry_.assign(data.substr(data.size() - keep_));
+  } else {
+    carry_.append(data);
+    if (carry_.size() > keep_) carry_.erase(0, carry_.size() - keep_);
+  }
+  return nullptr;
+}
+
+// ------------------------------------------------------------------ masker
+
+CredentialBroker::Masker::Masker(const CredentialBroker& broker) {
+  for (const BrokeredCredential& c : broker.creds_) {
+    std::string repl =
+        c.phantom.size() == c.secret.size() ? c.phantom : std::string(c.secret.size(), 'x');
+    secrets_.emplace_back(c.secret, std::move(repl));
+    longest_ = std::max(longest_, c.secret.size());
+  }
+}
+
+std::string CredentialBroker::Masker::Process(std::string_view data) {
+  std::string buf = std::move(held_);
+  held_.clear();
+  buf.append(data);
+  for (const auto& [secret, repl] : secrets_) {
+    size_t pos = 0;
+    while ((pos = buf.find(secret, pos)) != std::string::npos) {
+      buf.replace(pos, secret.size(), repl);
+      pos += repl.size();
+    }
+  }
+  // Hold back the longest tail that could be the start of a secret.
+  size_t hold = 0;
+  for (const auto& [secret, repl] : secrets_) {
+    size_t max = std::min(secret.size() - 1, buf.size());
+    for (size_t k = max; k > hold; --k) {
+      if (std::string_view(buf).substr(buf.size() - k) == secret.substr(0, k)) {
+        hold = k;
+        break;
+      }
+    }
+  }
+  if (hold > 0) {
+    held_ = buf.substr(buf.size() - hold);
+    buf.resize(buf.size() - hold);
+  }
+  return buf;
+}
+
+std::string CredentialBroker::Masker::Flush() {
+  std::string out = std::move(held_);
+  held_.clear();
+  return out;
+}
+
+std::string CredentialBroker::MaskSecrets(std::string_view s) const {
+  std::string out(s);
+  for (const BrokeredCredential& c : creds_) {
+    if (!Contains(out, c.secret)) continue;
+    std::string repl =
+        c.phantom.size() == c.secret.size() ? c.phantom : std::string(c.secret.size(), 'x');
+    out = ReplaceAll(out, c.secret, repl);
+  }
+  return out;
+}
+
+// ------------------------------------------------------------------ TLS and DNS
+
+Result<std::shared_ptr<SSL_CTX>> CredentialBroker::InterceptContext(const Host& host) const {
+  if (!authority_) return Error(Code::kFailedPrecondition, "interception is off");
+  return authority_->ServerContext(host);
+}
+
+const std::string& CredentialBroker::ca_pem() const {
+  static const std::string kNone;
+  return authority_ ? authority_->ca_pem() : kNone;
+}
+
+std::function<bool(std::string_view)> CredentialBroker::DnsNameCheck(EventSink* events) const {
+  // Resolvers repeat a query (A and AAAA, retries): one event per name.
+  struct Seen {
+    std::mutex mu;
+    std::set<std::string> names;
+  };
+  auto seen = std::make_shared<Seen>();
+  return [this, events, seen](std::string_view name) {
+    const BrokeredCredential* c = FindPhantomInName(name);
+    if (c == nullptr) return false;
+    std::string shown = QuoteUntrusted(name, 255);
+    {
+      std::lock_guard<std::mutex> lock(seen->mu);
+      if (seen->names.size() >= kMaxDnsReported) seen->names.clear();
+      if (!seen->names.insert(shown).second) return true;
+    }
+    if (events != nullptr) {
+      try {
+        events->Emit("credential.leak_attempt",
+                     {{"credential", c->name}, {"host", shown}, {"where", "dns"}});
+      } catch (...) {
+        // A sink must not throw; losing the event beats losing the DNS stub.
+      }
+    }
+    return true;
+  };
+}
+
+}  // namespace ward::net
