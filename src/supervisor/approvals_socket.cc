@@ -1,0 +1,527 @@
+#include "supervisor/approvals_socket.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <asio/post.hpp>
+#include <asio/write.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+
+#include "audit/session_log.h"
+#include "common/unique_fd.h"
+
+namespace ward::supervisor {
+namespace {
+
+constexpr std::string_view kPrefix = "approvals-";
+constexpr std::string_view kSuffix = ".sock";
+constexpr size_t kMaxReason = 512;
+constexpr size_t kMaxReplyBytes = 16 << 20;
+
+std::string Serialize(const nlohmann::json& j) {
+  // Subjects come from the sandbox and need not be UTF-8: never throw on them.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+nlohmann::json ErrorReply(const Status& st) {
+  return {{"ok", false},
+          {"error",
+           {{
+                "code",
+                std::string(CodeName(st.code())),
+            },
+            {"message", st.ToString()}}}};
+}
+
+Result<uint64_t> IdField(const nlohmann::json& m, const char* key) {
+  auto it = m.find(key);
+  if (it == m.end()) return InvalidArgument(std::string("missing \"") + key + "\"");
+  if (it->is_number_unsigned()) return it->get<uint64_t>();
+  if (it->is_number_integer() && it->get<int64_t>() >= 0) {
+    return static_cast<uint64_t>(it->get<int64_t>());
+  }
+  return InvalidArgument(std::string("\"") + key + "\" must be a non-negative integer");
+}
+
+Result<std::string> OptionalString(const nlohmann::json& m, const char* key, size_t max) {
+  auto it = m.find(key);
+  if (it == m.end() || it->is_null()) return std::string();
+  if (!it->is_string()) return InvalidArgument(std::string("\"") + key + "\" must be a string");
+  const std::string& s = it->get_ref<const std::string&>();
+  if (s.size() > max) return InvalidArgument(std::string("\"") + key + "\" is too long");
+  return s;
+}
+
+Result<nlohmann::json> Dispatch(ApprovalBroker& broker, const nlohmann::json& m,
+                                std::string_view session) {
+  if (!m.is_object()) return InvalidArgument("a request is one JSON object");
+  auto op_it = m.find("op");
+  if (op_it == m.end() || !op_it->is_string()) return InvalidArgument("missing \"op\"");
+  const std::string& op = op_it->get_ref<const std::string&>();
+  if (op == "hello") {
+    size_t live = 0;
+    for (const Grant& g : broker.Grants()) live += g.state == Grant::State::kLive;
+    return nlohmann::json{{"ok", true},
+                          {"protocol", 1},
+                          {"session", std::string(session)},
+                          {"pid", static_cast<int64_t>(getpid())},
+                          {"pending", broker.Pending().size()},
+                          {"live_grants", live},
+                          {"timeout_ms", broker.options().policy.timeout_ms}};
+  }
+  if (op == "list") {
+    nlohmann::json reqs = nlohmann::json::array();
+    for (const ApprovalRequest& r : broker.Pending()) reqs.push_back(RequestToJson(r));
+    return nlohmann::json{{"ok", true}, {"requests", std::move(reqs)}};
+  }
+  if (op == "grants") {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Grant& g : broker.Grants()) out.push_back(GrantToJson(g));
+    return nlohmann::json{{"ok", true}, {"grants", std::move(out)}};
+  }
+  if (op == "approve" || op == "deny") {
+    WARD_ASSIGN_OR_RETURN(uint64_t id, IdField(m, "id"));
+    ChannelAnswer a;
+    a.allow = op == "approve";
+    WARD_ASSIGN_OR_RETURN(a.reason, OptionalString(m, "reason", kMaxReason));
+    if (a.allow) {
+      WARD_ASSIGN_OR_RETURN(std::string scope, OptionalString(m, "scope", 64));
+      WARD_ASSIGN_OR_RETURN(a.scope, ParseScope(scope.empty() ? "once" : scope));
+      auto p = m.find("prefix");
+      if (p != m.end() && !p->is_null()) {
+        if (p->is_boolean()) {
+          if (p->get<bool>()) a.prefix = std::string();
+        } else if (p->is_string() && !p->get_ref<const std::string&>().empty()) {
+          if (p->get_ref<const std::string&>().size() > 4096) {
+            return InvalidArgument("\"prefix\" is too long");
+          }
+          a.prefix = p->get<std::string>();
+        } else {
+          return InvalidArgument("\"prefix\" must be true, false or a path / host pattern");
+        }
+      }
+    }
+    WARD_ASSIGN_OR_RETURN(ApprovalDecision d, broker.Answer(id, a, "socket"));
+    nlohmann::json out = {{"ok", true}, {"decision", d.allow ? "allow" : "deny"}};
+    if (d.grant) out["grant"] = GrantToJson(*d.grant);
+    return out;
+  }
+  if (op == "revoke") {
+    WARD_ASSIGN_OR_RETURN(uint64_t id, IdField(m, "grant"));
+    WARD_TRY(broker.Revoke(id, "socket"));
+    return nlohmann::json{{"ok", true}};
+  }
+  return InvalidArgument("unknown op \"" + op.substr(0, 64) +
+                         "\" (hello, list, approve, deny, grants, revoke)");
+}
+
+Result<std::string> SessionFromName(std::string_view name) {
+  if (name.size() <= kPrefix.size() + kSuffix.size() || name.substr(0, kPrefix.size()) != kPrefix ||
+      name.substr(name.size() - kSuffix.size()) != kSuffix) {
+    return InvalidArgument("not an approval socket");
+  }
+  std::string session(name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size()));
+  if (!audit::IsValidSessionId(session)) return InvalidArgument("bad session id");
+  return session;
+}
+
+Result<UniqueFd> ConnectUnix(const std::string& path) {
+  sockaddr_un addr = {};
+  if (path.size() >= sizeof addr.sun_path) return InvalidArgument("socket path too long: " + path);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return Errno("socket");
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (errno == EINTR) continue;
+    return Errno("connecting to " + path);
+  }
+  return fd;
+}
+
+// The pid namespace inode of a process, 0 when unknown.
+uint64_t PidNamespaceOf(pid_t pid) {
+  struct stat st;
+  std::string p = "/proc/" + std::to_string(pid) + "/ns/pid";
+  if (::stat(p.c_str(), &st) != 0) return 0;
+  return st.st_ino;
+}
+
+}  // namespace
+
+std::string ApprovalSocketDir() {
+  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
+  if (xdg && xdg[0] == '/') return std::string(xdg) + "/ward";
+  return "/tmp/ward-" + std::to_string(::geteuid());
+}
+
+Status PrepareApprovalSocketDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Errno("creating " + dir);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return Errno(dir);
+  if (!S_ISDIR(st.st_mode)) {
+    return Error(Code::kPermissionDenied, dir + " is not a directory (a symlink?)");
+  }
+  if (st.st_uid != ::geteuid()) {
+    return Error(Code::kPermissionDenied,
+                 dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to us");
+  }
+  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
+    return Errno("chmod 0700 " + dir);
+  }
+  return Ok();
+}
+
+Status CheckApprovalSocketDir(const std::string& dir) {
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return Errno(dir);
+  if (!S_ISDIR(st.st_mode)) {
+    return Error(Code::kPermissionDenied, dir + " is not a directory (a symlink?)");
+  }
+  if (st.st_uid != ::geteuid()) {
+    return Error(Code::kPermissionDenied,
+                 dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to us");
+  }
+  if ((st.st_mode & 022) != 0) {
+    return Error(Code::kPermissionDenied, dir + " is writable by others");
+  }
+  return Ok();
+}
+
+std::string ApprovalSocketPath(const std::string& dir, std::string_view session) {
+  return dir + "/" + std::string(kPrefix) + std::string(session) + std::string(kSuffix);
+}
+
+nlohmann::json HandleApprovalMessage(ApprovalBroker& broker, const nlohmann::json& message,
+                                     std::string_view session) {
+  try {
+    Result<nlohmann::json> r = Dispatch(broker, message, session);
+    if (!r.ok()) return ErrorReply(r.status());
+    return std::move(r).value();
+  } catch (const std::exception& e) {
+    return ErrorReply(Error(Code::kInvalidArgument, std::string("bad request: ") + e.what()));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class ApprovalServer::Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(ApprovalServer* server, asio::local::stream_protocol::socket socket)
+      : server_(server), socket_(std::move(socket)) {}
+
+  void Start() { ReadMore(); }
+
+  void Send(const nlohmann::json& reply) {
+    if (closed_) return;
+    std::string line = Serialize(reply);
+    queued_ += line.size();
+    if (queued_ > server_->options_.max_queued_bytes) {
+      Close();
+      return;
+    }
+    out_.push_back(std::move(line));
+    if (!writing_) WriteNext();
+  }
+
+  // Sends one error and closes.
+  void Refuse(const Status& st) {
+    Send(ErrorReply(st));
+    close_after_write_ = true;
+  }
+
+  void Close() {
+    if (closed_) return;
+    closed_ = true;
+    asio::error_code ec;
+    socket_.shutdown(asio::socket_base::shutdown_both, ec);
+    socket_.close(ec);
+    out_.clear();
+    auto self = shared_from_this();
+    asio::post(socket_.get_executor(), [self] {
+      if (self->server_) self->server_->Closed(self.get());
+    });
+  }
+
+  void Detach() { server_ = nullptr; }
+
+ private:
+  void ReadMore() {
+    auto self = shared_from_this();
+    socket_.async_read_some(asio::buffer(buf_), [self](const asio::error_code& ec, size_t n) {
+      if (self->closed_ || !self->server_) return;
+      if (ec) {
+        self->Close();
+        return;
+      }
+      self->Feed(std::string_view(self->buf_.data(), n));
+      if (!self->closed_ && !self->close_after_write_) self->ReadMore();
+    });
+  }
+
+  void Feed(std::string_view data) {
+    partial_.append(data);
+    size_t start = 0;
+    while (!closed_ && !close_after_write_) {
+      size_t nl = partial_.find('\n', start);
+      if (nl == std::string::npos) break;
+      std::string_view line(partial_.data() + start, nl - start);
+      start = nl + 1;
+      if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+      nlohmann::json m = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (m.is_discarded()) {
+        Send(ErrorReply(InvalidArgument("malformed JSON")));
+        continue;
+      }
+      Send(HandleApprovalMessage(*server_->broker_, m, server_->options_.session));
+    }
+    partial_.erase(0, start);
+    if (partial_.size() > server_->options_.max_line_bytes) {
+      Refuse(InvalidArgument("request line longer than " +
+                             std::to_string(server_->options_.max_line_bytes) + " bytes"));
+    }
+  }
+
+  void WriteNext() {
+    if (out_.empty() || closed_) {
+      writing_ = false;
+      if (close_after_write_ && !closed_) Close();
+      return;
+    }
+    writing_ = true;
+    auto self = shared_from_this();
+    asio::async_write(socket_, asio::buffer(out_.front()),
+                      [self](const asio::error_code& ec, size_t n) {
+                        if (self->closed_) return;
+                        if (ec) {
+                          self->Close();
+                          return;
+                        }
+                        self->queued_ -= std::min(self->queued_, n);
+                        self->out_.pop_front();
+                        self->WriteNext();
+                      });
+  }
+
+  ApprovalServer* server_;
+  asio::local::stream_protocol::socket socket_;
+  std::array<char, 16384> buf_;
+  std::string partial_;
+  std::deque<std::string> out_;
+  size_t queued_ = 0;
+  bool writing_ = false;
+  bool closed_ = false;
+  bool close_after_write_ = false;
+};
+
+ApprovalServer::ApprovalServer(asio::io_context& io, std::shared_ptr<ApprovalBroker> broker,
+                               ApprovalServerOptions options)
+    : io_(io), broker_(std::move(broker)), options_(std::move(options)) {}
+
+ApprovalServer::~ApprovalServer() { Stop(); }
+
+Result<std::unique_ptr<ApprovalServer>> ApprovalServer::Start(
+    asio::io_context& io, std::shared_ptr<ApprovalBroker> broker, ApprovalServerOptions options) {
+  if (!broker) return InvalidArgument("no broker");
+  const std::string& path = options.path;
+  sockaddr_un addr = {};
+  if (path.empty() || path[0] != '/' || path.size() >= sizeof addr.sun_path) {
+    return InvalidArgument("approval socket path is not absolute or too long: " + path);
+  }
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) return InvalidArgument(path + " exists and is not a socket");
+    if (ConnectUnix(path).ok()) {
+      return Error(Code::kFailedPrecondition, "another session is listening on " + path);
+    }
+    if (::unlink(path.c_str()) != 0) return Errno("removing the stale socket " + path);
+  }
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) return Errno("socket");
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  // 0600 from the start: no window in which another uid could connect.
+  mode_t old = ::umask(0177);
+  int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  int err = errno;
+  ::umask(old);
+  if (rc != 0) return ErrnoError("binding " + path, err);
+  if (::listen(fd.get(), 16) != 0) {
+    Status s = Errno("listening on " + path);
+    ::unlink(path.c_str());
+    return s;
+  }
+  std::unique_ptr<ApprovalServer> server(
+      new ApprovalServer(io, std::move(broker), std::move(options)));
+  if (::lstat(server->options_.path.c_str(), &st) == 0) server->socket_ino_ = st.st_ino;
+  server->listener_ = std::make_unique<asio::posix::stream_descriptor>(io, fd.release());
+  server->Accept();
+  return server;
+}
+
+void ApprovalServer::Accept() {
+  if (stopped_ || !listener_) return;
+  listener_->async_wait(
+      asio::posix::stream_descriptor::wait_read, [this](const asio::error_code& ec) {
+        if (ec || stopped_) return;
+        while (true) {
+          int fd =
+              ::accept4(listener_->native_handle(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+          if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED) continue;
+            break;  // EAGAIN, or EMFILE: try again when readable
+          }
+          OnAccept(fd);
+        }
+        Accept();
+      });
+}
+
+void ApprovalServer::OnAccept(int fd) {
+  asio::local::stream_protocol::socket sock(io_);
+  asio::error_code ec;
+  sock.assign(asio::local::stream_protocol(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return;
+  }
+  struct ucred cred = {};
+  socklen_t len = sizeof cred;
+  bool cred_ok = ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
+  auto conn = std::make_shared<Connection>(this, std::move(sock));
+  conns_.insert(conn);
+  if (!cred_ok || cred.uid != ::geteuid()) {
+    ++refused_;
+    conn->Refuse(Error(Code::kPermissionDenied,
+                       "this approval socket serves uid " + std::to_string(::geteuid()) +
+                           " only; the peer is uid " +
+                           (cred_ok ? std::to_string(cred.uid) : std::string("unknown"))));
+  } else if (uint64_t ns = options_.refuse_pid_namespace != 0 ? PidNamespaceOf(cred.pid) : 1;
+             ns == 0 || ns == options_.refuse_pid_namespace) {
+    // Our uid inside the sandbox is our uid outside: only its pid namespace tells it apart.
+    ++refused_;
+    conn->Refuse(
+        Error(Code::kPermissionDenied, ns == 0 ? "cannot tell which pid namespace the peer is in"
+                                               : "the sandbox cannot approve its own requests"));
+  } else if (conns_.size() > options_.max_connections) {
+    ++refused_;
+    conn->Refuse(Error(Code::kResourceExhausted, "too many connections"));
+  } else {
+    conn->Start();
+  }
+}
+
+void ApprovalServer::Closed(Connection* c) {
+  for (auto it = conns_.begin(); it != conns_.end(); ++it) {
+    if (it->get() == c) {
+      conns_.erase(it);
+      return;
+    }
+  }
+}
+
+void ApprovalServer::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (listener_) {
+    asio::error_code ec;
+    listener_->close(ec);
+    listener_.reset();
+    // Only our own socket: a later session may have taken the path since.
+    struct stat st;
+    if (::lstat(options_.path.c_str(), &st) == 0 && st.st_ino == socket_ino_) {
+      ::unlink(options_.path.c_str());
+    }
+  }
+  auto conns = conns_;
+  conns_.clear();
+  for (auto& c : conns) {
+    c->Detach();
+    c->Close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+Result<std::vector<ApprovalSession>> FindApprovalSessions(const std::string& dir) {
+  std::vector<ApprovalSession> out;
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0 && errno == ENOENT) return out;  // no session ever ran
+  WARD_TRY(CheckApprovalSocketDir(dir));
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return Errno("reading " + dir);
+  std::vector<std::string> names;
+  while (struct dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+  ::closedir(d);
+  for (const std::string& name : names) {
+    Result<std::string> session = SessionFromName(name);
+    if (!session.ok()) continue;
+    std::string path = dir + "/" + name;
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (!ConnectUnix(path).ok()) continue;  // a session that died without removing it
+    out.push_back({*session, path});
+  }
+  std::sort(out.begin(), out.end(), [](const ApprovalSession& a, const ApprovalSession& b) {
+    return a.session < b.session;
+  });
+  return out;
+}
+
+Result<nlohmann::json> CallApprovalSocket(const std::string& path, const nlohmann::json& request,
+                                          std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  WARD_ASSIGN_OR_RETURN(UniqueFd fd, ConnectUnix(path));
+  struct ucred cred = {};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    return Errno("SO_PEERCRED on " + path);
+  }
+  if (cred.uid != ::geteuid()) {
+    return Error(Code::kPermissionDenied, path + " is served by uid " + std::to_string(cred.uid) +
+                                              ", not by us; not talking to it");
+  }
+  std::string line = Serialize(request);
+  size_t off = 0;
+  while (off < line.size()) {
+    ssize_t n = ::send(fd.get(), line.data() + off, line.size() - off, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno("writing to " + path);
+    }
+    off += static_cast<size_t>(n);
+  }
+  std::string reply;
+  char buf[16384];
+  while (reply.find('\n') == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return Error(Code::kTimeout, "no reply from " + path);
+    struct pollfd p = {fd.get(), POLLIN, 0};
+    int pr = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr < 0) return Errno("poll");
+    if (pr == 0) continue;
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Errno("reading from " + path);
+    if (n == 0) return Error(Code::kUnavailable, path + " closed the connection without a reply");
+    reply.append(buf, static_cast<size_t>(n));
+    if (reply.size() > kMaxReplyBytes) return InvalidArgument("reply too long from " + path);
+  }
+  reply.resize(reply.find('\n'));
+  nlohmann::json j = nlohmann::json::parse(reply, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgument("malformed reply from " + path);
+  return j;
+}
+
+}  // namespace ward::supervisor
