@@ -1,5 +1,7 @@
 #include "net/credentials.h"
 
+#include <string.h>
+
 #include <algorithm>
 #include <mutex>
 #include <set>
@@ -29,9 +31,14 @@ std::string ReplaceAll(std::string_view s, std::string_view from, std::string_vi
   return out;
 }
 
-bool Contains(std::string_view s, std::string_view needle) {
-  return !needle.empty() && s.find(needle) != std::string_view::npos;
+// memmem is linear in glibc (two-way): hostile text built from a phantom's prefix repeated
+// cannot make scanning quadratic.
+const char* Find(std::string_view s, std::string_view needle) {
+  if (needle.empty() || s.size() < needle.size()) return nullptr;
+  return static_cast<const char*>(memmem(s.data(), s.size(), needle.data(), needle.size()));
 }
+
+bool Contains(std::string_view s, std::string_view needle) { return Find(s, needle) != nullptr; }
 
 std::string LooseName(std::string_view name) {
   std::string out;
@@ -437,8 +444,10 @@ std::string CredentialBroker::Masker::Process(std::string_view data) {
   held_.clear();
   buf.append(data);
   for (const auto& [secret, repl] : secrets_) {
+    // Same length: replaced in place.
     size_t pos = 0;
-    while ((pos = buf.find(secret, pos)) != std::string::npos) {
+    while (const char* hit = Find(std::string_view(buf).substr(pos), secret)) {
+      pos = static_cast<size_t>(hit - buf.data());
       buf.replace(pos, secret.size(), repl);
       pos += repl.size();
     }

@@ -8,7 +8,9 @@
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "credentials_test_util.h"
@@ -199,6 +201,16 @@ class CredentialsE2eTest : public ::testing::Test {
   }
 
   std::vector<Event> Events(std::string_view type) { return proxy_->events(type); }
+  // net.allow is written when the proxy sees the connection close, which can come after the
+  // client has already exited.
+  std::vector<Event> WaitEvents(std::string_view type) {
+    for (int i = 0; i < 200; ++i) {
+      auto events = Events(type);
+      if (!events.empty()) return events;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return {};
+  }
 
   // CONNECT through the proxy; the socket, after "200".
   UniqueFd Tunnel(const std::string& authority) {
@@ -355,7 +367,7 @@ TEST_F(CredentialsE2eTest, InterceptWithCurl) {
   auto uses = Events("credential.use");
   ASSERT_EQ(uses.size(), 1u);
   EXPECT_EQ(Str(uses[0].data, "via"), "intercept");
-  auto allows = Events("net.allow");
+  auto allows = WaitEvents("net.allow");
   ASSERT_FALSE(allows.empty());
   EXPECT_EQ(Str(allows.back().data, "via"), "intercept");
 }
@@ -455,6 +467,68 @@ TEST_F(CredentialsE2eTest, InterceptRequiresTlsWithTheRightServerName) {
   }
   EXPECT_TRUE(api_->requests().empty());
   EXPECT_EQ(proxy_->stats().intercepted, 0u);
+}
+
+TEST_F(CredentialsE2eTest, HostileClientsInsideAnInterceptedTunnel) {
+  {
+    // Malformed HTTP after a good handshake: 400 inside the tunnel.
+    UniqueFd fd = Tunnel(ApiAuthority());
+    TlsClient tls(fd.get(), "api.test", session_ca_);
+    ASSERT_TRUE(tls.ok());
+    ASSERT_TRUE(tls.Send("GET / HTTP/1.1\r\nHost: " + ApiAuthority() + "\r\nBad Header\r\n\r\n"));
+    EXPECT_EQ(tls.Response().status, 400);
+  }
+  {
+    // Oversized head: 431.
+    UniqueFd fd = Tunnel(ApiAuthority());
+    TlsClient tls(fd.get(), "api.test", session_ca_);
+    ASSERT_TRUE(tls.ok());
+    tls.Send("GET / HTTP/1.1\r\nHost: " + ApiAuthority() +
+             "\r\nX-Big: " + std::string(100000, 'a') + "\r\n\r\n");
+    EXPECT_EQ(tls.Response().status, 431);
+  }
+  {
+    // Absolute-form and CONNECT inside the tunnel.
+    UniqueFd fd = Tunnel(ApiAuthority());
+    TlsClient tls(fd.get(), "api.test", session_ca_);
+    ASSERT_TRUE(tls.ok());
+    tls.Send("GET https://evil.test/ HTTP/1.1\r\nHost: evil.test\r\n\r\n");
+    EXPECT_EQ(tls.Response().status, 400);
+    UniqueFd fd2 = Tunnel(ApiAuthority());
+    TlsClient tls2(fd2.get(), "api.test", session_ca_);
+    ASSERT_TRUE(tls2.ok());
+    tls2.Send("CONNECT evil.test:443 HTTP/1.1\r\nHost: evil.test:443\r\n\r\n");
+    EXPECT_EQ(tls2.Response().status, 400);
+  }
+  {
+    // Half a ClientHello, then gone; and a ClientHello followed by junk records.
+    UniqueFd fd = Tunnel(ApiAuthority());
+    SendAll(fd.get(), std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11));
+  }
+  {
+    UniqueFd fd = Tunnel(ApiAuthority());
+    TlsClient tls(fd.get(), "api.test", session_ca_);
+    ASSERT_TRUE(tls.ok());
+    SendAll(fd.get(), std::string("\x17\x03\x03\x00\x20") + std::string(32, 'x'));
+    EXPECT_TRUE(testing::WaitClosed(fd.get()));
+  }
+  EXPECT_TRUE(api_->requests().empty());
+  EXPECT_TRUE(proxy_->WaitFor([](const EgressProxy::Stats& s) { return s.active == 0; }));
+}
+
+TEST_F(CredentialsE2eTest, StopEndsInterceptedConnections) {
+  UniqueFd fd = Tunnel(ApiAuthority());
+  TlsClient tls(fd.get(), "api.test", session_ca_);
+  ASSERT_TRUE(tls.ok());
+  ASSERT_TRUE(tls.Send("GET /sse HTTP/1.1\r\nHost: " + ApiAuthority() + "\r\n\r\n"));
+  ASSERT_TRUE(api_->WaitRequests(1));
+  EXPECT_EQ(proxy_->stats().active, 1u);
+  proxy_->StopAndJoin();
+  EXPECT_TRUE(testing::WaitClosed(fd.get()));
+  api_->ReleaseStream();
+  std::string text = EventsText(proxy_->events());
+  EXPECT_EQ(text.find(kSecret), std::string::npos);
+  proxy_.reset();
 }
 
 TEST_F(CredentialsE2eTest, SocksToACredentialHostIsInterceptedToo) {
