@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/linux.h"
+#include "common/trace.h"
 #include "enforce/caps.h"
 #include "enforce/cgroup.h"
 #include "enforce/control.h"
@@ -99,12 +100,14 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
     err.Set(stage, e, d);
     ReportAndExit(ctl, err);
   };
-  // Signals: the command starts with default dispositions and an empty mask.
+  // Signals: the command starts with default dispositions and an empty mask. execve resets
+  // caught signals itself; ignored ones (the supervisor ignores SIGPIPE) must be reset here.
   sigset_t none;
   sigemptyset(&none);
-  for (int s = 1; s < NSIG; ++s) signal(s, SIG_DFL);
+  signal(SIGPIPE, SIG_DFL);
   sigprocmask(SIG_SETMASK, &none, nullptr);
 
+  TraceMark("command: forked");
   if (setsid() < 0) fail("setsid", errno);
   if (pty_slave >= 0) {
     if (ioctl(pty_slave, TIOCSCTTY, 0) != 0) fail("pty", errno, "TIOCSCTTY");
@@ -124,10 +127,13 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
   }
   // Every fd but 0, 1, 2 closes at execve (the control socket and exec pipe are still needed).
   if (sys::CloseRange(3, UINT_MAX, CLOSE_RANGE_CLOEXEC) != 0) fail("close_range", errno);
+  TraceMark("command: rlimits, fds");
   int rc = DropAllCapabilities();
   if (rc != 0) fail("capabilities", -rc);
+  TraceMark("command: capabilities dropped");
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", errno);
   if (plan.landlock.enabled && !ApplyLandlock(plan.landlock, &err)) ReportAndExit(ctl, err);
+  TraceMark("command: landlock");
 
   std::vector<char*> envp;
   for (const auto& e : plan.process.env) envp.push_back(const_cast<char*>(e.c_str()));
@@ -146,6 +152,7 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
       if (rc != 0) fail("seccomp", -rc, "passing the listener");
     }
   }
+  TraceMark("command: layers applied, exec");
   int e = ExecCommand(plan.process, envp.data());
   int32_t code = e;
   ssize_t n = write(exec_pipe, &code, sizeof code);
@@ -172,6 +179,7 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
   ControlMsg go;
   UniqueFd unused;
   if (RecvControl(ctl, &go, &unused) != 1 || go.type != MsgType::kGo) _exit(125);
+  TraceMark("init: go");
 
   ChildError err;
   // The raw syscall: glibc's wrapper would try to broadcast to threads this clone does not have.
@@ -221,6 +229,7 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
   }
   MountReport report;
   if (!ApplyMounts(plan.mount, &report, &err)) ReportAndExit(ctl, err);
+  TraceMark("init: root built");
   {
     ControlMsg m;
     m.type = MsgType::kMounted;
@@ -278,6 +287,7 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
     err.Set("init", errno, "pipe");
     ReportAndExit(ctl, err);
   }
+  TraceMark("init: forking the command");
   pid_t cmd = fork();
   if (cmd < 0) {
     err.Set("fork", errno);

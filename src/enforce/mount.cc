@@ -166,6 +166,18 @@ class Builder {
   // Opens the directory at `path` (inside the new root), creating missing components only in
   // tmpfs mounts ward made itself: never in a host directory.
   UniqueFd OpenDir(const std::string& path, bool create) {
+    // Usually the directory exists: one resolution of the whole path.
+    {
+      std::string rel = path.find_first_not_of('/') == std::string::npos
+                            ? "."
+                            : path.substr(path.find_first_not_of('/'));
+      UniqueFd fd(sys::Openat2(root_.get(), rel.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                               kResolveInside));
+      if (fd || errno != ENOENT || !create) {
+        if (!fd) error_->Set("mount", errno, "opening ", path.c_str());
+        return fd;
+      }
+    }
     UniqueFd cur(fcntl(root_.get(), F_DUPFD_CLOEXEC, 3));
     for (const std::string& comp : Split(path)) {
       UniqueFd next(sys::Openat2(cur.get(), comp.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,

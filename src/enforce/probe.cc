@@ -1,5 +1,8 @@
 #include "enforce/probe.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -190,21 +193,46 @@ bool KernelAtLeast(const std::string& release, int major, int minor) {
   return ma > major || (ma == major && mi >= minor);
 }
 
+// The hypervisor CPUID bit and vendor signature, read from the CPU itself (reading
+// /proc/cpuinfo costs a cross-CPU call per core).
+std::string HypervisorVendor(bool* present) {
+  *present = false;
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0) return "";
+  if (!(c & (1u << 31))) return "";
+  *present = true;
+  __cpuid(0x40000000, a, b, c, d);
+  char sig[13] = {};
+  std::memcpy(sig, &b, 4);
+  std::memcpy(sig + 4, &c, 4);
+  std::memcpy(sig + 8, &d, 4);
+  std::string s(sig);
+  if (s == "KVMKVMKVM") return "KVM";
+  if (s == "Microsoft Hv") return "Hyper-V";
+  if (s == "VMwareVMware") return "VMware";
+  if (s == "XenVMMXenVMM") return "Xen";
+  if (s == "TCGTCGTCGTCG") return "QEMU";
+  if (s == " lrpepyh  vr") return "Parallels";
+  if (s == "ACRNACRNACRN") return "ACRN";
+  return s;
+#else
+  return "";
+#endif
+}
+
 std::string DetectOuterWall() {
   std::string cmdline = ReadSmallFile("/proc/cmdline");
   std::string kind;
+  bool hypervisor = false;
+  std::string hv = HypervisorVendor(&hypervisor);
   if (cmdline.find("firecracker") != std::string::npos) {
     kind = "microvm (firecracker)";
-  } else {
+  } else if (hypervisor) {
     std::string vendor = ReadSmallFile("/sys/class/dmi/id/sys_vendor");
     while (!vendor.empty() && (vendor.back() == '\n' || vendor.back() == ' ')) vendor.pop_back();
-    std::string cpuinfo = ReadSmallFile("/proc/cpuinfo");
-    if (!vendor.empty() && vendor != "To be filled by O.E.M." &&
-        cpuinfo.find(" hypervisor") != std::string::npos) {
-      kind = "virtual machine (" + vendor + ")";
-    } else if (cpuinfo.find(" hypervisor") != std::string::npos) {
-      kind = "virtual machine";
-    }
+    if (vendor.empty() || vendor == "To be filled by O.E.M.") vendor = hv;
+    kind = vendor.empty() ? "virtual machine" : "virtual machine (" + vendor + ")";
   }
   std::string version = ReadSmallFile("/proc/version");
   if (version.find("gVisor") != std::string::npos) kind = "gvisor";
