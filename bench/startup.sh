@@ -12,14 +12,17 @@ command -v hyperfine >/dev/null || { echo "hyperfine is needed (apt-get install 
 dir=$(mktemp -d /tmp/ward-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 chmod 755 "$dir"
+# The workspace and the unprivileged user's HOME are separate: an audit directory under HOME
+# must not be inside the workspace (ward refuses a run whose sandbox would see its own log).
+mkdir -p "$dir/ws" "$dir/home"
 pre=""
 if [ -n "${RUN_AS:-}" ]; then
-  chown "$RUN_AS" "$dir"
-  pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups env HOME=$dir"
+  chown "$RUN_AS" "$dir" "$dir/ws" "$dir/home"
+  pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups env HOME=$dir/home XDG_STATE_HOME=$dir/home/.local/state"
   # The binary must be reachable by that user.
   cp "$WARD" "$dir/ward"; chmod 755 "$dir/ward"; WARD=$dir/ward
 fi
-cd "$dir"
+cd "$dir/ws"
 set -- -n bare "true" \
        -n ward "$WARD run -- true" \
        -n ward-no-audit "$WARD run --no-audit -- true" \
@@ -29,7 +32,7 @@ if [ -x "$PEERS/bin/srt" ]; then
   set -- "$@" -n srt "$PEERS/bin/srt --settings $PEERS/cfg/srt-none.json true"
 fi
 if [ -x "$PEERS/bin/codex-linux-sandbox" ]; then
-  set -- "$@" -n codex-helper "$PEERS/bin/codex-linux-sandbox --sandbox-policy-cwd $dir --command-cwd $dir --permission-profile '$RO' -- true"
+  set -- "$@" -n codex-helper "$PEERS/bin/codex-linux-sandbox --sandbox-policy-cwd $dir/ws --command-cwd $dir/ws --permission-profile '$RO' -- true"
 fi
 if [ -x "$PEERS/bin/codex-sbx" ]; then
   set -- "$@" -n codex "env CODEX_HOME=/var/tmp/peers-codex-home-$(id -u ${RUN_AS:-}) $PEERS/bin/codex-sbx sandbox -- true"

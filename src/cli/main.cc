@@ -2,10 +2,27 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <string_view>
 
 #include "cli/commands.h"
-#include "enforce/launcher.h"
 #include "common/trace.h"
+#include "enforce/launcher.h"
+
+namespace {
+
+// Every subcommand but `run`.
+void AddOtherCommands(CLI::App& app, int* exit_code) {
+  ward::cli::AddCheckCommand(app, exit_code);
+  ward::cli::AddExplainCommand(app, exit_code);
+  ward::cli::AddWhyCommand(app, exit_code);
+  ward::cli::AddAuditCommand(app, exit_code);
+  ward::cli::AddServeCommand(app, exit_code);
+  ward::cli::AddMcpCommand(app, exit_code);
+  ward::cli::AddShellPrefixCommand(app, exit_code);
+  ward::cli::AddHookCommand(app, exit_code);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   ward::enforce::RememberProcessArgs(argc, argv);
@@ -15,14 +32,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   ward::cli::AddRunCommand(app, &exit_code);
-  ward::cli::AddCheckCommand(app, &exit_code);
-  ward::cli::AddExplainCommand(app, &exit_code);
-  ward::cli::AddWhyCommand(app, &exit_code);
-  ward::cli::AddAuditCommand(app, &exit_code);
-  ward::cli::AddServeCommand(app, &exit_code);
-  ward::cli::AddMcpCommand(app, &exit_code);
-  ward::cli::AddShellPrefixCommand(app, &exit_code);
-  ward::cli::AddHookCommand(app, &exit_code);
+  // `ward run` wraps every tool call: its start-up does not pay for building the other
+  // subcommands' parsers.
+  if (argc < 2 || std::string_view(argv[1]) != "run") {
+    AddOtherCommands(app, &exit_code);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -170,7 +170,10 @@ uint32_t RunSeccompBpf(std::span<const sock_filter> insns, const seccomp_data& d
   if (!CheckSeccompBpf(insns).ok()) {
     return SECCOMP_RET_KILL_PROCESS;
   }
+  return RunCheckedSeccompBpf(insns, data);
+}
 
+uint32_t RunCheckedSeccompBpf(std::span<const sock_filter> insns, const seccomp_data& data) {
   uint32_t a = 0, x = 0;
   uint32_t mem[kMemWords] = {};
   const auto* bytes = reinterpret_cast<const unsigned char*>(&data);

@@ -29,6 +29,11 @@ Status CheckSeccompBpf(std::span<const sock_filter> insns);
 // never be loaded; it yields SECCOMP_RET_KILL_PROCESS so a caller fails closed.
 uint32_t RunSeccompBpf(std::span<const sock_filter> insns, const seccomp_data& data);
 
+// RunSeccompBpf without the check, for callers that run one checked program many times (the
+// summary for `ward explain` runs it once per syscall). `insns` must have passed
+// CheckSeccompBpf.
+uint32_t RunCheckedSeccompBpf(std::span<const sock_filter> insns, const seccomp_data& data);
+
 // Builds straight-line BPF with forward jumps to labels. Labels are resolved by Finish(),
 // which fails if a label is unbound or a conditional jump is farther than 255 instructions.
 class BpfBuilder {

@@ -17,8 +17,8 @@
 #include <cstring>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <string_view>
+#include <vector>
 
 #include "common/linux.h"
 #include "common/unique_fd.h"
@@ -26,12 +26,46 @@
 namespace ward::enforce {
 namespace {
 
+// Plain read(2): iostreams cost more than the file here, and this runs on every `ward run`.
 std::string ReadSmallFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return "";
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+bool IsBlank(char c) { return c == ' ' || c == '\t' || c == '\n'; }
+
+// The whitespace-separated fields of `text`.
+std::vector<std::string_view> Fields(std::string_view text) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && IsBlank(text[i])) ++i;
+    size_t j = i;
+    while (j < text.size() && !IsBlank(text[j])) ++j;
+    if (j > i) out.push_back(text.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+// Calls `fn` with each line of `text` (without the newline).
+template <typename Fn>
+void ForEachLine(std::string_view text, Fn fn) {
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    fn(text.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    text.remove_prefix(nl + 1);
+  }
 }
 
 bool ProbeUserNs(std::string* note) {
@@ -58,19 +92,18 @@ bool HasOption(const std::string& opts, const char* name) {
 bool Writable(const std::string& path) { return access(path.c_str(), W_OK) == 0; }
 
 void ProbeCgroups(CgroupInfo* cg) {
-  std::ifstream mi("/proc/self/mountinfo");
-  std::string line;
+  const std::string mountinfo = ReadSmallFile("/proc/self/mountinfo");
   std::string v1_memory_mnt, v1_pids_mnt, v1_cpu_mnt;
-  while (std::getline(mi, line)) {
+  ForEachLine(mountinfo, [&](std::string_view line) {
     auto dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream pre(line.substr(0, dash)), post(line.substr(dash + 3));
-    std::string id, parent, devno, root, mnt;
-    pre >> id >> parent >> devno >> root >> mnt;
-    std::string fstype, source, opts;
-    post >> fstype >> source >> opts;
+    if (dash == std::string_view::npos) return;
+    std::vector<std::string_view> pre = Fields(line.substr(0, dash));
+    std::vector<std::string_view> post = Fields(line.substr(dash + 3));
+    if (pre.size() < 5 || post.size() < 3) return;
+    const std::string_view root = pre[3], fstype = post[0];
+    const std::string mnt(pre[4]), opts(post[2]);
     // A hierarchy mounted at a subtree (root != "/") would shift every path: not used.
-    if (root != "/") continue;
+    if (root != "/") return;
     if (fstype == "cgroup2" && !cg->v2_mounted) {
       cg->v2_mounted = true;
       cg->v2_path = mnt;
@@ -89,22 +122,23 @@ void ProbeCgroups(CgroupInfo* cg) {
         v1_cpu_mnt = mnt;
       }
     }
-  }
-  std::ifstream self("/proc/self/cgroup");
+  });
+  const std::string self = ReadSmallFile("/proc/self/cgroup");
   std::string v1_memory_path, v1_pids_path, v1_cpu_path;
-  while (std::getline(self, line)) {
+  ForEachLine(self, [&](std::string_view line) {
     // "0::/user.slice/..." for v2; "4:memory:/x" or "2:cpu,cpuacct:/" for v1.
     auto c1 = line.find(':');
+    if (c1 == std::string_view::npos) return;
     auto c2 = line.find(':', c1 + 1);
-    if (c1 == std::string::npos || c2 == std::string::npos) continue;
-    std::string ctrls = line.substr(c1 + 1, c2 - c1 - 1);
-    std::string path = line.substr(c2 + 1);
+    if (c2 == std::string_view::npos) return;
+    std::string ctrls(line.substr(c1 + 1, c2 - c1 - 1));
+    std::string path(line.substr(c2 + 1));
     if (path == "/") path.clear();
     if (ctrls.empty()) cg->v2_own = path.empty() ? "/" : path;
     if (HasOption(ctrls, "memory")) v1_memory_path = path;
     if (HasOption(ctrls, "pids")) v1_pids_path = path;
     if (HasOption(ctrls, "cpu")) v1_cpu_path = path;
-  }
+  });
   if (cg->v2_mounted && !cg->v2_own.empty()) {
     std::string own = cg->v2_path + (cg->v2_own == "/" ? "" : cg->v2_own);
     const char* root = getenv("WARD_CGROUP_ROOT");
@@ -126,9 +160,9 @@ void ProbeCgroups(CgroupInfo* cg) {
     cg->v2_parent = parent;
     cg->v2_parent_is_own = parent == own;
     if (!parent.empty()) {
-      std::istringstream ctrls(ReadSmallFile(parent + "/cgroup.controllers"));
-      std::string c;
-      while (ctrls >> c) cg->v2_controllers.push_back(c);
+      for (std::string_view c : Fields(ReadSmallFile(parent + "/cgroup.controllers"))) {
+        cg->v2_controllers.emplace_back(c);
+      }
       cg->v2_delegated = Writable(parent) && Writable(parent + "/cgroup.subtree_control") &&
                          Writable(parent + "/cgroup.procs");
     }

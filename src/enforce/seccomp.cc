@@ -321,9 +321,10 @@ seccomp_data Call(int nr, uint32_t arch = NativeAuditArch()) {
 }
 
 // Verdicts that must hold for any spec: a wrong build fails in the parent, never open.
+// `p` has passed CheckSeccompBpf.
 Status SelfCheck(const SeccompProgram& p, const SeccompSpec& spec) {
   auto expect = [&](const seccomp_data& d, uint32_t want, const char* what) -> Status {
-    const uint32_t got = EvaluateSeccomp(p, d);
+    const uint32_t got = RunCheckedSeccompBpf(p.insns, d);
     if (got == want) {
       return Ok();
     }
@@ -406,13 +407,17 @@ uint32_t EvaluateSeccomp(const SeccompProgram& program, const struct seccomp_dat
 
 SeccompSummary SummarizeSeccomp(const SeccompProgram& program) {
   SeccompSummary s;
+  // Checked once here, not once per syscall.
+  const bool valid = CheckSeccompBpf(program.insns).ok();
   const int limit = NativeSyscallLimit();
   for (int nr = 0; nr < limit; ++nr) {
     std::string name = NativeSyscallName(nr);
     if (name.empty()) {
       continue;
     }
-    const uint32_t action = EvaluateSeccomp(program, Call(nr)) & SECCOMP_RET_ACTION_FULL;
+    const uint32_t action =
+        (valid ? RunCheckedSeccompBpf(program.insns, Call(nr)) : SECCOMP_RET_KILL_PROCESS) &
+        SECCOMP_RET_ACTION_FULL;
     switch (action) {
       case SECCOMP_RET_ALLOW:
       case SECCOMP_RET_LOG:
