@@ -72,7 +72,7 @@ TEST_F(BrokerTest, LiveGrantAnswersFirstWithoutAsking) {
 TEST_F(BrokerTest, StandingAnswersForPathsAndHosts) {
   policy::ApprovalsPolicy p;
   p.auto_deny = {"~/.ssh/**", "*.evil.test"};
-  p.auto_allow_once = {"/work/**", "example.com"};
+  p.auto_allow_once = {"/project/**", "example.com"};
   p.timeout_ms = 50;
   auto b = Make(p);
   auto ch = AddScripted(*b, "socket");
@@ -82,11 +82,11 @@ TEST_F(BrokerTest, StandingAnswersForPathsAndHosts) {
   EXPECT_EQ(d.channel, "policy");
   EXPECT_NE(d.reason.find("~/.ssh/**"), std::string::npos);
 
-  d = AskAndWait(*b, FileRequest("/work/src/main.cc", FileAccess::kReadWrite));
+  d = AskAndWait(*b, FileRequest("/project/src/main.cc", FileAccess::kReadWrite));
   EXPECT_TRUE(d.allow);
   EXPECT_EQ(d.channel, "policy");
   EXPECT_FALSE(d.grant.has_value());
-  d = AskAndWait(*b, FileRequest("/work/src/main.cc"));  // answered again: no grant was made
+  d = AskAndWait(*b, FileRequest("/project/src/main.cc"));  // answered again: no grant was made
   EXPECT_TRUE(d.allow);
   EXPECT_TRUE(b->Grants().empty());
 
@@ -107,11 +107,11 @@ TEST_F(BrokerTest, StandingAnswersForPathsAndHosts) {
 
 TEST_F(BrokerTest, AutoDenyWinsOverAutoAllowOnce) {
   policy::ApprovalsPolicy p;
-  p.auto_deny = {"/work/.env"};
-  p.auto_allow_once = {"/work/**"};
+  p.auto_deny = {"/project/.env"};
+  p.auto_allow_once = {"/project/**"};
   auto b = Make(p);
-  EXPECT_FALSE(AskAndWait(*b, FileRequest("/work/.env")).allow);
-  EXPECT_TRUE(AskAndWait(*b, FileRequest("/work/x")).allow);
+  EXPECT_FALSE(AskAndWait(*b, FileRequest("/project/.env")).allow);
+  EXPECT_TRUE(AskAndWait(*b, FileRequest("/project/x")).allow);
 }
 
 TEST_F(BrokerTest, BadStandingPatternsAreErrorsNamingThePattern) {
