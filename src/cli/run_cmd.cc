@@ -15,6 +15,7 @@
 #include "common/trace.h"
 #include "policy/decide.h"
 #include "policy/env.h"
+#include "supervisor/credentials.h"
 #include "supervisor/explain.h"
 #include "supervisor/run.h"
 
@@ -29,14 +30,21 @@ struct RunCommandOptions {
   std::string audit_dir;            // overrides the state directory
   bool audit_fsync = false;         // fsync the log when the run ends
   std::vector<std::string> resolve; // HOST:ADDR[,ADDR] for the proxy's resolution
+  std::vector<std::string> upstream_ca;  // extra CAs for the credential broker's upstreams
 };
 
 nlohmann::json EgressToJson(const supervisor::Outcome::Egress& e) {
   if (!e.enabled) return nullptr;
-  return {{"connections", e.connections}, {"allowed", e.allowed},   {"denied", e.denied},
-          {"bytes_up", e.bytes_up},       {"bytes_down", e.bytes_down},
-          {"dns_queries", e.dns_queries}, {"dns_answered", e.dns_answered},
-          {"dns_nxdomain", e.dns_nxdomain}};
+  nlohmann::json j = {{"connections", e.connections}, {"allowed", e.allowed},
+                      {"denied", e.denied},           {"bytes_up", e.bytes_up},
+                      {"bytes_down", e.bytes_down},   {"dns_queries", e.dns_queries},
+                      {"dns_answered", e.dns_answered}, {"dns_nxdomain", e.dns_nxdomain}};
+  if (e.credentials) {
+    j["credentials"] = {{"intercepted", e.intercepted},
+                        {"uses", e.credential_uses},
+                        {"leak_attempts", e.leak_attempts}};
+  }
+  return j;
 }
 
 nlohmann::json FeaturesToJson(const enforce::KernelFeatures& f) {
@@ -129,6 +137,7 @@ int RunCommand(RunCommandOptions& opts) {
     req.policy = std::move(pol).value();
     req.argv = opts.command;
     req.resolve = opts.resolve;
+    req.upstream_ca = opts.upstream_ca;
     for (const auto& [k, v] : policy::BuildEnvironment(req.policy, CallerEnvironment())) {
       req.env.push_back(k + "=" + v);
     }
@@ -155,6 +164,10 @@ int RunCommand(RunCommandOptions& opts) {
       } else {
         log = std::move(opened).value();
         req.events = log.get();
+        audit::SessionLog* secrets_sink = log.get();
+        req.add_secret = [secrets_sink](const std::string& s) {
+          secrets_sink->redactor().AddSecret(s);
+        };
         TraceMark("audit session opened");
       }
     }
@@ -180,6 +193,9 @@ int RunCommand(RunCommandOptions& opts) {
                                 {"labels", labels},
                                 {"kernel", FeaturesToJson(features)},
                                 {"degraded", notes.degraded}};
+        if (supervisor::AnyCredentialEnabled(req.policy)) {
+          start["credentials"] = supervisor::EnabledCredentialsJson(req.policy);
+        }
         if (ex.ok()) {
           start["policy"] = (*ex)["policy"];
           start["layers"] = (*ex)["layers"];
@@ -249,6 +265,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "~/.local/state/ward)");
   sub->add_option("--resolve", opts->resolve,
                   "HOST:ADDR[,ADDR]: the proxy resolves HOST to ADDR (like curl --resolve)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
+  sub->add_option("--upstream-ca", opts->upstream_ca,
+                  "FILE: a PEM CA the credential broker also trusts for upstream TLS (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false);

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "supervisor/credentials.h"
+
 namespace ward::cli {
 
 void AddRunOptions(CLI::App* app, RunOptions* o) {
@@ -109,7 +111,10 @@ Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts) {
   ctx.workspace = buf;
   const char* xdg = getenv("XDG_CONFIG_HOME");
   ctx.config_dir = (xdg && *xdg == '/') ? std::string(xdg) + "/ward" : ctx.home + "/.config/ward";
-  return policy::LoadPolicy(opts.flags, ctx, ReadHostFile);
+  Result<policy::Policy> pol = policy::LoadPolicy(opts.flags, ctx, ReadHostFile);
+  // Credentials need egress: their hosts join the allow list (supervisor/credentials.h).
+  if (pol.ok()) supervisor::AllowCredentialHosts(&pol.value());
+  return pol;
 }
 
 }  // namespace ward::cli

@@ -10,6 +10,7 @@
 #include "enforce/seccomp.h"
 #include "net/egress_rules.h"
 #include "policy/json.h"
+#include "supervisor/credentials.h"
 
 namespace ward::supervisor {
 namespace {
@@ -192,6 +193,7 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
                    {"why", "env.pass / env.set"},
                    {"enforced_by", json::array({"supervisor: builds the environment"})}});
   j["rules"] = rules;
+  j["credentials"] = EnabledCredentialsJson(p);
 
   // --- the eight axes ----------------------------------------------------------------------
   std::vector<std::string> env_names;
@@ -330,6 +332,15 @@ std::string RenderExplain(const json& j) {
   o << "  5. egress and mediation: hosts " << list(g["hosts_allowed"]) << "; broker "
     << g["broker"].get<std::string>() << "; approvals " << g["approvals"].get<std::string>()
     << "\n";
+  if (j.contains("credentials")) {
+    for (const auto& c : j["credentials"]) {
+      o << "     credential " << c["name"].get<std::string>() << ": phantom in "
+        << (c["env"].is_string() ? c["env"].get<std::string>() : std::string("(no variable)"))
+        << ", real value (" << c["from"].get<std::string>() << ") only to " << list(c["hosts"]);
+      if (c["route"].is_string()) o << ", route /" << c["route"].get<std::string>();
+      o << "\n";
+    }
+  }
   o << "  6. trust direction: " << a["trust_direction"]["summary"].get<std::string>() << "\n";
   o << "  7. persistence: survives " << list(a["persistence"]["survives"]) << "; discarded "
     << list(a["persistence"]["discarded"]) << "; audit "

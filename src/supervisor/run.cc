@@ -21,6 +21,7 @@
 #include "net/egress_rules.h"
 #include "net/proxy.h"
 #include "net/resolver.h"
+#include "supervisor/credentials.h"
 #include "supervisor/notifier.h"
 #include "supervisor/terminal.h"
 
@@ -39,11 +40,13 @@ class Session {
  public:
   Session(const RunRequest& req, enforce::Sandbox sb, const enforce::LaunchPlan& plan,
           TerminalState* term, Outcome* out, enforce::Cgroup* cgroup,
-          const net::EgressRules* egress, const net::ResolverOverrides* overrides)
+          const net::EgressRules* egress, const net::ResolverOverrides* overrides,
+          const net::CredentialBroker* broker)
       : req_(req),
         plan_(plan),
         egress_rules_(egress),
         overrides_(overrides),
+        broker_(broker),
         sb_(std::move(sb)),
         cgroup_(cgroup),
         term_(term),
@@ -85,10 +88,16 @@ class Session {
     if (!egress_rules_) return;
     if (!resolver_) {
       resolver_ = net::MakeSystemResolver(ctx_, overrides_ ? *overrides_ : net::ResolverOverrides{});
+      net::ProxyOptions po;
+      po.credentials = broker_;
+      net::DnsStubOptions dso;
+      if (broker_) dso.name_check = broker_->DnsNameCheck(req_.events);
       proxy_ = std::make_unique<net::EgressProxy>(ctx_, *egress_rules_, resolver_.get(),
-                                                  req_.events);
-      dns_ = std::make_unique<net::DnsStub>(ctx_, *egress_rules_, resolver_.get(), req_.events);
+                                                  req_.events, po);
+      dns_ = std::make_unique<net::DnsStub>(ctx_, *egress_rules_, resolver_.get(), req_.events,
+                                            dso);
       out_->egress.enabled = true;
+      out_->egress.credentials = broker_ != nullptr;
     }
     Status st;
     if (kind == enforce::FdKind::kNetProxy) {
@@ -110,6 +119,9 @@ class Session {
       out_->egress.denied = ps.denied;
       out_->egress.bytes_up = ps.bytes_up;
       out_->egress.bytes_down = ps.bytes_down;
+      out_->egress.intercepted = ps.intercepted;
+      out_->egress.credential_uses = ps.credential_uses;
+      out_->egress.leak_attempts = ps.leak_attempts;
     }
     if (dns_) {
       dns_->Stop();
@@ -390,6 +402,7 @@ class Session {
   const enforce::LaunchPlan& plan_;
   const net::EgressRules* egress_rules_;
   const net::ResolverOverrides* overrides_;
+  const net::CredentialBroker* broker_;
   enforce::Sandbox sb_;
   enforce::Cgroup* cgroup_;
   TerminalState* term_;
@@ -548,6 +561,26 @@ Outcome Run(const RunRequest& req) {
     return out;
   }
   TraceMark("planned (seccomp compiled)");
+  // Credentials: secrets fetched and the broker made before anything starts (a missing source
+  // refuses the run); the plan gets only phantoms and the CA certificate.
+  net::CredentialSetup creds;
+  if (AnyCredentialEnabled(req.policy)) {
+    RunCredentialsOptions co;
+    co.upstream_ca_files = req.upstream_ca;
+    Result<net::CredentialSetup> prepared = PrepareRunCredentials(req.policy, *plan, co);
+    if (!prepared.ok()) {
+      out.kind = Outcome::Kind::kRefused;
+      out.exit_code = 125;
+      out.message = prepared.status().ToString();
+      return out;
+    }
+    creds = std::move(prepared).value();
+    if (req.add_secret) {
+      for (const std::string& s : creds.secrets) req.add_secret(s);
+    }
+    ApplyCredentialsToPlan(creds, &*plan);
+    TraceMark("credentials prepared");
+  }
   plan->has_termios = term.termios(&plan->termios);
   plan->has_winsize = term.winsize(&plan->winsize);
 
@@ -579,7 +612,7 @@ Outcome Run(const RunRequest& req) {
   {
     if (plan->net.enabled) RaiseFileLimit();
     Session session(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
-                    &overrides);
+                    &overrides, creds.broker.get());
     session.Serve();
   }
   CollectLimits(req, *plan, cgroup.get(), &out);

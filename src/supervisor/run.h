@@ -27,6 +27,10 @@ struct RunRequest {
   EventSink* events = nullptr;   // audit sink (may be null)
   // Supervisor-side name overrides for the proxy (`--resolve HOST:ADDR[,ADDR]`).
   std::vector<std::string> resolve;
+  // Extra CAs the credential broker trusts for upstreams (`--upstream-ca FILE`).
+  std::vector<std::string> upstream_ca;
+  // Called with each brokered secret before anything runs (the audit redactor).
+  std::function<void(const std::string&)> add_secret;
   // Called once the sandbox exists (after the clone, before the command runs), on the
   // supervisor's thread: the place for work that may start threads or should overlap with
   // the sandbox's own setup (the audit session's start record).
@@ -81,6 +85,8 @@ struct Outcome {
     bool enabled = false;
     uint64_t connections = 0, allowed = 0, denied = 0, bytes_up = 0, bytes_down = 0;
     uint64_t dns_queries = 0, dns_answered = 0, dns_nxdomain = 0;
+    bool credentials = false;  // a credential broker served this run
+    uint64_t intercepted = 0, credential_uses = 0, leak_attempts = 0;
   } egress;
   int notifications = 0;       // trapped syscalls answered by the supervisor
   int protected_denials = 0;   // of those, creations of protected paths refused

@@ -1,0 +1,163 @@
+#include "supervisor/credentials.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include <algorithm>
+
+#include "policy/json.h"
+
+namespace ward::supervisor {
+namespace {
+
+std::vector<std::string> Components(const std::string& p) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < p.size()) {
+    while (i < p.size() && p[i] == '/') ++i;
+    size_t j = p.find('/', i);
+    if (j == std::string::npos) j = p.size();
+    if (j > i) out.push_back(p.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+// The planner's mount order (parents before children), so the file lands on top of the bind
+// that holds its path.
+void InsertMountOp(enforce::MountOp op, std::vector<enforce::MountOp>* ops) {
+  std::vector<std::string> key = Components(op.target);
+  auto it = std::find_if(ops->begin(), ops->end(),
+                         [&](const enforce::MountOp& o) { return key < Components(o.target); });
+  ops->insert(it, std::move(op));
+}
+
+void SetEnv(std::vector<std::string>* env, const std::string& name, const std::string& value) {
+  const std::string prefix = name + "=";
+  env->erase(std::remove_if(env->begin(), env->end(),
+                            [&](const std::string& e) { return e.rfind(prefix, 0) == 0; }),
+             env->end());
+  env->push_back(prefix + value);
+}
+
+const char* SourceKindName(policy::CredentialSource::Kind k) {
+  switch (k) {
+    case policy::CredentialSource::Kind::kEnv:
+      return "env";
+    case policy::CredentialSource::Kind::kFile:
+      return "file";
+    case policy::CredentialSource::Kind::kCommand:
+      return "command";
+  }
+  return "unknown";
+}
+
+nlohmann::json InjectJson(const policy::CredentialInject& inj) {
+  switch (inj.kind) {
+    case policy::CredentialInject::Kind::kHeader:
+      return {{"header", inj.name}, {"value", inj.template_}};
+    case policy::CredentialInject::Kind::kBasic:
+      return {{"basic_user", inj.template_}};
+    case policy::CredentialInject::Kind::kQuery:
+      return {{"query", inj.name}, {"value", inj.template_}};
+  }
+  return nlohmann::json::object();
+}
+
+}  // namespace
+
+bool AnyCredentialEnabled(const policy::Policy& policy) {
+  return std::any_of(policy.credentials.begin(), policy.credentials.end(),
+                     [](const auto& kv) { return kv.second.enabled; });
+}
+
+void AllowCredentialHosts(policy::Policy* policy) {
+  for (const auto& [name, c] : policy->credentials) {
+    if (!c.enabled) continue;
+    for (const std::string& h : c.hosts) {
+      bool listed = std::any_of(policy->network.allow.begin(), policy->network.allow.end(),
+                                [&](const policy::HostRule& r) { return r.pattern == h; });
+      if (!listed) policy->network.allow.push_back(policy::HostRule{h, c.origin});
+    }
+  }
+}
+
+Result<net::CredentialSetup> PrepareRunCredentials(const policy::Policy& policy,
+                                                   const enforce::LaunchPlan& plan,
+                                                   const RunCredentialsOptions& options) {
+  if (!plan.net.enabled) {
+    // AllowCredentialHosts makes this unreachable from the CLI; other callers get a reason.
+    return Error(Code::kFailedPrecondition,
+                 "credentials need egress through the proxy, and this run has none");
+  }
+  net::CredentialSetupOptions o;
+  o.proxy_host = "127.0.0.1";
+  o.proxy_port = plan.net.proxy_port;
+  o.upstream_ca_files = options.upstream_ca_files;
+  o.sources = options.sources;
+  o.system_bundle_path = options.system_bundle_path;
+  Result<net::CredentialSetup> setup = net::PrepareCredentials(policy, o);
+  if (!setup.ok()) return std::move(setup).take_status().With("credentials");
+  return setup;
+}
+
+std::vector<std::string> ApplyCredentialsToPlan(const net::CredentialSetup& setup,
+                                                enforce::LaunchPlan* plan) {
+  std::vector<std::string> rewritten;
+  if (!setup.broker) return rewritten;
+  std::vector<std::string>& env = plan->process.env;
+  // A real secret the env rules let through under another name (say GH_TOKEN next to a
+  // brokered GITHUB_TOKEN with the same value, or an env.set line) becomes the phantom.
+  for (std::string& e : env) {
+    size_t eq = e.find('=');
+    if (eq == std::string::npos) continue;
+    bool changed = false;
+    for (const net::BrokeredCredential& c : setup.broker->credentials()) {
+      if (c.secret.empty()) continue;
+      size_t pos = eq + 1;
+      while ((pos = e.find(c.secret, pos)) != std::string::npos) {
+        e.replace(pos, c.secret.size(), c.phantom);
+        pos += c.phantom.size();
+        changed = true;
+      }
+    }
+    if (changed) rewritten.push_back(e.substr(0, eq));
+  }
+  for (const auto& [name, value] : setup.env) SetEnv(&env, name, value);
+
+  if (!setup.ca_bundle_path.empty()) {
+    // Over the file the path resolves to: clients that follow a symlink find it too.
+    std::string target = setup.ca_bundle_path;
+    char buf[PATH_MAX];
+    if (realpath(target.c_str(), buf) != nullptr) target = buf;
+    enforce::MountOp op;
+    op.kind = enforce::MountOp::Kind::kFile;
+    op.target = target;
+    op.mode = 0444;
+    op.content = setup.ca_bundle;
+    op.why = "credential broker: system CA bundle + this session's CA (certificate only)";
+    InsertMountOp(std::move(op), &plan->mount.ops);
+  }
+  return rewritten;
+}
+
+nlohmann::json EnabledCredentialsJson(const policy::Policy& policy) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [name, c] : policy.credentials) {
+    if (!c.enabled) continue;
+    out.push_back({{"name", name},
+                   {"from", std::string(SourceKindName(c.from.kind)) +
+                                (c.from.kind == policy::CredentialSource::Kind::kCommand
+                                     ? " (a host command)"
+                                     : ":" + c.from.value)},
+                   {"hosts", c.hosts},
+                   {"inject", InjectJson(c.inject)},
+                   {"env", c.env.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.env)},
+                   {"route", c.route.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.route)},
+                   {"route_env", c.route_env},
+                   {"origin", policy::OriginToJson(c.origin)}});
+  }
+  return out;
+}
+
+}  // namespace ward::supervisor

@@ -1,0 +1,52 @@
+// The credential broker in `ward run` (supervisor side): the enabled credentials' hosts join
+// the egress allow list, their secrets are fetched before anything starts (an error refuses
+// the run), and the launch plan gets what the sandbox may see of them: phantom values, route
+// URLs, the CA bundle variables and the merged CA bundle, bound read-only over the system one.
+// The real secrets and the session CA's key stay in the supervisor.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "enforce/spec.h"
+#include "net/credentials_setup.h"
+#include "policy/policy.h"
+
+namespace ward::supervisor {
+
+bool AnyCredentialEnabled(const policy::Policy& policy);
+
+// Credentials need egress: each enabled credential's hosts are added to `network.allow` (with
+// the credential's origin, so `ward explain` and `ward why` name it) unless already listed.
+// A deny rule still wins over them.
+void AllowCredentialHosts(policy::Policy* policy);
+
+struct RunCredentialsOptions {
+  std::vector<std::string> upstream_ca_files;  // --upstream-ca FILE
+  std::string system_bundle_path;              // "" = the host's usual bundle
+  net::SecretSourceOptions sources;            // tests replace getenv
+};
+
+// Fetches the secrets and builds the broker for a plan that has egress. Errors name the
+// credential (never its value) and are meant to refuse the run.
+Result<net::CredentialSetup> PrepareRunCredentials(const policy::Policy& policy,
+                                                   const enforce::LaunchPlan& plan,
+                                                   const RunCredentialsOptions& options);
+
+// What the sandbox gets: `setup.env` replaces same-named entries of the command's environment
+// (phantoms, route URLs, CA bundle variables); a caller variable that holds a real secret under
+// another name gets the phantom instead; the merged bundle is a read-only file over the system
+// bundle path (its content lives in the sandbox's own root tmpfs, so nothing on the host is
+// shared or left behind). Returns the names of variables whose values were rewritten.
+std::vector<std::string> ApplyCredentialsToPlan(const net::CredentialSetup& setup,
+                                                enforce::LaunchPlan* plan);
+
+// The enabled credentials for `ward explain` and session.start: name, hosts, env, route,
+// route_env, how the secret is injected and where it comes from - never a value.
+nlohmann::json EnabledCredentialsJson(const policy::Policy& policy);
+
+}  // namespace ward::supervisor
