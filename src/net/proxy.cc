@@ -11,6 +11,18 @@
 
 namespace ward::net {
 
+const char* HostTransportName(HostTransport t) {
+  switch (t) {
+    case HostTransport::kConnect:
+      return "connect";
+    case HostTransport::kHttp:
+      return "http";
+    case HostTransport::kSocks5:
+      return "socks5";
+  }
+  return "?";
+}
+
 namespace internal {
 
 namespace {
@@ -153,6 +165,8 @@ EgressProxy::Stats EgressProxy::stats() const {
   s.intercepted = c.intercepted.load();
   s.credential_uses = c.credential_uses.load();
   s.leak_attempts = c.leak_attempts.load();
+  s.held = c.held.load();
+  s.asked = c.asked.load();
   return s;
 }
 

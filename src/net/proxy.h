@@ -23,7 +23,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/events.h"
@@ -40,6 +42,23 @@ class io_context;
 namespace ward::net {
 
 class CredentialBroker;
+
+// A question for the approver (issue 7): a destination that is denied only because no allow rule
+// names it. Not asked for explicit deny rules, blocked address ranges, phantom leaks or port 0.
+enum class HostTransport : uint8_t { kConnect, kHttp, kSocks5 };
+const char* HostTransportName(HostTransport t);  // "connect" | "http" | "socks5"
+
+struct HostQuestion {
+  std::string host;  // normalised: a lower-case name, or an address ("2001:db8::1", no brackets)
+  uint16_t port = 0;
+  HostTransport transport = HostTransport::kConnect;
+  uint64_t connection = 0;  // the client connection's id in this proxy (1, 2, ...)
+};
+// `done(true)` approves. Call it at most once (later calls are ignored), from any thread, while
+// the proxy's io_context exists; an answer after the hold ended (timeout, the client left, the
+// proxy stopped) is ignored.
+using HostAnswerFn = std::function<void(bool allow)>;
+using AskHostFn = std::function<void(const HostQuestion& question, HostAnswerFn done)>;
 
 struct ProxyOptions {
   size_t max_connections = 512;  // per sandbox; beyond it: 503 / SOCKS reply 1, counted
@@ -63,6 +82,16 @@ struct ProxyOptions {
   // one `credential.leak_attempt` event each); every request that carries a real secret emits
   // `credential.use`.
   const CredentialBroker* credentials = nullptr;
+  // Host approvals (null: none; a host without a rule is denied at once). Called on the loop
+  // thread while the request is held: nothing more is read from the client until the answer.
+  // Approved, the request goes on exactly as if a rule allowed the name (resolution, the address
+  // rules and the SNI check still apply; an approved name that resolves to loopback is still
+  // refused unless that address is allowed). Denied, timed out or over the cap: 403 / SOCKS
+  // reply 2, "not approved". Every request is asked again (also on a kept-alive connection): the
+  // approver remembers what it granted.
+  AskHostFn ask_host;
+  std::chrono::milliseconds host_hold_timeout{60000};
+  size_t max_held_connections = 16;  // per sandbox; beyond it a question is denied unasked
 };
 
 namespace internal {
@@ -99,6 +128,8 @@ class EgressProxy {
     uint64_t intercepted = 0;       // tunnels terminated by the credential broker
     uint64_t credential_uses = 0;   // requests sent with a real secret
     uint64_t leak_attempts = 0;     // requests refused because they carried a phantom
+    uint64_t held = 0;              // requests waiting for ask_host's answer, now
+    uint64_t asked = 0;             // questions put to ask_host
   };
   // Safe from any thread.
   Stats stats() const;

@@ -68,6 +68,7 @@ Connection::Connection(std::shared_ptr<ProxyCore> core, asio::ip::tcp::socket cl
       over_cap_(over_cap),
       client_(core_->ctx),
       upstream_(core_->ctx),
+      id_(core_->next_connection_id++),
       watchdog_(core_->ctx) {
   client_.sock = std::move(client);
   last_activity_ = Clock::now();
@@ -112,6 +113,7 @@ void Connection::CloseAll() {
   client_.sock.close(ec);
   upstream_.sock.close(ec);
   if (resolve_wait_) resolve_wait_->Cancel();
+  if (host_hold_) host_hold_->Cancel();
   watchdog_.cancel();
   armed_ = false;
 }
@@ -532,6 +534,7 @@ void Connection::FinishUpstream() {
                          {"duration_ms", ms.count()},
                          {"via", upstream_target_.via}};
   if (std::string_view(upstream_target_.via) == "http") data["requests"] = upstream_requests_;
+  if (upstream_target_.approved) data["approval"] = "approved";
   core_->Emit("net.allow", std::move(data));
 }
 
@@ -566,14 +569,22 @@ asio::awaitable<void> Connection::SendFailure(Fail f, const Target& t, const std
 asio::awaitable<Connection::Fail> Connection::Authorize(Target& t, std::string* detail) {
   const EgressRules& rules = core_->rules;
   EgressRules::Decision d = rules.CheckHost(t.host, t.port);
-  if (!d.allowed) {
+  t.approved = false;
+  if (!d.allowed && ShouldAskHost(t, d)) {
+    Fail f = co_await AskHost(t, d, detail);
+    if (f != Fail::kNone) co_return f;
+    t.approved = true;
+    t.rule.clear();
+    t.origin = "approval";
+  } else if (!d.allowed) {
     *detail = d.reason;
     EmitDeny(t, d.rule.empty() ? "no_rule" : "deny_rule", d.rule,
              d.rule.empty() ? "" : d.origin.ToString(), d.reason);
     co_return Fail::kDenied;
+  } else {
+    t.rule = d.rule;
+    t.origin = d.rule.empty() ? "" : d.origin.ToString();
   }
-  t.rule = d.rule;
-  t.origin = d.rule.empty() ? "" : d.origin.ToString();
   std::vector<IpAddress> addrs;
   if (t.host.is_address()) {
     addrs.push_back(*t.host.address);
@@ -616,6 +627,90 @@ asio::awaitable<Connection::Fail> Connection::Authorize(Target& t, std::string* 
   }
   core_->stats.allowed++;
   co_return Fail::kNone;
+}
+
+bool Connection::ShouldAskHost(const Target& t, const EgressRules::Decision& d) const {
+  if (!core_->options.ask_host || d.allowed || !d.rule.empty() || t.port == 0) return false;
+  std::string_view via = t.via;
+  if (via != "connect" && via != "http" && via != "socks5") return false;
+  // An address in a blocked range stays blocked whatever the approver says: do not ask.
+  if (t.host.is_address() && !core_->rules.CheckAddress(*t.host.address, t.port).allowed) {
+    return false;
+  }
+  return true;
+}
+
+asio::awaitable<Connection::Fail> Connection::AskHost(Target& t, const EgressRules::Decision& d,
+                                                      std::string* detail) {
+  auto deny = [&](const char* outcome, std::string why) {
+    *detail = "not approved: " + why;
+    EmitDeny(t, "not_approved", "", "", *detail, {{"approval", outcome}});
+  };
+  if (core_->stats.held.load() >= core_->options.max_held_connections) {
+    deny("busy", "too many requests are waiting for approval (" + d.reason + ")");
+    co_return Fail::kDenied;
+  }
+  HostQuestion q;
+  q.host = t.host.ToString();
+  q.port = t.port;
+  std::string_view via = t.via;
+  q.transport = via == "http"     ? HostTransport::kHttp
+                : via == "socks5" ? HostTransport::kSocks5
+                                  : HostTransport::kConnect;
+  q.connection = id_;
+  // The hold has its own bound; the head/handshake deadline does not run while a human thinks.
+  ClearDeadline();
+  auto hold = std::make_shared<HostHold>(core_->ctx.get_executor());
+  host_hold_ = hold;
+  core_->stats.held++;
+  core_->stats.asked++;
+  asio::co_spawn(core_->ctx, WatchHeldClient(shared_from_this(), hold), asio::detached);
+  HostHold::Outcome outcome = co_await HostHold::Run(
+      hold, core_->options.ask_host, std::move(q), Clock::now() + core_->options.host_hold_timeout);
+  core_->stats.held--;
+  host_hold_.reset();
+  switch (outcome) {
+    case HostHold::Outcome::kAllowed:
+      if (closed_) co_return Fail::kClosed;
+      co_return Fail::kNone;
+    case HostHold::Outcome::kDenied:
+      if (closed_) co_return Fail::kClosed;
+      deny("denied", d.reason);
+      co_return Fail::kDenied;
+    case HostHold::Outcome::kTimeout: {
+      if (closed_) co_return Fail::kClosed;
+      int64_t ms = core_->options.host_hold_timeout.count();
+      std::string within =
+          ms % 1000 == 0 ? std::to_string(ms / 1000) + "s" : std::to_string(ms) + "ms";
+      deny("timeout", "no answer within " + within + " (" + d.reason + ")");
+      co_return Fail::kDenied;
+    }
+    case HostHold::Outcome::kCancelled:
+      // The client left (or the proxy stops): nothing connected, and the trail says so.
+      deny("cancelled", "the client left while the request was held (" + d.reason + ")");
+      if (!closed_) CloseAll();
+      co_return Fail::kClosed;
+  }
+  co_return Fail::kClosed;
+}
+
+asio::awaitable<void> Connection::WatchHeldClient(std::shared_ptr<Connection> self,
+                                                  std::shared_ptr<HostHold> hold) {
+  asio::steady_timer pause(core_->ctx);
+  while (!closed_ && !hold->over()) {
+    asio::error_code ec;
+    co_await client_.sock.async_wait(asio::ip::tcp::socket::wait_read, Await(ec));
+    if (ec || closed_ || hold->over()) break;
+    if (PeerGone(client_.sock.native_handle())) {
+      hold->Cancel();
+      break;
+    }
+    // Bytes sent early stay unread (the hold does not read): look for a hang-up now and then
+    // instead of waking on them again at once.
+    pause.expires_after(std::chrono::milliseconds(100));
+    co_await pause.async_wait(Await(ec));
+  }
+  (void)self;
 }
 
 asio::awaitable<Connection::Fail> Connection::ConnectUpstream(const Target& t,

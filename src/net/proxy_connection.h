@@ -18,6 +18,7 @@
 #include "net/credentials.h"
 #include "net/http_parser.h"
 #include "net/proxy.h"
+#include "net/proxy_hold.h"
 #include "net/proxy_io.h"
 #include "net/tls_channel.h"
 
@@ -50,8 +51,9 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   struct Counters {
     std::atomic<uint64_t> accepted{0}, active{0}, denied{0}, allowed{0}, refused_over_cap{0},
         errors{0}, bytes_up{0}, bytes_down{0}, buffered{0}, intercepted{0}, credential_uses{0},
-        leak_attempts{0};
+        leak_attempts{0}, held{0}, asked{0};
   } stats;
+  uint64_t next_connection_id = 1;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
@@ -83,6 +85,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string rule;              // the allowing rule; "" for a public address of an IP literal
     std::string origin;            // where that rule came from
     std::vector<IpAddress> addrs;  // pinned: resolved and allowed, tried in order
+    bool approved = false;         // allowed by ask_host, not by a rule
     std::string Display() const { return host.ToUriString() + ":" + std::to_string(port); }
   };
 
@@ -122,6 +125,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Decides t (name, then the pinned addresses); emits net.deny / net.error.
   asio::awaitable<Fail> Authorize(Target& t, std::string* detail);
+  // Whether a name denial `d` for t goes to ProxyOptions::ask_host (proxy_hold.cc has the hold).
+  bool ShouldAskHost(const Target& t, const EgressRules::Decision& d) const;
+  // Holds the request while ask_host decides; kNone when approved. Otherwise emits net.deny
+  // ("not_approved") and returns kDenied, or kClosed when the client left or the proxy stops.
+  asio::awaitable<Fail> AskHost(Target& t, const EgressRules::Decision& d, std::string* detail);
+  // While held: a client that hangs up cancels the hold.
+  asio::awaitable<void> WatchHeldClient(std::shared_ptr<Connection> self,
+                                        std::shared_ptr<HostHold> hold);
   // Connects upstream_ to t's addresses in order, within connect_timeout.
   asio::awaitable<Fail> ConnectUpstream(const Target& t, std::string* detail);
   // Closes upstream_ and emits its net.allow event (once).
@@ -203,6 +214,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string tls_error_;                                   // the last TLS failure
 
   std::shared_ptr<ResolveWait> resolve_wait_;
+  std::shared_ptr<HostHold> host_hold_;
+  const uint64_t id_;
   bool down_done_ = false;
   uint64_t watch_generation_ = 0;
 

@@ -233,9 +233,16 @@ asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
   // can then be sent again once on a fresh connection.
   for (int attempt = 0;; ++attempt) {
     bool reused = false;
+    std::optional<EgressRules::Decision> reuse_decision;
     if (attempt == 0 && upstream_key_ == key && UpstreamReusable()) {
+      reuse_decision = core_->rules.CheckHost(t.host, t.port);
+      // A host without a rule is asked again (below, with the rest of the checks): an approval
+      // may have been for one use only.
+      if (!reuse_decision->allowed && ShouldAskHost(t, *reuse_decision)) reuse_decision.reset();
+    }
+    if (reuse_decision) {
       // Decided again: every request passes the rules, reused connection or not.
-      EgressRules::Decision d = core_->rules.CheckHost(t.host, t.port);
+      const EgressRules::Decision& d = *reuse_decision;
       if (!d.allowed) {
         EmitDeny(t, d.rule.empty() ? "no_rule" : "deny_rule", d.rule,
                  d.rule.empty() ? "" : d.origin.ToString(), d.reason);
