@@ -1,6 +1,7 @@
 // `ward explain [run options] [-- COMMAND]`: what a run would be, layer by layer, and along
 // the eight axes. `--json` for tools.
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include <cstdio>
 
@@ -8,6 +9,7 @@
 #include "cli/run_options.h"
 #include "enforce/probe.h"
 #include "policy/env.h"
+#include "supervisor/approvals_run.h"
 #include "supervisor/explain.h"
 
 namespace ward::cli {
@@ -29,6 +31,10 @@ int RunExplain(const ExplainOptions& opts) {
   in.policy = &pol.value();
   in.argv = opts.command;
   in.version = WARD_VERSION;
+  supervisor::ApprovalRunOptions ap;
+  ap.approver = opts.run.approver;
+  in.approval_channels =
+      supervisor::ApprovalChannelNames(ap, isatty(0) == 1 && (isatty(1) == 1 || isatty(2) == 1));
   for (const auto& [k, v] : policy::BuildEnvironment(*pol, CallerEnvironment())) {
     in.env.push_back(k + "=" + v);
   }

@@ -137,6 +137,12 @@ int RunCommand(RunCommandOptions& opts) {
     req.policy = std::move(pol).value();
     req.argv = opts.command;
     req.resolve = opts.resolve;
+    req.approvals.approver = opts.run.approver;
+    if (!opts.run.approver_secret_env.empty()) {
+      req.approvals.approver_secret = "env:" + opts.run.approver_secret_env;
+    } else if (!opts.run.approver_secret_file.empty()) {
+      req.approvals.approver_secret = "file:" + opts.run.approver_secret_file;
+    }
     req.upstream_ca = opts.upstream_ca;
     for (const auto& [k, v] : policy::BuildEnvironment(req.policy, CallerEnvironment())) {
       req.env.push_back(k + "=" + v);
@@ -164,6 +170,7 @@ int RunCommand(RunCommandOptions& opts) {
       } else {
         log = std::move(opened).value();
         req.events = log.get();
+        req.approvals.session = log->session_id();
         audit::SessionLog* secrets_sink = log.get();
         req.add_secret = [secrets_sink](const std::string& s) {
           secrets_sink->redactor().AddSecret(s);
@@ -184,6 +191,8 @@ int RunCommand(RunCommandOptions& opts) {
         in.argv = req.argv;
         in.env = req.env;
         in.version = WARD_VERSION;
+        in.approval_channels = supervisor::ApprovalChannelNames(
+            req.approvals, isatty(0) == 1 && (isatty(1) == 1 || isatty(2) == 1));
         Result<nlohmann::json> ex = supervisor::ExplainPlan(in, features, plan, notes);
         nlohmann::json start = {{"ward_version", WARD_VERSION},
                                 {"command", req.argv},

@@ -63,6 +63,12 @@ void AddRunOptions(CLI::App* app, RunOptions* o) {
   app->add_option("--file-size", f.file_size, "Largest file the command may write");
   app->add_flag("--ask", [o](int64_t) { o->flags.approvals = true; },
                 "Ask for approval when the command opens a path the policy does not allow");
+  app->add_option("--approver", o->approver,
+                  "URL of a webhook approver (https://... or unix:/path); signed requests");
+  app->add_option("--approver-secret-env", o->approver_secret_env,
+                  "VAR: the environment variable holding the approver's HMAC secret");
+  app->add_option("--approver-secret-file", o->approver_secret_file,
+                  "FILE: a file (ours, mode 0600) holding the approver's HMAC secret");
   app->add_flag("--no-audit", f.no_audit, "Run without writing an audit trail (explicit)");
 }
 

@@ -364,6 +364,17 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
                  "protected paths need seccomp user notification (Linux >= 5.5), which this "
                  "kernel lacks");
   }
+  // File approvals trap every open. Letting an allowed open continue in the kernel is safe only
+  // because the sandbox's own layers then apply; Landlock is what refuses a host file reached
+  // through a descriptor ward injected (/proc/self/fd/N), so approvals need it and seccomp.
+  if (policy.approvals.enabled) {
+    if (!plan.seccomp_enabled || !features.seccomp_user_notif || !want_landlock) {
+      return Error(Code::kFailedPrecondition,
+                   "approvals (--ask) need seccomp user notification and Landlock, which this run "
+                   "does not have");
+    }
+    plan.seccomp_spec.notify_opens = true;
+  }
   if (plan.seccomp_enabled && input.compile_seccomp) {
     WARD_ASSIGN_OR_RETURN(plan.seccomp, PrepareSeccomp(plan.seccomp_spec));
   }

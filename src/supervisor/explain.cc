@@ -15,6 +15,17 @@
 namespace ward::supervisor {
 namespace {
 
+// "on: ..." with the channels, or "off".
+std::string ApprovalsText(const ExplainInput& in, const policy::Policy& p) {
+  if (!p.approvals.enabled) return "off";
+  std::string channels;
+  for (const std::string& c : in.approval_channels) channels += (channels.empty() ? "" : ", ") + c;
+  return "on: opens outside the policy are trapped and asked through the broker outside the "
+         "sandbox (channels: " +
+         (channels.empty() ? std::string("socket") : channels) + "; timeout " +
+         std::to_string(p.approvals.timeout_ms) + " ms denies)";
+}
+
 using nlohmann::json;
 
 const char* MountKindName(enforce::MountOp::Kind k) {
@@ -232,7 +243,7 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
   axes["egress_and_mediation"] = {
       {"hosts_allowed", allowed_hosts},
       {"broker", egress.empty() ? "none: no network at all" : "the supervisor's egress proxy"},
-      {"approvals", p.approvals.enabled ? "on (broker outside the sandbox)" : "off"}};
+      {"approvals", ApprovalsText(in, p)}};
   axes["trust_direction"] = {
       {"summary", "protects the host, your files and secrets from the command; the command "
                   "receives no secret (only phantoms, when credentials are bound)"}};

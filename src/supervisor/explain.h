@@ -19,6 +19,8 @@ struct ExplainInput {
   std::vector<std::string> env;   // the environment the command would get ("NAME=VALUE")
   std::string granularity = "one command: a fresh sandbox for this invocation (ward run)";
   std::string version;
+  // With approvals on: the channels that would be asked ("socket", "webhook", "terminal").
+  std::vector<std::string> approval_channels;
 };
 
 // Builds the explanation (JSON). Fails when the run would be refused, with that reason.

@@ -233,14 +233,19 @@ void Notifier::Loop() {
   struct seccomp_notif_sizes sizes = {};
   if (sys::Seccomp(SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) return;
   std::vector<char> req_buf(std::max<size_t>(sizes.seccomp_notif, sizeof(struct seccomp_notif)));
+  const int answers_fd = cfg_.approvals ? cfg_.approvals->wake_fd() : -1;
   while (true) {
-    struct pollfd p[2] = {{listener_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}};
-    int n = poll(p, 2, -1);
+    struct pollfd p[3] = {
+        {listener_.get(), POLLIN, 0}, {wake_.get(), POLLIN, 0}, {answers_fd, POLLIN, 0}};
+    int n = poll(p, answers_fd >= 0 ? 3 : 2, -1);
     if (n < 0) {
       if (errno == EINTR) continue;
       return;
     }
     if (p[1].revents) return;
+    // Answers to open questions arrive from the supervisor's loop; this thread alone opens
+    // the files (with no capabilities beyond the sandbox's) and talks to the listener.
+    if (answers_fd >= 0 && (p[2].revents & POLLIN)) HandleAnswers(listener_.get());
     if (p[0].revents & (POLLHUP | POLLERR | POLLNVAL)) return;  // every filtered task is gone
     if (!(p[0].revents & POLLIN)) continue;
     std::memset(req_buf.data(), 0, req_buf.size());
@@ -255,6 +260,7 @@ void Notifier::Loop() {
 
 void Notifier::HandleOne(int listener, const struct seccomp_notif& req) {
   handled_.fetch_add(1);
+  if (cfg_.approvals && HandleOpen(listener, req)) return;
   struct seccomp_notif_resp resp = {};
   resp.id = req.id;
   const __u64* a = req.data.args;
@@ -488,6 +494,210 @@ void Notifier::HandleOne(int listener, const struct seccomp_notif& req) {
       break;
   }
   reply(0, ENOSYS);
+}
+
+// File approvals. Every open of the sandbox stops here; most continue at once.
+bool Notifier::HandleOpen(int listener, const struct seccomp_notif& req) {
+  const __u64* a = req.data.args;
+  const pid_t tid = static_cast<pid_t>(req.pid);
+  int dirfd = AT_FDCWD;
+  uint64_t path_addr = 0;
+  int flags = 0;
+  mode_t mode = 0;
+  const char* name = nullptr;
+  bool openat2 = false;
+  auto reply = [&](int err) {
+    struct seccomp_notif_resp resp = {};
+    resp.id = req.id;
+    resp.error = -err;
+    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    return true;
+  };
+  switch (req.data.nr) {
+#ifdef __NR_open
+    case __NR_open:
+      path_addr = a[0];
+      flags = static_cast<int>(a[1]);
+      mode = static_cast<mode_t>(a[2]);
+      name = "open";
+      break;
+    case __NR_creat:
+      path_addr = a[0];
+      flags = O_CREAT | O_WRONLY | O_TRUNC;
+      mode = static_cast<mode_t>(a[1]);
+      name = "creat";
+      break;
+#endif
+    case __NR_openat:
+      dirfd = static_cast<int>(a[0]);
+      path_addr = a[1];
+      flags = static_cast<int>(a[2]);
+      mode = static_cast<mode_t>(a[3]);
+      name = "openat";
+      break;
+    case __NR_openat2: {
+      dirfd = static_cast<int>(a[0]);
+      path_addr = a[1];
+      name = "openat2";
+      openat2 = true;
+      // struct open_how {u64 flags, mode, resolve}: the first version is 24 bytes.
+      if (a[3] < 24) return reply(EINVAL);
+      uint64_t how[3] = {};
+      struct iovec local = {how, sizeof how};
+      struct iovec remote = {reinterpret_cast<void*>(a[2]), sizeof how};
+      if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof how)) {
+        return reply(EFAULT);
+      }
+      flags = static_cast<int>(how[0]);
+      mode = static_cast<mode_t>(how[1]);
+      break;
+    }
+    default:
+      return false;  // not an open: the creation guard's
+  }
+  std::string path;
+  if (int rc = ReadString(tid, path_addr, &path); rc != 0) return reply(-rc);
+  if (path.empty()) return reply(ENOENT);
+  std::string abs = path;
+  if (path[0] != '/') {
+    // Relative to the dirfd or cwd as the sandbox sees them (ward binds host paths at the same
+    // path, so /proc/<tid>/fd/N and cwd name the same place inside and out).
+    std::string base;
+    if (int rc = View(tid).DirPath(dirfd, &base); rc != 0) return reply(-rc);
+    abs = base + "/" + path;
+  }
+  // Everything read from the target must belong to the same, still-waiting call.
+  if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) != 0) return true;
+
+  const FileAccess access = AccessForOpenFlags(flags);
+  const FileDecision d = DecideFileAccess(cfg_.approvals->view(), abs, access != FileAccess::kRead);
+  switch (d.verdict) {
+    case FileVerdict::kContinue: {
+      if ((flags & O_CREAT) && !cfg_.relpaths.empty()) {
+        // A creation inside the view: the creation guard performs it (it refuses protected
+        // paths). It never handled openat2 (flags behind a pointer): ENOSYS as before.
+        if (openat2) return reply(ENOSYS);
+        return false;
+      }
+      // CONTINUE is safe here, unlike for a checked creation: the policy already allows this
+      // access to this path, and the kernel now performs the call in the sandbox's own context
+      // (its mount view, its Landlock domain). A second thread that swaps the path buffer
+      // after our read gains nothing: the kernel checks whatever path it finally reads with
+      // the sandbox's own authority, which never includes a host path outside the view.
+      struct seccomp_notif_resp resp = {};
+      resp.id = req.id;
+      resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+      ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+      return true;
+    }
+    case FileVerdict::kDeny:
+      DenyOpen(listener, req.id, name, d.path, "filesystem.deny", d.why);
+      return true;
+    case FileVerdict::kAsk:
+      break;
+  }
+  FileAnswer pending;
+  pending.notif_id = req.id;
+  pending.tid = tid;
+  pending.syscall = name;
+  pending.path = d.path;
+  pending.flags = flags;
+  pending.mode = mode;
+  pending.access = access;
+  if (Result<int> f = GrantedOpenFlags(flags, FileAccess::kCreate); !f.ok()) {
+    // O_PATH, O_TMPFILE: never handed out for a path outside the view.
+    DenyOpen(listener, req.id, name, d.path, "approvals", f.status().message());
+    return true;
+  }
+  if (std::optional<Grant> g =
+          cfg_.approvals->broker()->Match(RequestKind::kFile, d.path, access, 0)) {
+    pending.allow = true;
+    pending.grant = std::move(g);
+    InjectGrant(listener, pending);
+    return true;
+  }
+  ApprovalRequest request;
+  request.kind = RequestKind::kFile;
+  request.subject = d.path;
+  request.access = access;
+  request.pid = tid;
+  char link[64], exe[PATH_MAX];
+  std::snprintf(link, sizeof link, "/proc/%d/exe", tid);
+  ssize_t n = readlink(link, exe, sizeof exe - 1);
+  if (n > 0) request.exe.assign(exe, static_cast<size_t>(n));
+  // Never waits here: other trapped calls keep being answered while the question is open.
+  cfg_.approvals->Ask(std::move(pending), std::move(request));
+  return true;
+}
+
+void Notifier::HandleAnswers(int listener) {
+  for (FileAnswer& a : cfg_.approvals->TakeAnswers()) {
+    // The caller may have died (or been interrupted and restarted) while we asked.
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &a.notif_id) != 0) continue;
+    if (a.allow) {
+      InjectGrant(listener, a);
+    } else {
+      DenyOpen(listener, a.notif_id, a.syscall, a.path, "approvals", a.reason);
+    }
+  }
+}
+
+// Opens the granted host path on the sandbox's behalf and injects the descriptor. The host
+// path is the sandbox path: ward binds host paths at the same path inside, and the decision
+// never asks about ward's own trees (/proc, /dev, the private /tmp and HOME).
+void Notifier::InjectGrant(int listener, const FileAnswer& a) {
+  const FileAccess granted = a.grant ? a.grant->spec.access : a.access;
+  Result<int> flags = GrantedOpenFlags(a.flags, granted);
+  if (!flags.ok()) {
+    return DenyOpen(listener, a.notif_id, a.syscall, a.path, "approvals", flags.status().message());
+  }
+  mode_t mode = 0;
+  if (*flags & O_CREAT) mode = static_cast<mode_t>(a.mode & ~ReadUmask(a.tid) & 07777);
+  // O_NONBLOCK and O_NOCTTY while opening: a FIFO must not stall this thread (every trapped
+  // call of the sandbox waits on it) and a terminal must not become anyone's controlling one.
+  Result<UniqueFd> fd = OpenHostPath(a.path, *flags | O_NONBLOCK | O_NOCTTY, mode);
+  struct seccomp_notif_resp resp = {};
+  resp.id = a.notif_id;
+  if (!fd.ok()) {
+    // A symlink on the way (ELOOP) or a missing file: the sandbox gets the error, not a file.
+    resp.error = -(fd.status().err() ? fd.status().err() : EACCES);
+    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+    return;
+  }
+  // Regular files only. A directory descriptor would let the sandbox resolve relative paths
+  // from a host directory, outside its mount view (the decision is lexical, the kernel's walk
+  // would not be); devices, FIFOs and sockets are not files anyone means to grant.
+  struct stat st;
+  if (fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return DenyOpen(listener, a.notif_id, a.syscall, a.path, "approvals",
+                    "only regular files are granted");
+  }
+  if (!(*flags & O_NONBLOCK)) fcntl(fd->get(), F_SETFL, fcntl(fd->get(), F_GETFL) & ~O_NONBLOCK);
+  struct seccomp_notif_addfd addfd = {};
+  addfd.id = a.notif_id;
+  addfd.flags = SECCOMP_ADDFD_FLAG_SEND;
+  addfd.srcfd = static_cast<__u32>(fd->get());
+  addfd.newfd_flags = (a.flags & O_CLOEXEC) ? O_CLOEXEC : 0;
+  if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &addfd) < 0 && errno != ENOENT) {
+    resp.error = -errno;
+    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+  }
+}
+
+void Notifier::DenyOpen(int listener, uint64_t id, const std::string& syscall,
+                        const std::string& path, const std::string& rule,
+                        const std::string& detail) {
+  if (EventSink* ev = cfg_.approvals ? cfg_.approvals->events() : events_) {
+    ev->Emit("syscall.deny", {{"syscall", syscall},
+                              {"path", path},
+                              {"rule", rule},
+                              {"detail", detail},
+                              {"errno", "EACCES"}});
+  }
+  struct seccomp_notif_resp resp = {};
+  resp.id = id;
+  resp.error = -EACCES;
+  ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 }
 
 }  // namespace ward::supervisor

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "common/unique_fd.h"
 #include "enforce/mount.h"
 #include "enforce/spec.h"
+#include "supervisor/file_approvals.h"
 
 namespace ward::supervisor {
 
@@ -25,6 +27,8 @@ struct NotifierConfig {
   std::vector<std::vector<std::string>> relpaths;          // components of each protected path
   std::set<std::pair<unsigned long long, unsigned long long>> bases;  // (dev, ino) of roots
   bool privileged = false;  // supervisor is root: act with no capabilities, like the sandbox
+  // File approvals (--ask): every open is trapped and decided here; null when off.
+  std::shared_ptr<FileApprovals> approvals;
   static NotifierConfig From(const enforce::LaunchPlan& plan, const enforce::MountReport& mounts);
 };
 
@@ -46,6 +50,12 @@ class Notifier {
  private:
   void Loop();
   void HandleOne(int listener, const struct seccomp_notif& req);
+  // File approvals: true when the open was answered (or left to the creation guard: false).
+  bool HandleOpen(int listener, const struct seccomp_notif& req);
+  void HandleAnswers(int listener);
+  void InjectGrant(int listener, const FileAnswer& a);
+  void DenyOpen(int listener, uint64_t id, const std::string& syscall, const std::string& path,
+                const std::string& rule, const std::string& detail);
 
   NotifierConfig cfg_;
   UniqueFd listener_;

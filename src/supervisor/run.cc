@@ -21,6 +21,7 @@
 #include "net/egress_rules.h"
 #include "net/proxy.h"
 #include "net/resolver.h"
+#include "supervisor/approvals_run.h"
 #include "supervisor/credentials.h"
 #include "supervisor/notifier.h"
 #include "supervisor/terminal.h"
@@ -58,6 +59,7 @@ class Session {
   void Serve() {
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}) signals_.add(s);
     WaitSignal();
+    if (req_.policy.approvals.enabled) StartApprovals();
     WaitControl();
     pidfd_.async_wait(asio::posix::descriptor_base::wait_read,
                       [this](const asio::error_code&) { OnInitExit(); });
@@ -79,6 +81,7 @@ class Session {
       out_->notifications = notifier_->handled();
       out_->protected_denials = notifier_->denied();
     }
+    if (approvals_) approvals_->Stop();
   }
 
  private:
@@ -133,6 +136,29 @@ class Session {
     proxy_.reset();
     dns_.reset();
     resolver_.reset();  // before the io_context: it joins its workers
+  }
+
+  // Approvals (--ask): the broker, its socket and channels, before the notifier needs them.
+  // A failure ends the sandbox before the command runs anything.
+  void StartApprovals() {
+    // Interactive: the supervisor owns a real terminal (the command gets its own pty).
+    if (term_->is_tty(0) && term_->output_fd() >= 0) {
+      prompter_ = std::make_unique<TerminalPrompter>(term_->output_fd());
+    }
+    Result<std::unique_ptr<ApprovalsRuntime>> rt = ApprovalsRuntime::Start(
+        ctx_, req_.policy, plan_, req_.approvals, prompter_.get(), sb_.pid, req_.events);
+    if (!rt.ok()) {
+      setup_error_ = true;
+      out_->kind = Outcome::Kind::kSetupFailed;
+      out_->stage = "approvals";
+      out_->message = "approvals: " + rt.status().ToString();
+      sys::PidfdSendSignal(sb_.pidfd.get(), SIGKILL, nullptr, 0);
+      return;
+    }
+    approvals_ = std::move(rt).value();
+    std::fprintf(stderr, "ward: approvals on (%s): session %s, socket %s\n",
+                 ApprovalChannelsText(approvals_->channels()).c_str(),
+                 approvals_->session().c_str(), approvals_->socket_path().c_str());
   }
 
   void Emit(std::string_view type, nlohmann::json data) {
@@ -191,7 +217,9 @@ class Session {
                           m.fd_kind == enforce::FdKind::kNetDnsTcp)) {
           ServeEgress(m.fd_kind, std::move(fd));
         } else if (m.fd_kind == enforce::FdKind::kNotifyListener && fd) {
-          notifier_ = std::make_unique<Notifier>(NotifierConfig::From(plan_, out_->mounts));
+          NotifierConfig nc = NotifierConfig::From(plan_, out_->mounts);
+          if (approvals_) nc.approvals = approvals_->files();
+          notifier_ = std::make_unique<Notifier>(std::move(nc));
           notifier_->Start(std::move(fd), req_.events);
         }
         break;
@@ -259,6 +287,12 @@ class Session {
       if (ec || !pty_ || pty_done_) return;
       char buf[4096];
       ssize_t n = read(stdin_->native_handle(), buf, sizeof buf);
+      // An approval question is open on the terminal: the key is its answer, not input.
+      if (n > 0 && prompter_ && prompter_->OnInput(buf, static_cast<size_t>(n))) {
+        ReadStdin();
+        return;
+      }
+      if (n <= 0 && prompter_) prompter_->OnInputClosed();
       if (n > 0) {
         // The pty master is non-blocking; a full input queue waits briefly for the reader.
         ssize_t off = 0;
@@ -413,6 +447,8 @@ class Session {
   asio::signal_set signals_;
   std::optional<asio::posix::stream_descriptor> pty_;
   std::optional<asio::posix::stream_descriptor> stdin_;
+  std::unique_ptr<TerminalPrompter> prompter_;    // outlives the broker's terminal channel
+  std::unique_ptr<ApprovalsRuntime> approvals_;  // before notifier_: it outlives it
   std::unique_ptr<Notifier> notifier_;
   // Declared after ctx_: destroyed before it (StopEgress resets them earlier anyway).
   std::unique_ptr<net::Resolver> resolver_;
@@ -584,6 +620,15 @@ Outcome Run(const RunRequest& req) {
   plan->has_termios = term.termios(&plan->termios);
   plan->has_winsize = term.winsize(&plan->winsize);
 
+  if (req.policy.approvals.enabled) {
+    Status st = CheckApprovalRun(req.policy, req.approvals);
+    if (!st.ok()) {
+      out.kind = Outcome::Kind::kRefused;
+      out.exit_code = 125;
+      out.message = "approvals: " + st.ToString();
+      return out;
+    }
+  }
   // A write to a closed pipe must not kill the supervisor (the sandbox would die with it).
   signal(SIGPIPE, SIG_IGN);
   out.limits.backend = enforce::LimitsBackendName(plan->limits.backend);

@@ -17,6 +17,7 @@
 #include "enforce/plan.h"
 #include "enforce/probe.h"
 #include "policy/policy.h"
+#include "supervisor/approvals_run.h"
 
 namespace ward::supervisor {
 
@@ -27,6 +28,8 @@ struct RunRequest {
   EventSink* events = nullptr;   // audit sink (may be null)
   // Supervisor-side name overrides for the proxy (`--resolve HOST:ADDR[,ADDR]`).
   std::vector<std::string> resolve;
+  // File and host approvals (--ask): the approver channels and the session id.
+  ApprovalRunOptions approvals;
   // Extra CAs the credential broker trusts for upstreams (`--upstream-ca FILE`).
   std::vector<std::string> upstream_ca;
   // Called with each brokered secret before anything runs (the audit redactor).

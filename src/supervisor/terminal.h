@@ -7,7 +7,12 @@
 #include <sys/ioctl.h>
 #include <termios.h>
 
+#include <functional>
+#include <string>
+#include <vector>
+
 #include "common/unique_fd.h"
+#include "supervisor/approvals_prompt.h"
 
 namespace ward::supervisor {
 
@@ -34,6 +39,28 @@ class TerminalState {
   bool have_termios_ = false;
   bool raw_ = false;
   struct termios saved_ = {};
+};
+
+// Approval questions on the supervisor's own terminal (the sandbox has its own pty, so this
+// never fights the command for input). While a question is open the input relay hands every
+// byte to OnInput instead of the pty: the first key answers, the rest of that read is dropped.
+class TerminalPrompter final : public Prompter {
+ public:
+  explicit TerminalPrompter(int out_fd) : out_fd_(out_fd) {}
+  void Ask(const std::string& question, const std::vector<PromptChoice>& choices,
+           std::function<void(char key)> answer) override;
+  void Cancel() override;
+  bool asking() const { return static_cast<bool>(answer_); }
+  // Input from the real terminal while asking; returns false when no question is open (the
+  // relay then forwards the bytes to the pty).
+  bool OnInput(const char* data, size_t n);
+  // The terminal's input ended: the open question is left to the other channels.
+  void OnInputClosed();
+
+ private:
+  void Write(const std::string& s) const;
+  int out_fd_;
+  std::function<void(char)> answer_;
 };
 
 }  // namespace ward::supervisor

@@ -227,6 +227,59 @@ static int RaceCreate(const char* good, const char* bad, int rounds) {
   return created_bad ? Ok(d) : Err(ENOENT, d);
 }
 
+/* File approvals (issue 7). */
+static long ReadSome(const char* path, int flags, char* out, size_t cap) {
+  int fd = open(path, flags | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  ssize_t n = read(fd, out, cap - 1);
+  int e = errno;
+  close(fd);
+  if (n < 0) return -e;
+  out[n] = 0;
+  for (ssize_t i = 0; i < n; ++i) if (out[i] == '\n' || out[i] == ' ') out[i] = '_';
+  return n;
+}
+
+struct OpenRace {
+  char* buf;
+  const char* a;
+  const char* b;
+  volatile int stop;
+};
+static void* OpenRaceFlipper(void* p) {
+  struct OpenRace* r = p;
+  while (!r->stop) {
+    strcpy(r->buf, r->b);
+    strcpy(r->buf, r->a);
+  }
+  return NULL;
+}
+/* One thread opens buf (O_RDONLY) in a loop while another flips it between an allowed path and
+ * a secret one. Counts the opens whose content is not the allowed file's; prints the first. */
+static int RaceOpen(const char* good, const char* bad, int rounds) {
+  char want[256], got[256], other[256] = "";
+  if (ReadSome(good, O_RDONLY, want, sizeof want) < 0) return Err(errno, "good");
+  static char buf[4096];
+  strcpy(buf, good);
+  struct OpenRace r = {buf, good, bad, 0};
+  pthread_t t;
+  pthread_create(&t, NULL, OpenRaceFlipper, &r);
+  int same = 0, different = 0, failed = 0;
+  for (int i = 0; i < rounds; ++i) {
+    long n = ReadSome(buf, O_RDONLY, got, sizeof got);
+    if (n < 0) { ++failed; continue; }
+    if (strcmp(got, want) == 0) { ++same; continue; }
+    if (!different) snprintf(other, sizeof other, "%s", got);
+    ++different;
+  }
+  r.stop = 1;
+  pthread_join(t, NULL);
+  char d[512];
+  snprintf(d, sizeof d, "same=%d different=%d failed=%d first_different=%s", same, different,
+           failed, other);
+  return different ? Ok(d) : Err(EACCES, d);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: ward-probe VERB [ARGS...]\n");
@@ -674,6 +727,69 @@ int main(int argc, char** argv) {
       shmdt(p);
     }
     snprintf(d, sizeof d, "segments=%d", n);
+    return Ok(d);
+  }
+  if (!strcmp(v, "read-each")) {
+    /* read-each PATH N DELAY_MS: N opens (O_RDONLY) with a pause after each; one token per try. */
+    NEED(3);
+    int n = atoi(a2), delay = atoi(argv[4]);
+    char out[2048] = "", got[256], item[320];
+    for (int i = 0; i < n; ++i) {
+      long rc = ReadSome(a1, O_RDONLY, got, sizeof got);
+      snprintf(item, sizeof item, "%s%d:%s", i ? "," : "", i + 1, rc < 0 ? ErrName((int)-rc) : got);
+      strncat(out, item, sizeof out - strlen(out) - 1);
+      if (delay > 0) usleep((useconds_t)delay * 1000);
+    }
+    return Ok(out);
+  }
+  if (!strcmp(v, "read-widen")) {
+    /* read-widen PATH: opens read-only, then tries to write through the fd and to reopen it
+     * read-write through /proc/self/fd. Prints what each step gave. */
+    NEED(1);
+    int fd = open(a1, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Err(errno, "open");
+    char got[256] = "", d[512], p[64];
+    ssize_t n = read(fd, got, sizeof got - 1);
+    if (n > 0) got[n] = 0;
+    for (ssize_t i = 0; i < n; ++i) if (got[i] == '\n' || got[i] == ' ') got[i] = '_';
+    ssize_t w = write(fd, "x", 1);
+    int werr = w < 0 ? errno : 0;
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+    int rw = open(p, O_RDWR | O_CLOEXEC);
+    int rwerr = rw < 0 ? errno : 0;
+    int wo = open(p, O_WRONLY | O_CLOEXEC);
+    int woerr = wo < 0 ? errno : 0;
+    int again = open(p, O_RDONLY | O_CLOEXEC);
+    int againerr = again < 0 ? errno : 0;
+    snprintf(d, sizeof d, "read=%s write=%s reopen_rw=%s reopen_wo=%s reopen_ro=%s", got,
+             w < 0 ? ErrName(werr) : "ok", rw < 0 ? ErrName(rwerr) : "ok",
+             wo < 0 ? ErrName(woerr) : "ok", again < 0 ? ErrName(againerr) : "ok");
+    return (w >= 0 || rw >= 0 || wo >= 0) ? Ok(d) : Err(EACCES, d);
+  }
+  if (!strcmp(v, "open-mode")) {
+    /* open-mode PATH r|w|rw|trunc|creat: one open with those flags. */
+    NEED(2);
+    int flags = !strcmp(a2, "w") ? O_WRONLY : !strcmp(a2, "rw") ? O_RDWR
+              : !strcmp(a2, "trunc") ? (O_WRONLY | O_TRUNC) : !strcmp(a2, "creat") ? (O_WRONLY | O_CREAT)
+              : O_RDONLY;
+    return Result(open(a1, flags | O_CLOEXEC, 0644), a2);
+  }
+  if (!strcmp(v, "race-open")) { NEED(3); return RaceOpen(a1, a2, atoi(argv[4])); }
+  if (!strcmp(v, "open-loop")) {
+    /* open-loop PATH N: N open+close pairs; prints the mean per pair in microseconds. */
+    NEED(2);
+    long n = atol(a2);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < n; ++i) {
+      int fd = open(a1, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return Err(errno, "open");
+      close(fd);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double us = ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3 / (n ? n : 1);
+    char d[64];
+    snprintf(d, sizeof d, "n=%ld us_per_open=%.3f", n, us);
     return Ok(d);
   }
   fprintf(stderr, "unknown verb %s\n", v);

@@ -1,0 +1,104 @@
+#include "supervisor/approvals_run.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "audit/session_log.h"
+#include "policy/decide.h"
+#include "supervisor/approvals_webhook.h"
+
+namespace ward::supervisor {
+
+std::vector<std::string> ApprovalChannelNames(const ApprovalRunOptions& opts, bool interactive) {
+  std::vector<std::string> out = {"socket"};
+  if (!opts.approver.empty()) {
+    out.push_back("webhook");
+  } else if (interactive) {
+    out.push_back("terminal");
+  }
+  return out;
+}
+
+std::string ApprovalChannelsText(const std::vector<std::string>& channels) {
+  std::string out;
+  for (const std::string& c : channels) out += (out.empty() ? "" : ", ") + c;
+  return out;
+}
+
+Status CheckApprovalRun(const policy::Policy& policy, const ApprovalRunOptions& opts) {
+  const std::string dir = ApprovalSocketDir();
+  policy::PathDecision d = policy::DecidePath(policy, dir);
+  if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) {
+    return Error(Code::kFailedPrecondition,
+                 "the approval socket's directory " + dir +
+                     " would be visible inside the sandbox (" + d.via +
+                     "): the sandbox could approve its own requests. Point XDG_RUNTIME_DIR "
+                     "elsewhere or narrow the policy");
+  }
+  if (!opts.approver.empty()) {
+    Result<WebhookUrl> url = ParseWebhookUrl(opts.approver);
+    if (!url.ok()) return std::move(url).take_status().With("--approver");
+    if (opts.approver_secret.empty()) {
+      return InvalidArgument(
+          "--approver needs a signing secret: --approver-secret-env VAR or "
+          "--approver-secret-file FILE");
+    }
+    Result<std::string> secret = LoadWebhookSecret(opts.approver_secret);
+    if (!secret.ok()) return std::move(secret).take_status().With("approver secret");
+  } else if (!opts.approver_secret.empty()) {
+    return InvalidArgument("an approver secret was given without --approver");
+  }
+  return Ok();
+}
+
+Result<std::unique_ptr<ApprovalsRuntime>> ApprovalsRuntime::Start(
+    asio::io_context& io, const policy::Policy& policy, const enforce::LaunchPlan& plan,
+    const ApprovalRunOptions& opts, Prompter* prompter, pid_t init_pid, EventSink* events) {
+  std::unique_ptr<ApprovalsRuntime> rt(new ApprovalsRuntime());
+  rt->session_ = opts.session.empty() ? audit::NewSessionId() : opts.session;
+  BrokerOptions bo;
+  bo.policy = policy.approvals;
+  bo.home = policy.home;
+  WARD_ASSIGN_OR_RETURN(rt->broker_, ApprovalBroker::Create(io, std::move(bo), events));
+  if (!opts.approver.empty()) {
+    WebhookOptions wo;
+    wo.url = opts.approver;
+    WARD_ASSIGN_OR_RETURN(wo.secret, LoadWebhookSecret(opts.approver_secret));
+    wo.session = rt->session_;
+    wo.timeout = std::chrono::milliseconds(policy.approvals.timeout_ms);
+    WARD_ASSIGN_OR_RETURN(std::unique_ptr<WebhookChannel> hook,
+                          WebhookChannel::Create(io, std::move(wo)));
+    rt->broker_->AddChannel(std::move(hook));
+  } else if (prompter != nullptr) {
+    rt->broker_->AddChannel(std::make_unique<PromptChannel>(prompter));
+  }
+  rt->channels_ = ApprovalChannelNames(opts, prompter != nullptr);
+
+  const std::string dir = ApprovalSocketDir();
+  WARD_TRY(PrepareApprovalSocketDir(dir));
+  ApprovalServerOptions so;
+  so.path = ApprovalSocketPath(dir, rt->session_);
+  so.session = rt->session_;
+  if (init_pid > 0) {
+    char ns[64];
+    std::snprintf(ns, sizeof ns, "/proc/%d/ns/pid", init_pid);
+    struct stat st;
+    if (stat(ns, &st) == 0) so.refuse_pid_namespace = st.st_ino;
+  }
+  WARD_ASSIGN_OR_RETURN(rt->server_, ApprovalServer::Start(io, rt->broker_, so));
+  rt->socket_path_ = rt->server_->path();
+  rt->files_ = std::make_shared<FileApprovals>(FileView::From(plan, policy), rt->broker_, events);
+  return rt;
+}
+
+ApprovalsRuntime::~ApprovalsRuntime() { Stop(); }
+
+void ApprovalsRuntime::Stop() {
+  if (broker_) broker_->Shutdown();
+  if (server_) server_->Stop();
+  server_.reset();
+}
+
+}  // namespace ward::supervisor

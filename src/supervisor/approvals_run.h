@@ -1,0 +1,69 @@
+// Approvals in `ward run` (issue 7): the broker with the policy's standing answers and timeout,
+// the per-session socket (outside the sandbox's view), the webhook channel (--approver) or the
+// terminal prompt, and the file approvals the notifier consults for every trapped open.
+#pragma once
+
+#include <asio/io_context.hpp>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/events.h"
+#include "common/status.h"
+#include "enforce/spec.h"
+#include "policy/policy.h"
+#include "supervisor/approvals.h"
+#include "supervisor/approvals_prompt.h"
+#include "supervisor/approvals_socket.h"
+#include "supervisor/file_approvals.h"
+
+namespace ward::supervisor {
+
+struct ApprovalRunOptions {
+  std::string approver;         // --approver: "https://..." or "unix:/path"
+  std::string approver_secret;  // "env:NAME" or "file:PATH" (--approver-secret-env/-file)
+  std::string session;          // the audit session's id; a fresh one when empty
+};
+
+// The channels a run would use, for explain and session.start: "socket", then "webhook" or
+// "terminal" (when `interactive`).
+std::vector<std::string> ApprovalChannelNames(const ApprovalRunOptions& opts, bool interactive);
+std::string ApprovalChannelsText(const std::vector<std::string>& channels);  // "socket, webhook"
+
+// Before anything starts: the approval socket's directory must not be visible inside the
+// sandbox, and the webhook's URL and secret must load. Errors say what to change.
+Status CheckApprovalRun(const policy::Policy& policy, const ApprovalRunOptions& opts);
+
+class ApprovalsRuntime {
+ public:
+  // On the supervisor's loop. `prompter` (may be null) is the terminal: used only when no
+  // --approver is given. `init_pid` is sandbox init's pid (peers in its pid namespace are
+  // refused by the socket even with our uid).
+  static Result<std::unique_ptr<ApprovalsRuntime>> Start(
+      asio::io_context& io, const policy::Policy& policy, const enforce::LaunchPlan& plan,
+      const ApprovalRunOptions& opts, Prompter* prompter, pid_t init_pid, EventSink* events);
+  ~ApprovalsRuntime();
+  ApprovalsRuntime(const ApprovalsRuntime&) = delete;
+  ApprovalsRuntime& operator=(const ApprovalsRuntime&) = delete;
+
+  std::shared_ptr<FileApprovals> files() const { return files_; }
+  std::shared_ptr<ApprovalBroker> broker() const { return broker_; }
+  const std::string& session() const { return session_; }
+  const std::string& socket_path() const { return socket_path_; }
+  const std::vector<std::string>& channels() const { return channels_; }
+
+  // The session ends: pending questions are denied, the socket is removed.
+  void Stop();
+
+ private:
+  ApprovalsRuntime() = default;
+  std::shared_ptr<ApprovalBroker> broker_;
+  std::shared_ptr<FileApprovals> files_;
+  std::unique_ptr<ApprovalServer> server_;
+  std::string session_;
+  std::string socket_path_;
+  std::vector<std::string> channels_;
+};
+
+}  // namespace ward::supervisor

@@ -1,0 +1,220 @@
+// File approvals end to end (issue 7): `ward run --ask` traps opens the policy does not allow
+// and asks through the per-session socket; the test plays the approver with the CLI's client.
+// The asked-for files live under /run/lock (world-writable on the host, outside the sandbox's
+// view and outside ward's own trees, which are never asked about).
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "approver.h"
+#include "harness.h"
+
+namespace ward::test {
+namespace {
+
+using nlohmann::json;
+
+class ApprovalsTest : public SandboxTest {
+ protected:
+  void SetUp() override {
+    SandboxTest::SetUp();
+    runtime_ = root_->path() + "/run";
+    MakeDirs(runtime_, 0700);
+    char tmpl[] = "/run/lock/ward-ap.XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) {
+      GTEST_SKIP() << "cannot create a directory under /run/lock (" << strerror(errno)
+                   << "): no host path outside the sandbox's view to ask about";
+    }
+    outside_ = tmpl;
+    data_ = outside_ + "/data.txt";
+    WriteFile(data_, "approved-content-31", 0600);
+  }
+  void TearDown() override {
+    if (!outside_.empty()) RunProgram({"/bin/rm", "-rf", outside_});
+  }
+
+  RunOptions Opts(int timeout_s = 60) const {
+    RunOptions o;
+    o.env["XDG_RUNTIME_DIR"] = runtime_;
+    o.timeout_s = timeout_s;
+    return o;
+  }
+  // A profile file with approvals settings on top of the default profile.
+  std::string Profile(const std::string& approvals_toml) {
+    std::string p = root_->path() + "/ask.toml";
+    WriteFile(p, "extends = \"default\"\n[approvals]\n" + approvals_toml);
+    return p;
+  }
+
+  std::string runtime_, outside_, data_;
+};
+
+std::optional<json> ApproveOnce(const json&) { return json{{"op", "approve"}, {"scope", "once"}}; }
+
+TEST_F(ApprovalsTest, OpenInTheViewIsNotAsked) {
+  WriteFile(ws_ + "/here.txt", "in-view-77");
+  Approver approver(runtime_, [](const json&) { return json{{"op", "deny"}}; });
+  RunResult r = Probe({"read", ws_ + "/here.txt"}, {"--ask"}, Opts());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("in-view-77"), std::string::npos);
+  EXPECT_TRUE(approver.seen().empty());
+  EXPECT_NE(r.err.find("approvals on"), std::string::npos) << r.err;
+}
+
+TEST_F(ApprovalsTest, WithoutAskTheFileDoesNotExistInside) {
+  RunResult r = Probe({"read", data_}, {}, Opts());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("err ENOENT"), std::string::npos) << r.out;
+}
+
+TEST_F(ApprovalsTest, ApproveOnceThenAskedAgain) {
+  int n = 0;
+  Approver approver(runtime_, [&](const json&) -> std::optional<json> {
+    return ++n == 1 ? json{{"op", "approve"}, {"scope", "once"}} : json{{"op", "deny"}};
+  });
+  RunResult r = Probe({"read-each", data_, "2", "0"}, {"--ask"}, Opts());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("1:approved-content-31,2:EACCES"), std::string::npos) << r.out;
+  std::vector<json> seen = approver.seen();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0]["subject"], data_);
+  EXPECT_EQ(seen[0]["access"], "read");
+}
+
+TEST_F(ApprovalsTest, SessionGrantCoversLaterOpens) {
+  Approver approver(runtime_, [](const json&) {
+    return json{{"op", "approve"}, {"scope", "session"}};
+  });
+  RunResult r = Probe({"read-each", data_, "3", "0"}, {"--ask"}, Opts());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("1:approved-content-31,2:approved-content-31,3:approved-content-31"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(approver.seen().size(), 1u);
+}
+
+TEST_F(ApprovalsTest, RevokedGrantStopsWorking) {
+  std::atomic<bool> revoked{false};
+  Approver approver(
+      runtime_,
+      [&](const json&) -> std::optional<json> {
+        if (revoked) return json{{"op", "deny"}};
+        return json{{"op", "approve"}, {"scope", "session"}};
+      },
+      [&](const std::string& socket) {
+        if (revoked) return;
+        json g = Approver::Call(socket, {{"op", "grants"}});
+        if (!g.is_object() || !g.contains("grants")) return;
+        for (const json& grant : g["grants"]) {
+          // Revoke once the grant has been used by a later open too.
+          if (grant.value("state", "") == "live" && grant.value("uses", 0) >= 1) {
+            json rv = Approver::Call(socket, {{"op", "revoke"}, {"grant", grant["id"]}});
+            if (rv.value("ok", false)) revoked = true;
+          }
+        }
+      });
+  RunResult r = Probe({"read-each", data_, "6", "300"}, {"--ask"}, Opts());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_TRUE(revoked);
+  EXPECT_NE(r.out.find("1:approved-content-31"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("6:EACCES"), std::string::npos) << r.out;
+  EXPECT_GE(approver.seen().size(), 2u);  // asked again after the revocation
+}
+
+TEST_F(ApprovalsTest, DenyIsEacces) {
+  Approver approver(runtime_, [](const json&) { return json{{"op", "deny"}}; });
+  RunResult r = Probe({"read", data_}, {"--ask"}, Opts());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("err EACCES"), std::string::npos) << r.out;
+  EXPECT_EQ(approver.seen().size(), 1u);
+}
+
+TEST_F(ApprovalsTest, NoAnswerWithinTheTimeoutIsEacces) {
+  std::string profile = Profile("timeout = \"1s\"\n");
+  Approver approver(runtime_, [](const json&) { return std::nullopt; });  // never answers
+  auto t0 = std::chrono::steady_clock::now();
+  RunResult r = Probe({"read", data_}, {"-p", profile, "--ask"}, Opts());
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("err EACCES"), std::string::npos) << r.out;
+  EXPECT_EQ(approver.seen().size(), 1u);
+  EXPECT_LT(s, 20.0);
+}
+
+TEST_F(ApprovalsTest, ExplicitDenyIsRefusedWithoutAsking) {
+  Approver approver(runtime_, ApproveOnce);
+  RunResult r = Probe({"read", data_}, {"--ask", "--deny", data_}, Opts());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("err EACCES"), std::string::npos) << r.out;
+  EXPECT_TRUE(approver.seen().empty());
+}
+
+TEST_F(ApprovalsTest, StandingAnswersApplyBeforeAsking) {
+  std::string profile = Profile("auto_allow_once = [\"" + outside_ + "/*.txt\"]\n");
+  Approver approver(runtime_, [](const json&) { return json{{"op", "deny"}}; });
+  RunResult r = Probe({"read", data_}, {"-p", profile, "--ask"}, Opts());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("approved-content-31"), std::string::npos);
+  EXPECT_TRUE(approver.seen().empty());
+}
+
+TEST_F(ApprovalsTest, ReadGrantNeverGivesWriteAccess) {
+  Approver approver(runtime_, [](const json& req) -> std::optional<json> {
+    if (req.value("access", "") == "read") return json{{"op", "approve"}, {"scope", "session"}};
+    return json{{"op", "deny"}};
+  });
+  RunResult r = Probe({"read-widen", data_}, {"--ask"}, Opts());
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("read=approved-content-31"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("write=EBADF"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reopen_rw=EACCES"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("reopen_wo=EACCES"), std::string::npos) << r.out;
+  // A write open of the same path is a new question (denied here).
+  RunResult w = Probe({"open-mode", data_, "w"}, {"--ask"}, Opts());
+  EXPECT_NE(w.out.find("err EACCES"), std::string::npos) << w.out;
+  EXPECT_EQ(ReadFile(data_), "approved-content-31");
+}
+
+TEST_F(ApprovalsTest, WriteGrantAllowsWriting) {
+  Approver approver(runtime_, ApproveOnce);
+  RunResult r = Probe({"append", data_}, {"--ask"}, Opts());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(ReadFile(data_), "approved-content-31x");
+  ASSERT_EQ(approver.seen().size(), 1u);
+  EXPECT_EQ(approver.seen()[0]["access"], "write");
+}
+
+TEST_F(ApprovalsTest, CreateGrantCreatesTheFile) {
+  Approver approver(runtime_, ApproveOnce);
+  RunResult r = Probe({"write", outside_ + "/new.txt", "made"}, {"--ask"}, Opts());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(ReadFile(outside_ + "/new.txt"), "made");
+  ASSERT_EQ(approver.seen().size(), 1u);
+  EXPECT_EQ(approver.seen()[0]["access"], "create");
+}
+
+TEST_F(ApprovalsTest, ApprovalSocketIsNotInTheView) {
+  Approver approver(runtime_, [](const json&) { return json{{"op", "deny"}}; });
+  RunResult r = Probe({"ls", runtime_ + "/ward"}, {"--ask"}, Opts());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("err ENOENT"), std::string::npos) << r.out;
+  RunResult s = Shell("ls " + runtime_ + "/ward/*.sock 2>&1; echo done", {"--ask"}, Opts());
+  EXPECT_EQ(s.out.find(".sock\n"), std::string::npos) << s.out;
+  EXPECT_TRUE(approver.seen().empty());
+}
+
+TEST_F(ApprovalsTest, RunIsRefusedWhenTheSocketWouldBeVisible) {
+  RunOptions o = Opts();
+  o.env["XDG_RUNTIME_DIR"] = ws_ + "/run";
+  MakeDirs(ws_ + "/run", 0700);
+  RunResult r = Probe({"read", data_}, {"--ask"}, o);
+  EXPECT_EQ(r.status, 125) << r.out << r.err;
+  EXPECT_NE(r.err.find("approval socket"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ward::test
