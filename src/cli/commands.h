@@ -17,5 +17,6 @@ void AddServeCommand(CLI::App& app, int* exit_code);
 void AddMcpCommand(CLI::App& app, int* exit_code);
 void AddShellPrefixCommand(CLI::App& app, int* exit_code);
 void AddHookCommand(CLI::App& app, int* exit_code);
+void AddApprovalsCommand(CLI::App& app, int* exit_code);  // approvals, approve, deny, grants
 
 }  // namespace ward::cli

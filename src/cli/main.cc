@@ -20,6 +20,7 @@ void AddOtherCommands(CLI::App& app, int* exit_code) {
   ward::cli::AddMcpCommand(app, exit_code);
   ward::cli::AddShellPrefixCommand(app, exit_code);
   ward::cli::AddHookCommand(app, exit_code);
+  ward::cli::AddApprovalsCommand(app, exit_code);
 }
 
 }  // namespace
