@@ -117,12 +117,12 @@ template <typename Body>
 int WithSession(const std::string& cmd, const ApprovalsOptions& o, Body body) {
   Result<supervisor::ApprovalSession> s = PickSession(o.session);
   if (!s.ok()) {
-    PrintError(cmd, s.status().message());
+    PrintError(cmd, s.status().ToString());
     return kExitFailed;
   }
   Status st = body(*s);
   if (!st.ok()) {
-    PrintError(cmd, st.message());
+    PrintError(cmd, st.ToString());
     return kExitFailed;
   }
   return kExitOk;
@@ -183,7 +183,7 @@ int RunAnswer(const ApprovalsOptions& o, bool allow) {
     // Checked here too, so a typo never reaches a session as a default.
     Result<supervisor::GrantScope> scope = supervisor::ParseScope(o.scope);
     if (!scope.ok()) {
-      PrintError(cmd, "--scope: " + scope.status().message());
+      PrintError(cmd, "--scope: " + scope.status().ToString());
       return kExitUsage;
     }
     if (o.prefix && !o.under.empty()) {
