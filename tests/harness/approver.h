@@ -3,6 +3,7 @@
 // same blocking client the CLI uses. Header-only: the integration and escape binaries use it.
 #pragma once
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -31,6 +32,10 @@ class Approver {
 
   Approver(std::string runtime_dir, Decide decide, Tick tick = nullptr)
       : dir_(std::move(runtime_dir) + "/ward"), decide_(std::move(decide)), tick_(std::move(tick)) {
+    // The socket refuses a peer whose pid namespace it cannot read (it could be the sandbox).
+    // A test binary that dropped from root to the test user is non-dumpable, which hides its
+    // /proc/<pid>/ns from the supervisor; a user's own `ward approve` is dumpable.
+    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
     thread_ = std::thread([this] { Loop(); });
   }
   ~Approver() {
@@ -39,6 +44,14 @@ class Approver {
   }
   Approver(const Approver&) = delete;
   Approver& operator=(const Approver&) = delete;
+
+  // Distinct errors met while polling (for failure messages).
+  std::string errors() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string out;
+    for (const std::string& e : errors_) out += e + "\n";
+    return out;
+  }
 
   std::vector<nlohmann::json> seen() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -59,6 +72,8 @@ class Approver {
           supervisor::FindApprovalSessions(dir_);
       if (sessions.ok()) {
         for (const supervisor::ApprovalSession& s : *sessions) Serve(s.path);
+      } else {
+        Note("sessions: " + sessions.status().ToString());
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
@@ -66,7 +81,13 @@ class Approver {
 
   void Serve(const std::string& socket) {
     if (tick_) tick_(socket);
-    nlohmann::json list = Call(socket, {{"op", "list"}});
+    Result<nlohmann::json> listed =
+        supervisor::CallApprovalSocket(socket, {{"op", "list"}}, std::chrono::milliseconds(2000));
+    if (!listed.ok()) {
+      Note("list: " + listed.status().ToString());
+      return;
+    }
+    nlohmann::json list = *listed;
     if (!list.is_object() || !list.contains("requests")) return;
     for (const nlohmann::json& r : list["requests"]) {
       uint64_t id = r.value("id", uint64_t{0});
@@ -82,12 +103,18 @@ class Approver {
     }
   }
 
+  void Note(const std::string& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (errors_.size() < 8) errors_.insert(e);
+  }
+
   std::string dir_;
   Decide decide_;
   Tick tick_;
   std::set<std::pair<std::string, uint64_t>> answered_;
   mutable std::mutex mu_;
   std::vector<nlohmann::json> seen_;
+  std::set<std::string> errors_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -191,7 +191,7 @@ TEST_F(ApprovalsTest, WriteGrantAllowsWriting) {
 TEST_F(ApprovalsTest, CreateGrantCreatesTheFile) {
   Approver approver(runtime_, ApproveOnce);
   RunResult r = Probe({"write", outside_ + "/new.txt", "made"}, {"--ask"}, Opts());
-  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(r.status, 0) << r.out << r.err << approver.errors();
   EXPECT_EQ(ReadFile(outside_ + "/new.txt"), "made");
   ASSERT_EQ(approver.seen().size(), 1u);
   EXPECT_EQ(approver.seen()[0]["access"], "create");
