@@ -93,6 +93,21 @@ Result<std::unique_ptr<ApprovalsRuntime>> ApprovalsRuntime::Start(
   return rt;
 }
 
+net::AskHostFn ApprovalsRuntime::HostAsker() const {
+  std::weak_ptr<ApprovalBroker> weak = broker_;
+  return [weak](const net::HostQuestion& q, net::HostAnswerFn done) {
+    std::shared_ptr<ApprovalBroker> broker = weak.lock();
+    if (!broker) return done(false);
+    if (broker->Match(RequestKind::kHost, q.host, FileAccess::kRead, q.port)) return done(true);
+    ApprovalRequest request;
+    request.kind = RequestKind::kHost;
+    request.subject = q.host;
+    request.port = q.port;
+    broker->Ask(std::move(request),
+                [done = std::move(done)](const ApprovalDecision& d) { done(d.allow); });
+  };
+}
+
 ApprovalsRuntime::~ApprovalsRuntime() { Stop(); }
 
 void ApprovalsRuntime::Stop() {

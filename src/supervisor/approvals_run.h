@@ -12,6 +12,7 @@
 #include "common/events.h"
 #include "common/status.h"
 #include "enforce/spec.h"
+#include "net/proxy.h"
 #include "policy/policy.h"
 #include "supervisor/approvals.h"
 #include "supervisor/approvals_prompt.h"
@@ -52,6 +53,9 @@ class ApprovalsRuntime {
   const std::string& session() const { return session_; }
   const std::string& socket_path() const { return socket_path_; }
   const std::vector<std::string>& channels() const { return channels_; }
+  // The proxy's host hold (ProxyOptions::ask_host): a live grant answers at once, else the
+  // broker asks (kind host, the destination's port); no answer in time denies.
+  net::AskHostFn HostAsker() const;
 
   // The session ends: pending questions are denied, the socket is removed.
   void Stop();

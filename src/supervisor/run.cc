@@ -93,6 +93,11 @@ class Session {
       resolver_ = net::MakeSystemResolver(ctx_, overrides_ ? *overrides_ : net::ResolverOverrides{});
       net::ProxyOptions po;
       po.credentials = broker_;
+      if (approvals_) {
+        // Host approvals: a request for a host without a rule is held while the broker asks.
+        po.ask_host = approvals_->HostAsker();
+        po.host_hold_timeout = std::chrono::milliseconds(req_.policy.approvals.timeout_ms + 1000);
+      }
       net::DnsStubOptions dso;
       if (broker_) dso.name_check = broker_->DnsNameCheck(req_.events);
       proxy_ = std::make_unique<net::EgressProxy>(ctx_, *egress_rules_, resolver_.get(),
