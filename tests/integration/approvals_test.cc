@@ -4,15 +4,21 @@
 // view and outside ward's own trees, which are never asked about).
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <pty.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include "approver.h"
@@ -302,6 +308,112 @@ TEST_F(ApprovalsTest, HostDeniedIsRefusedAndNeverReached) {
   int hosts = 0;
   for (const json& q : approver.seen()) hosts += q.value("kind", "") == "host";
   EXPECT_EQ(hosts, 1);
+}
+
+// The audit trail has the question, the answer and the refused open.
+TEST_F(ApprovalsTest, DenialsAreAudited) {
+  Approver approver(runtime_, [](const json&) { return json{{"op", "deny"}}; });
+  RunOptions o = Opts();
+  o.env["XDG_STATE_HOME"] = root_->path() + "/state";
+  RunResult r = Probe({"read", data_}, {"--ask"}, o);
+  EXPECT_NE(r.out.find("err EACCES"), std::string::npos) << r.out;
+  glob_t g = {};
+  std::string pattern = root_->path() + "/state/ward/sessions/*/events.jsonl";
+  ASSERT_EQ(glob(pattern.c_str(), 0, nullptr, &g), 0);
+  ASSERT_EQ(g.gl_pathc, 1u);
+  std::ifstream in(g.gl_pathv[0]);
+  globfree(&g);
+  bool deny = false, asked = false;
+  std::string line;
+  while (std::getline(in, line)) {
+    json e = json::parse(line, nullptr, false);
+    if (!e.is_object()) continue;
+    std::string type = e.value("type", "");
+    const json& d = e.contains("data") ? e["data"] : e;
+    if (type == "syscall.deny" && d.value("path", "") == data_ &&
+        d.value("rule", "") == "approvals") {
+      deny = true;
+    }
+    if (type.rfind("approval.", 0) == 0) asked = true;
+  }
+  EXPECT_TRUE(deny);
+  EXPECT_TRUE(asked);
+}
+
+// On a terminal (the supervisor owns the real one; the command has its own pty) the question is
+// shown there and one key answers it; the key never reaches the command.
+class ApprovalsPtyTest : public ApprovalsTest {
+ protected:
+  std::string RunOnPty(const std::vector<std::string>& cmd, char key, int* status) {
+    int master = -1, slave = -1;
+    struct winsize ws = {40, 120, 0, 0};
+    if (openpty(&master, &slave, nullptr, nullptr, &ws) != 0) {
+      ADD_FAILURE() << "openpty";
+      return "";
+    }
+    RunOptions o = Defaults();
+    o.env["XDG_RUNTIME_DIR"] = runtime_;
+    std::vector<std::string> argv = {WardBin(), "run", "--ask", "-r", StageDir(), "--"};
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
+    pid_t pid = fork();
+    if (pid == 0) {
+      setsid();
+      ioctl(slave, TIOCSCTTY, 0);
+      dup2(slave, 0);
+      dup2(slave, 1);
+      dup2(slave, 2);
+      close(master);
+      if (chdir(o.cwd.c_str()) != 0) _exit(126);
+      std::vector<std::string> envs;
+      for (auto& [k, v] : o.env) envs.push_back(k + "=" + v);
+      envs.push_back("TERM=xterm");
+      std::vector<char*> envp, args;
+      for (auto& s : envs) envp.push_back(s.data());
+      envp.push_back(nullptr);
+      for (auto& s : argv) args.push_back(s.data());
+      args.push_back(nullptr);
+      execve(args[0], args.data(), envp.data());
+      _exit(127);
+    }
+    close(slave);
+    std::string out;
+    bool sent = false;
+    auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+      struct pollfd p = {master, POLLIN, 0};
+      if (poll(&p, 1, 100) > 0) {
+        char buf[4096];
+        ssize_t got = read(master, buf, sizeof buf);
+        if (got <= 0) break;
+        out.append(buf, static_cast<size_t>(got));
+      }
+      if (!sent && out.find("[ward]") != std::string::npos &&
+          out.find("] ", out.find("[ward]")) != std::string::npos) {
+        ssize_t w = write(master, &key, 1);
+        (void)w;
+        sent = true;
+      }
+    }
+    close(master);
+    waitpid(pid, status, 0);
+    return out;
+  }
+};
+
+TEST_F(ApprovalsPtyTest, TerminalPromptAllowsOnce) {
+  int status = 0;
+  std::string out = RunOnPty({ProbeBin(), "read", data_}, 'y', &status);
+  EXPECT_NE(out.find("[ward]"), std::string::npos) << out;
+  EXPECT_NE(out.find(data_), std::string::npos) << out;
+  EXPECT_NE(out.find("ok approved-content-31"), std::string::npos) << out;
+}
+
+TEST_F(ApprovalsPtyTest, TerminalPromptDenies) {
+  int status = 0;
+  std::string out = RunOnPty({ProbeBin(), "read", data_}, 'n', &status);
+  EXPECT_NE(out.find("[ward]"), std::string::npos) << out;
+  EXPECT_NE(out.find("err EACCES"), std::string::npos) << out;
+  EXPECT_EQ(out.find("approved-content-31"), std::string::npos) << out;
 }
 
 }  // namespace
