@@ -8,6 +8,7 @@
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 
+#include <cctype>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -638,7 +639,15 @@ TEST_F(CredentialsE2eTest, PhantomInAConnectOrSocksTargetIsRefused) {
   // The phantom's random part cut into DNS labels (at most 63 bytes each).
   std::string key = broker_->credentials()[0].phantom_key;
   ASSERT_GT(key.size(), 30u);
-  std::string label = key.substr(0, 30) + "." + key.substr(30);
+  // A valid host name whatever the random characters are: cut where both neighbours are
+  // letters or digits, and pad so no label starts or ends with '-' or '_'.
+  auto labels = [&key](size_t near) {
+    auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+    size_t cut = near;
+    while (cut + 1 < key.size() && !(alnum(key[cut - 1]) && alnum(key[cut]))) ++cut;
+    return "a" + key.substr(0, cut) + "." + key.substr(cut) + "z";
+  };
+  std::string label = labels(30);
   {
     UniqueFd fd = ConnectTo(proxy_->port());
     std::string authority = label + ".plain.test:443";
@@ -650,7 +659,7 @@ TEST_F(CredentialsE2eTest, PhantomInAConnectOrSocksTargetIsRefused) {
     UniqueFd fd = ConnectTo(proxy_->port());
     SendAll(fd.get(), std::string("\x05\x01\x00", 3));
     ASSERT_EQ(testing::RecvExactly(fd.get(), 2), std::string("\x05\x00", 2));
-    std::string host = key.substr(0, 20) + "." + key.substr(20) + ".plain.test";
+    std::string host = labels(20) + ".plain.test";
     std::string connect = {5, 1, 0, 3, static_cast<char>(host.size())};
     connect += host + std::string("\x01\xbb", 2);
     SendAll(fd.get(), connect);
