@@ -194,7 +194,7 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
                        "seccomp user notification: the supervisor refuses to create absent "
                        "ones and performs every other creation itself"})}});
   }
-  rules.push_back({{"rule", egress.empty() ? "no network" : "egress through the proxy only"},
+  rules.push_back({{"rule", plan.net.enabled ? "egress through the proxy only" : "no network"},
                    {"why", "network.allow / network.deny"},
                    {"enforced_by",
                     json::array({"network namespace: only lo",
@@ -242,7 +242,9 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
       {"env_passed", env_names}};
   axes["egress_and_mediation"] = {
       {"hosts_allowed", allowed_hosts},
-      {"broker", egress.empty() ? "none: no network at all" : "the supervisor's egress proxy"},
+      {"broker", plan.net.enabled ? (egress.empty() ? "the supervisor's egress proxy (every host asked)"
+                                                     : "the supervisor's egress proxy")
+                                  : "none: no network at all"},
       {"approvals", ApprovalsText(in, p)}};
   axes["trust_direction"] = {
       {"summary", "protects the host, your files and secrets from the command; the command "
