@@ -371,7 +371,8 @@ int OtherUidTries(const std::string& path, uid_t uid, gid_t gid, uint64_t id) {
     if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
       _exit(errno == EACCES || errno == EPERM ? 10 : 3);
     }
-    (void)!::write(fd, line.data(), line.size());
+    // The server may refuse and close before this write: EPIPE, not a SIGPIPE death.
+    (void)!::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
     char buf[4096];
     ssize_t total = 0, n;
     while ((n = ::read(fd, buf + total, sizeof buf - 1 - total)) > 0) total += n;
