@@ -160,7 +160,9 @@ void ProbeCgroups(CgroupInfo* cg) {
     cg->v2_parent = parent;
     cg->v2_parent_is_own = parent == own;
     if (!parent.empty()) {
-      for (std::string_view c : Fields(ReadSmallFile(parent + "/cgroup.controllers"))) {
+      // The text must outlive the views Fields returns.
+      const std::string controllers = ReadSmallFile(parent + "/cgroup.controllers");
+      for (std::string_view c : Fields(controllers)) {
         cg->v2_controllers.emplace_back(c);
       }
       cg->v2_delegated = Writable(parent) && Writable(parent + "/cgroup.subtree_control") &&
