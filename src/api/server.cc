@@ -7,6 +7,9 @@
 
 #include <cstdio>
 #include <deque>
+#include <optional>
+
+#include "common/unix_socket.h"
 
 namespace ward::api {
 
@@ -121,36 +124,23 @@ Server::~Server() { Stop(); }
 
 Expected<Done> Server::Start() {
   const std::string& path = config_.socket_path;
-  if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path)) {
-    return InvalidError("socket path is empty or too long: " + path);
-  }
-  struct stat st;
-  if (lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return InvalidError(path + " exists and is not a socket");
-    // A daemon answering there keeps it; a dead one's socket is replaced.
-    asio::local::stream_protocol::socket probe(io_);
-    asio::error_code ec;
-    probe.connect(asio::local::stream_protocol::endpoint(path), ec);
-    if (!ec) {
+  Result<UnixListener> l = ListenPrivateUnix(path, asio::socket_base::max_listen_connections);
+  if (!l.ok()) {
+    if (l.status().code() == Code::kFailedPrecondition) {
       return MakeError(ErrorKind::kResourceExhausted, "another ward serve is listening on " + path);
     }
-    if (unlink(path.c_str()) != 0) return FromErrno("removing stale socket " + path, errno);
+    if (l.status().code() == Code::kInvalidArgument) return InvalidError(l.status().message());
+    return FromStatus(l.status());
   }
   acceptor_.emplace(io_);
   asio::error_code ec;
-  acceptor_->open(asio::local::stream_protocol(), ec);
-  if (!ec) {
-    // Created 0600 from the start: no window in which another uid could connect.
-    mode_t old = umask(0177);
-    acceptor_->bind(asio::local::stream_protocol::endpoint(path), ec);
-    umask(old);
-  }
-  if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
+  acceptor_->assign(asio::local::stream_protocol(), l->fd.get(), ec);
   if (ec) {
     acceptor_.reset();
     return FromErrno("listening on " + path, ec.value());
   }
-  if (lstat(path.c_str(), &st) == 0) socket_ino_ = st.st_ino;
+  l->fd.release();
+  socket_ino_ = l->ino;
   Accept();
   return Done{};
 }
@@ -168,10 +158,9 @@ void Server::Accept() {
           });
           return;
         }
-        struct ucred cred = {};
-        socklen_t len = sizeof cred;
-        int fd = socket.native_handle();
-        bool cred_ok = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
+        const std::optional<struct ucred> peer = PeerCredentials(socket.native_handle());
+        const bool cred_ok = peer.has_value();
+        const struct ucred cred = peer.value_or(ucred{});
         auto conn = std::make_shared<Connection>(this, std::move(socket));
         conns_.insert(conn);
         if (!cred_ok || cred.uid != geteuid()) {

@@ -19,6 +19,7 @@
 
 #include "audit/session_log.h"
 #include "common/unique_fd.h"
+#include "common/unix_socket.h"
 
 namespace ward::supervisor {
 namespace {
@@ -133,20 +134,6 @@ Result<std::string> SessionFromName(std::string_view name) {
   std::string session(name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size()));
   if (!audit::IsValidSessionId(session)) return InvalidArgument("bad session id");
   return session;
-}
-
-Result<UniqueFd> ConnectUnix(const std::string& path) {
-  sockaddr_un addr = {};
-  if (path.size() >= sizeof addr.sun_path) return InvalidArgument("socket path too long: " + path);
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd) return Errno("socket");
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    if (errno == EINTR) continue;
-    return Errno("connecting to " + path);
-  }
-  return fd;
 }
 
 // The pid namespace inode of a process, 0 when unknown.
@@ -333,37 +320,17 @@ ApprovalServer::~ApprovalServer() { Stop(); }
 Result<std::unique_ptr<ApprovalServer>> ApprovalServer::Start(
     asio::io_context& io, std::shared_ptr<ApprovalBroker> broker, ApprovalServerOptions options) {
   if (!broker) return InvalidArgument("no broker");
-  const std::string& path = options.path;
-  sockaddr_un addr = {};
-  if (path.empty() || path[0] != '/' || path.size() >= sizeof addr.sun_path) {
-    return InvalidArgument("approval socket path is not absolute or too long: " + path);
-  }
-  struct stat st;
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (!S_ISSOCK(st.st_mode)) return InvalidArgument(path + " exists and is not a socket");
-    if (ConnectUnix(path).ok()) {
-      return Error(Code::kFailedPrecondition, "another session is listening on " + path);
+  Result<UnixListener> l = ListenPrivateUnix(options.path, 16);
+  if (!l.ok()) {
+    if (l.status().code() == Code::kFailedPrecondition) {
+      return Error(Code::kFailedPrecondition, "another session is listening on " + options.path);
     }
-    if (::unlink(path.c_str()) != 0) return Errno("removing the stale socket " + path);
+    return l.status();
   }
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (!fd) return Errno("socket");
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  // 0600 from the start: no window in which another uid could connect.
-  mode_t old = ::umask(0177);
-  int rc = ::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  int err = errno;
-  ::umask(old);
-  if (rc != 0) return ErrnoError("binding " + path, err);
-  if (::listen(fd.get(), 16) != 0) {
-    Status s = Errno("listening on " + path);
-    ::unlink(path.c_str());
-    return s;
-  }
+  UniqueFd fd = std::move(l->fd);
   std::unique_ptr<ApprovalServer> server(
       new ApprovalServer(io, std::move(broker), std::move(options)));
-  if (::lstat(server->options_.path.c_str(), &st) == 0) server->socket_ino_ = st.st_ino;
+  server->socket_ino_ = l->ino;
   server->listener_ = std::make_unique<asio::posix::stream_descriptor>(io, fd.release());
   server->Accept();
   return server;
@@ -395,9 +362,9 @@ void ApprovalServer::OnAccept(int fd) {
     ::close(fd);
     return;
   }
-  struct ucred cred = {};
-  socklen_t len = sizeof cred;
-  bool cred_ok = ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0;
+  const std::optional<struct ucred> peer = PeerCredentials(fd);
+  const bool cred_ok = peer.has_value();
+  const struct ucred cred = peer.value_or(ucred{});
   auto conn = std::make_shared<Connection>(this, std::move(sock));
   conns_.insert(conn);
   if (!cred_ok || cred.uid != ::geteuid()) {
@@ -481,11 +448,9 @@ Result<nlohmann::json> CallApprovalSocket(const std::string& path, const nlohman
                                           std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   WARD_ASSIGN_OR_RETURN(UniqueFd fd, ConnectUnix(path));
-  struct ucred cred = {};
-  socklen_t len = sizeof cred;
-  if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-    return Errno("SO_PEERCRED on " + path);
-  }
+  const std::optional<struct ucred> peer = PeerCredentials(fd.get());
+  if (!peer) return Errno("SO_PEERCRED on " + path);
+  const struct ucred cred = *peer;
   if (cred.uid != ::geteuid()) {
     return Error(Code::kPermissionDenied, path + " is served by uid " + std::to_string(cred.uid) +
                                               ", not by us; not talking to it");
