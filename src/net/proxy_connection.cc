@@ -792,6 +792,15 @@ bool Connection::UpstreamReusable() {
 
 // ------------------------------------------------------------------ TLS gate
 
+asio::awaitable<bool> Connection::RequireClientHello(const Target& t) {
+  upstream_target_ = t;
+  Gate g = co_await CheckClientHello(t, /*required=*/true);
+  if (g == Gate::kPass) co_return true;
+  if (g == Gate::kClosed && !closed_) core_->stats.errors++;
+  co_await LingerClose();
+  co_return false;
+}
+
 asio::awaitable<Connection::Gate> Connection::CheckClientHello(const Target& t, bool required) {
   SetDeadline(core_->options.tls_peek_timeout, Phase::kTls);
   ClientHelloParse p;
@@ -1075,13 +1084,7 @@ asio::awaitable<void> Connection::ServeSocks(std::shared_ptr<Connection> self) {
   co_await WriteAll(client_, BuildSocks5Reply(Socks5Reply::kSucceeded), ec);
   if (ec) co_return;
   if (intercept) {
-    upstream_target_ = t;
-    Gate g = co_await CheckClientHello(t, /*required=*/true);
-    if (g != Gate::kPass) {
-      if (g == Gate::kClosed && !closed_) core_->stats.errors++;
-      co_await LingerClose();
-      co_return;
-    }
+    if (!co_await RequireClientHello(t)) co_return;
     co_await Intercept(self, t);
     co_return;
   }
@@ -1164,13 +1167,7 @@ asio::awaitable<void> Connection::HandleConnect(std::shared_ptr<Connection> self
     // A credential's host: the tunnel ends here (whatever the port, it must be TLS).
     co_await WriteAll(client_, kConnectEstablished, ec);
     if (ec) co_return;
-    upstream_target_ = t;
-    Gate g = co_await CheckClientHello(t, /*required=*/true);
-    if (g != Gate::kPass) {
-      if (g == Gate::kClosed && !closed_) core_->stats.errors++;
-      co_await LingerClose();
-      co_return;
-    }
+    if (!co_await RequireClientHello(t)) co_return;
     co_await Intercept(self, t);
     co_return;
   }
@@ -1178,13 +1175,7 @@ asio::awaitable<void> Connection::HandleConnect(std::shared_ptr<Connection> self
     // The SNI is checked before the upstream ever hears of this connection.
     co_await WriteAll(client_, kConnectEstablished, ec);
     if (ec) co_return;
-    upstream_target_ = t;
-    Gate g = co_await CheckClientHello(t, /*required=*/true);
-    if (g != Gate::kPass) {
-      if (g == Gate::kClosed && !closed_) core_->stats.errors++;
-      co_await LingerClose();
-      co_return;
-    }
+    if (!co_await RequireClientHello(t)) co_return;
     f = co_await ConnectUpstream(t, &detail);
     if (f != Fail::kNone) {
       CloseAll();  // after "200" there is no way to say why: the event does

@@ -147,6 +147,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // The first bytes of a tunnel: a TLS ClientHello naming t (required), or anything that is not
   // TLS at all (!required). Buffers what it reads in client_.leftover.
   asio::awaitable<Gate> CheckClientHello(const Target& t, bool required);
+  // The gate of a tunnel that must be TLS to t (an intercepted one, or CONNECT to a TLS port):
+  // sets upstream_target_, and when the ClientHello does not pass, closes the connection and
+  // returns false.
+  asio::awaitable<bool> RequireClientHello(const Target& t);
 
   enum class TunnelGate { kNone, kRequired, kSniff };
   asio::awaitable<void> Tunnel(std::shared_ptr<Connection> self, TunnelGate gate);
