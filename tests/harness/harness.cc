@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -265,6 +266,32 @@ RunResult SandboxTest::Shell(const std::string& script, const std::vector<std::s
   args.insert(args.end(), ward_opts.begin(), ward_opts.end());
   args.insert(args.end(), {"--", "/bin/sh", "-c", script});
   return RunWard(args, opts);
+}
+
+pid_t SpawnOnTerminal(const std::vector<std::string>& argv, const RunOptions& o, int master,
+                      int slave) {
+  std::vector<std::string> envs;
+  for (const auto& [k, v] : o.env) envs.push_back(k + "=" + v);
+  envs.push_back("TERM=xterm");
+  std::vector<char*> envp, args;
+  for (auto& s : envs) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    ioctl(slave, TIOCSCTTY, 0);
+    dup2(slave, 0);
+    dup2(slave, 1);
+    dup2(slave, 2);
+    close(master);
+    if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) _exit(126);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
 }
 
 }  // namespace ward::test

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/types.h>
+
 #include <map>
 #include <optional>
 #include <string>
@@ -58,6 +60,11 @@ struct RunOptions {
   int timeout_s = 60;
   std::vector<int> pass_fds;                 // inherited fds (for --json-status N)
 };
+
+// Forks `argv` with the pty's slave as its controlling terminal and stdio, in o.cwd, with
+// o.env plus TERM=xterm; the caller keeps `master` and closes `slave`.
+pid_t SpawnOnTerminal(const std::vector<std::string>& argv, const RunOptions& o, int master,
+                      int slave);
 
 // The environment every ward invocation gets: PATH, HOME=<home>, and a canary API key.
 std::map<std::string, std::string> BaseEnv(const std::string& home);

@@ -23,6 +23,7 @@
 
 #include "approver.h"
 #include "harness.h"
+#include "local_http.h"
 
 namespace ward::test {
 namespace {
@@ -227,63 +228,19 @@ TEST_F(ApprovalsTest, RunIsRefusedWhenTheSocketWouldBeVisible) {
   EXPECT_NE(r.err.find("approval socket"), std::string::npos) << r.err;
 }
 
-// One-shot HTTP answers on the host's loopback (the upstream of the host approval tests).
-class Upstream {
- public:
-  Upstream() {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-    socklen_t len = sizeof sa;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    port_ = ntohs(sa.sin_port);
-    listen(fd_, 16);
-    thread_ = std::thread([this] {
-      while (true) {
-        int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c < 0) return;
-        ++hits_;
-        char buf[8192];
-        ssize_t n = read(c, buf, sizeof buf);
-        (void)n;
-        std::string resp =
-            "HTTP/1.1 200 OK\r\nContent-Length: 11\r\nConnection: close\r\n\r\nupstream-ok";
-        ssize_t w = write(c, resp.data(), resp.size());
-        (void)w;
-        close(c);
-      }
-    });
-  }
-  ~Upstream() {
-    shutdown(fd_, SHUT_RDWR);
-    close(fd_);
-    thread_.join();
-  }
-  std::string port() const { return std::to_string(port_); }
-  int hits() const { return hits_.load(); }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<int> hits_{0};
-  std::thread thread_;
-};
-
 // A host without an allow rule is held while the approver is asked, then forwarded. The name
 // resolves to the host's loopback (--resolve); the address rule lets that address through
 // once the name is approved.
 TEST_F(ApprovalsTest, HostApprovalHoldsThenForwards) {
-  Upstream up;
+  LocalHttp up("upstream-ok");
   Approver approver(runtime_, [](const json& req) -> std::optional<json> {
     if (req.value("kind", "") == "host") return json{{"op", "approve"}, {"scope", "once"}};
     return json{{"op", "deny"}};
   });
-  std::string url = "http://approved.test:" + up.port() + "/";
+  std::string url = "http://approved.test:" + std::to_string(up.port()) + "/";
   RunResult r = Shell(
       "curl -sS --max-time 20 " + url,
-      {"--ask", "-n", "127.0.0.1:" + up.port(), "--resolve", "approved.test:127.0.0.1"}, Opts());
+      {"--ask", "-n", "127.0.0.1:" + std::to_string(up.port()), "--resolve", "approved.test:127.0.0.1"}, Opts());
   EXPECT_EQ(r.status, 0) << r.out << r.err << approver.errors();
   EXPECT_NE(r.out.find("upstream-ok"), std::string::npos) << r.out;
   // curl may also ask for files (its config under the real HOME): only the host counts here.
@@ -293,16 +250,16 @@ TEST_F(ApprovalsTest, HostApprovalHoldsThenForwards) {
   }
   ASSERT_EQ(hosts.size(), 1u);
   EXPECT_EQ(hosts[0]["subject"], "approved.test");
-  EXPECT_EQ(hosts[0]["port"], std::stoi(up.port()));
+  EXPECT_EQ(hosts[0]["port"], up.port());
 }
 
 TEST_F(ApprovalsTest, HostDeniedIsRefusedAndNeverReached) {
-  Upstream up;
+  LocalHttp up("upstream-ok");
   Approver approver(runtime_, [](const json&) { return json{{"op", "deny"}}; });
-  std::string url = "http://denied.test:" + up.port() + "/";
+  std::string url = "http://denied.test:" + std::to_string(up.port()) + "/";
   RunResult r = Shell(
       "curl -sS --max-time 20 -o /dev/null -w '%{http_code}' " + url,
-      {"--ask", "-n", "127.0.0.1:" + up.port(), "--resolve", "denied.test:127.0.0.1"}, Opts());
+      {"--ask", "-n", "127.0.0.1:" + std::to_string(up.port()), "--resolve", "denied.test:127.0.0.1"}, Opts());
   EXPECT_NE(r.out.find("403"), std::string::npos) << r.out << r.err;
   EXPECT_EQ(up.hits(), 0);
   int hosts = 0;
@@ -355,26 +312,7 @@ class ApprovalsPtyTest : public ApprovalsTest {
     o.env["XDG_RUNTIME_DIR"] = runtime_;
     std::vector<std::string> argv = {WardBin(), "run", "--ask", "-r", StageDir(), "--"};
     argv.insert(argv.end(), cmd.begin(), cmd.end());
-    pid_t pid = fork();
-    if (pid == 0) {
-      setsid();
-      ioctl(slave, TIOCSCTTY, 0);
-      dup2(slave, 0);
-      dup2(slave, 1);
-      dup2(slave, 2);
-      close(master);
-      if (chdir(o.cwd.c_str()) != 0) _exit(126);
-      std::vector<std::string> envs;
-      for (auto& [k, v] : o.env) envs.push_back(k + "=" + v);
-      envs.push_back("TERM=xterm");
-      std::vector<char*> envp, args;
-      for (auto& s : envs) envp.push_back(s.data());
-      envp.push_back(nullptr);
-      for (auto& s : argv) args.push_back(s.data());
-      args.push_back(nullptr);
-      execve(args[0], args.data(), envp.data());
-      _exit(127);
-    }
+    pid_t pid = SpawnOnTerminal(argv, o, master, slave);
     close(slave);
     std::string out;
     bool sent = false;

@@ -31,26 +31,7 @@ class TerminalTest : public SandboxTest {
     RunOptions o = Defaults();
     std::vector<std::string> argv = {WardBin(), "run", "-r", StageDir(), "--"};
     argv.insert(argv.end(), cmd.begin(), cmd.end());
-    pid_t pid = fork();
-    if (pid == 0) {
-      setsid();
-      ioctl(slave, TIOCSCTTY, 0);
-      dup2(slave, 0);
-      dup2(slave, 1);
-      dup2(slave, 2);
-      close(master);
-      if (chdir(o.cwd.c_str()) != 0) _exit(126);
-      std::vector<std::string> envs;
-      for (auto& [k, v] : o.env) envs.push_back(k + "=" + v);
-      envs.push_back("TERM=xterm");
-      std::vector<char*> envp, args;
-      for (auto& s : envs) envp.push_back(s.data());
-      envp.push_back(nullptr);
-      for (auto& s : argv) args.push_back(s.data());
-      args.push_back(nullptr);
-      execve(args[0], args.data(), envp.data());
-      _exit(127);
-    }
+    pid_t pid = SpawnOnTerminal(argv, o, master, slave);
     close(slave);
     std::string out;
     auto start = std::chrono::steady_clock::now();
