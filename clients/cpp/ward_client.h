@@ -20,12 +20,14 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ward::client {
 
@@ -209,6 +211,31 @@ class Client {
   }
   Reply Destroy(const std::string& sandbox_id) {
     return Call("sandbox.destroy", {{"sandbox_id", sandbox_id}});
+  }
+
+  // Approvals, for sandboxes created with "ask": true. `filter` may hold sandbox_id and/or
+  // exec_id. Requests and grants carry the exec_id and sandbox_id they belong to.
+  Reply ListApprovals(nlohmann::json filter = nlohmann::json::object()) {
+    return Call("approvals.list", filter);  // {requests: [...], errors: [...]}
+  }
+  // options: scope ("once", "session", "10m"), prefix (true) or under (a path / host pattern),
+  // reason.
+  Reply Approve(const std::string& exec_id, uint64_t request_id,
+                nlohmann::json options = nlohmann::json::object()) {
+    options["exec_id"] = exec_id;
+    options["id"] = request_id;
+    return Call("approvals.approve", options);  // {decision, grant, ...}
+  }
+  Reply Deny(const std::string& exec_id, uint64_t request_id, const std::string& reason = "") {
+    nlohmann::json params = {{"exec_id", exec_id}, {"id", request_id}};
+    if (!reason.empty()) params["reason"] = reason;
+    return Call("approvals.deny", params);
+  }
+  Reply ListGrants(nlohmann::json filter = nlohmann::json::object()) {
+    return Call("approvals.grants", filter);  // {grants: [...], errors: [...]}
+  }
+  Reply RevokeGrant(const std::string& exec_id, uint64_t grant_id) {
+    return Call("approvals.revoke", {{"exec_id", exec_id}, {"grant", grant_id}});
   }
 
  private:

@@ -10,6 +10,10 @@
 
 Errors from the daemon raise WardError with `.kind` (not_found, policy_denied,
 approval_required, timeout, interrupted, resource_exhausted, invalid_request, unsupported).
+A sandbox created with ask=True asks before its commands open files (or reach hosts) its
+policy does not allow: approvals() lists the questions, approve() / deny() answer them,
+grants() and revoke() manage what was granted; wait() raises kind "approval_required" when
+its timeout ran out while the command waits for an answer.
 Notifications sent while a call is pending (exec.output, exec.exit) go to `on_notification`.
 """
 
@@ -127,7 +131,7 @@ class WardClient:
 
     def create_sandbox(self, workspace, **spec):
         """Returns the sandbox id. spec: profile, write, read, deny, allow_net, deny_net,
-        credentials, env, limits, ttl_s, idle_s, labels."""
+        credentials, env, limits, ask, ttl_s, idle_s, labels."""
         spec["workspace"] = os.path.abspath(workspace)
         return self.call("sandbox.create", spec)["sandbox_id"]
 
@@ -186,6 +190,36 @@ class WardClient:
         return self.call("fs.list", {"sandbox_id": sandbox_id, "path": path,
                                      "depth": depth})["entries"]
 
+    # ---- approvals (sandboxes created with ask=True) ----
+
+    def approvals(self, sandbox_id=None, exec_id=None):
+        """Requests waiting for an answer, each with its exec_id and sandbox_id (id, kind,
+        subject, access or port, pid, exe, when)."""
+        return self.call("approvals.list", _filter(sandbox_id, exec_id))["requests"]
+
+    def approve(self, exec_id, request_id, scope=None, prefix=None, under=None, reason=None):
+        """Approves one request; scope is "once" (default), "session" or a duration ("10m");
+        prefix=True widens to the parent directory / domain, under="/data" to a chosen one.
+        Returns {decision, grant, ...}."""
+        params = {"exec_id": exec_id, "id": request_id}
+        for key, value in (("scope", scope), ("prefix", prefix), ("under", under),
+                           ("reason", reason)):
+            if value is not None:
+                params[key] = value
+        return self.call("approvals.approve", params)
+
+    def deny(self, exec_id, request_id, reason=None):
+        params = {"exec_id": exec_id, "id": request_id}
+        if reason is not None:
+            params["reason"] = reason
+        return self.call("approvals.deny", params)
+
+    def grants(self, sandbox_id=None, exec_id=None):
+        return self.call("approvals.grants", _filter(sandbox_id, exec_id))["grants"]
+
+    def revoke(self, exec_id, grant_id):
+        return self.call("approvals.revoke", {"exec_id": exec_id, "grant": grant_id})
+
     def audit(self, sandbox_id=None, exec_id=None, records=False, type=None):
         params = {"records": records}
         if sandbox_id:
@@ -195,3 +229,12 @@ class WardClient:
         if type:
             params["type"] = type
         return self.call("audit.query", params)["sessions"]
+
+
+def _filter(sandbox_id, exec_id):
+    params = {}
+    if sandbox_id:
+        params["sandbox_id"] = sandbox_id
+    if exec_id:
+        params["exec_id"] = exec_id
+    return params

@@ -15,6 +15,7 @@
 
 #include "api/jsonrpc.h"
 #include "audit/record.h"
+#include "audit/session_log.h"
 #include "common/linux.h"
 
 extern char** environ;
@@ -406,6 +407,8 @@ nlohmann::json Exec::ToJson(bool inline_output, size_t max_inline) const {
       {"truncated", info_.dropped[0] > 0 || info_.dropped[1] > 0},
       {"offsets", {{"stdout", info_.size[0]}, {"stderr", info_.size[1]}}},
       {"dropped", {{"stdout", info_.dropped[0]}, {"stderr", info_.dropped[1]}}},
+      {"approval_session", info_.approval_session.empty() ? nlohmann::json(nullptr)
+                                                          : nlohmann::json(info_.approval_session)},
   };
   int64_t end = info_.ended_ms ? info_.ended_ms : NowMs();
   j["duration_ms"] = std::max<int64_t>(0, end - info_.started_ms);
@@ -724,6 +727,10 @@ std::vector<std::shared_ptr<Exec>> ExecManager::Recover() {
         info.argv = j["argv"].get<std::vector<std::string>>();
       }
       if (j.contains("cwd") && j["cwd"].is_string()) info.cwd = j["cwd"].get<std::string>();
+      if (j.contains("approval_session") && j["approval_session"].is_string() &&
+          audit::IsNewSessionIdFormat(j["approval_session"].get<std::string>())) {
+        info.approval_session = j["approval_session"].get<std::string>();
+      }
       info.started_ms = j.value("started_ms", int64_t{0});
       info.ended_ms = j["ended_ms"].is_number_integer() ? j["ended_ms"].get<int64_t>() : 0;
       info.timeout_ms = j.value("timeout_ms", uint64_t{0});
@@ -776,6 +783,9 @@ Expected<std::shared_ptr<Exec>> ExecManager::Start(StartRequest req) {
                      "too many running execs (" + std::to_string(config_.max_running) + ")");
   }
   if (req.command.argv.empty()) return InvalidError("empty command");
+  if (!req.approval_session.empty() && !audit::IsNewSessionIdFormat(req.approval_session)) {
+    return InvalidError("approval session \"" + req.approval_session + "\" is not a session id");
+  }
   std::string id = NewId("ex");
   std::string dir = ExecDir(id);
   if (mkdir(dir.c_str(), 0700) != 0) return FromErrno("creating " + dir, errno);
@@ -788,13 +798,15 @@ Expected<std::shared_ptr<Exec>> ExecManager::Start(StartRequest req) {
   info.timeout_ms = req.timeout_ms;
   info.max_output_bytes = std::min(req.max_output_bytes, kMaxMaxOutputBytes);
   info.outcome.state = ExecState::kRunning;
+  info.approval_session = req.approval_session;
 
   std::vector<std::string> labels;
   if (config_.labels) {
     labels.push_back("sandbox=" + req.sandbox_id);
     labels.push_back("exec=" + id);
   }
-  RunInvocation inv = BuildRunInvocation(req.flags, req.workspace, labels, 3, req.command);
+  RunInvocation inv =
+      BuildRunInvocation(req.flags, req.workspace, labels, 3, req.command, req.approval_session);
 
   int in[2], out[2], err[2], st[2];
   if (pipe2(in, O_CLOEXEC) != 0) return FromErrno("pipe", errno);

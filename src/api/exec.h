@@ -74,6 +74,9 @@ class Exec : public std::enable_shared_from_this<Exec> {
     Outcome outcome;               // state kRunning until the end
     uint64_t size[2] = {0, 0};     // bytes kept per stream
     uint64_t dropped[2] = {0, 0};  // bytes past the cap
+    // The session of `ward run --session-id` when the exec runs with approvals: its approval
+    // socket is ApprovalSocketPathFor(approval_session) while it runs. Empty otherwise.
+    std::string approval_session;
   };
 
   ~Exec();
@@ -97,7 +100,8 @@ class Exec : public std::enable_shared_from_this<Exec> {
   void Unsubscribe(uint64_t token);
 
   // {exec_id, sandbox_id, status, exit_code, signal, reason, argv, cwd, started_ms, ended_ms,
-  //  duration_ms, truncated, offsets{stdout,stderr}, dropped{...}} plus, with inline_output,
+  //  duration_ms, truncated, offsets{stdout,stderr}, dropped{...}, approval_session (null
+  //  without approvals)} plus, with inline_output,
   // stdout/stderr as text (invalid UTF-8 replaced; up to max_inline bytes each).
   nlohmann::json ToJson(bool inline_output, size_t max_inline = kMaxMaxOutputBytes) const;
 
@@ -169,6 +173,9 @@ struct StartRequest {
   bool stdin_open = false;  // keep stdin open after stdin_data (exec.write_stdin)
   uint64_t timeout_ms = 0;  // 0: none
   uint64_t max_output_bytes = kDefaultMaxOutputBytes;
+  // Non-empty: passed as `ward run --session-id` (NewSessionId's format; anything else is
+  // refused by Start), so the daemon can reach the exec's approval socket.
+  std::string approval_session;
 };
 
 class ExecManager {

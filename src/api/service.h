@@ -1,6 +1,6 @@
-// The methods of `ward serve` (JSON-RPC 2.0): sandboxes, execs, files and audit queries,
-// independent of the transport. Handle() answers through the Peer that asked, possibly later
-// (exec.run waits for the command or its yield). Documented in docs/agents.md.
+// The methods of `ward serve` (JSON-RPC 2.0): sandboxes, execs, files, approvals and audit
+// queries, independent of the transport. Handle() answers through the Peer that asked, possibly
+// later (exec.run waits for the command or its yield). Documented in docs/agents.md.
 #pragma once
 
 #include <asio.hpp>
@@ -99,6 +99,16 @@ class Service {
   Expected<nlohmann::json> ExecList(const nlohmann::json& params);
   Expected<nlohmann::json> Fs(const std::string& op, const nlohmann::json& params);
   Expected<nlohmann::json> AuditQueryMethod(const nlohmann::json& params);
+  // approvals.list / approvals.grants ("requests" / "grants" of the execs' approval sockets).
+  void ApprovalsQuery(bool grants, const nlohmann::json& params, Reply reply);
+  // approvals.approve / approvals.deny.
+  void ApprovalsAnswer(bool allow, const nlohmann::json& params, Reply reply);
+  void ApprovalsRevoke(const nlohmann::json& params, Reply reply);
+  // The exec named by exec_id whose approval socket can be asked (running, with approvals).
+  Expected<std::shared_ptr<Exec>> FindApprovalExec(Params& p);
+  // Relays `request` to the approval socket of `e`; on success `on_ok` shapes the result.
+  void RelayToExec(const std::shared_ptr<Exec>& e, nlohmann::json request, Reply reply,
+                   std::function<Expected<nlohmann::json>(const nlohmann::json&)> on_ok);
 
   Expected<Sandbox*> Load(SandboxSpec spec, std::string id, int64_t created_ms);
   Expected<Sandbox*> FindSandbox(Params& p);
@@ -116,6 +126,9 @@ class Service {
   ExecManager execs_;
   std::map<std::string, std::unique_ptr<Sandbox>> sandboxes_;
   bool shut_down_ = false;
+  // Handlers that outlive a request (approval socket replies) check that the Service is still
+  // there through this token.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 // "TERM", "SIGTERM", "term" or 15 -> 15; nullopt when unknown.

@@ -343,12 +343,13 @@ Expected<std::string> ResolveCwd(const std::string& workspace, const std::string
 
 RunInvocation BuildRunInvocation(const policy::RunFlags& flags, const std::string& workspace,
                                  const std::vector<std::string>& labels, int json_status_fd,
-                                 const ExecCommand& command) {
+                                 const ExecCommand& command, const std::string& session_id) {
   RunInvocation inv;
   inv.args.push_back("run");
   for (auto& a : RunFlagsToArgs(flags, workspace)) inv.args.push_back(std::move(a));
   for (const auto& l : labels) inv.args.push_back("--label=" + l);
   inv.args.push_back("--json-status=" + std::to_string(json_status_fd));
+  if (!session_id.empty()) inv.args.push_back("--session-id=" + session_id);
   inv.args.push_back("--");
   if (!command.cwd.empty()) {
     // `ward run` starts in the workspace; a subdirectory is entered inside the sandbox.

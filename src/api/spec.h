@@ -55,9 +55,10 @@ struct ExecCommand {
   std::vector<std::string> argv;  // what runs inside
   std::string cwd;                // absolute, within the workspace; "" = the workspace
 };
+// `session_id`, when not empty, becomes `--session-id` (the audit and approval session).
 RunInvocation BuildRunInvocation(const policy::RunFlags& flags, const std::string& workspace,
                                  const std::vector<std::string>& labels, int json_status_fd,
-                                 const ExecCommand& command);
+                                 const ExecCommand& command, const std::string& session_id = "");
 
 // An exec's `cwd`: relative to the workspace, or absolute inside it. Lexical: ".." may not
 // leave the workspace. Returns the absolute path.

@@ -122,6 +122,25 @@ bool IsValidSessionId(std::string_view id) {
   return true;
 }
 
+bool IsNewSessionIdFormat(std::string_view id) {
+  static constexpr std::string_view kShape = "ddddddddTddddddZ-xxxxxxxx";
+  if (id.size() != kShape.size()) return false;
+  for (size_t i = 0; i < id.size(); ++i) {
+    const char c = id[i];
+    switch (kShape[i]) {
+      case 'd':
+        if (c < '0' || c > '9') return false;
+        break;
+      case 'x':
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+        break;
+      default:
+        if (c != kShape[i]) return false;
+    }
+  }
+  return true;
+}
+
 Result<std::unique_ptr<SessionLog>> SessionLog::Create(const Options& options) {
   if (options.state_dir.empty()) {
     return InvalidArgument("audit: no state directory (set XDG_STATE_HOME or HOME)");

@@ -31,6 +31,9 @@ std::string SessionsDir(const std::string& state_dir);
 std::string NewSessionId();
 // 1..128 characters of [A-Za-z0-9._-], not starting with '.'.
 bool IsValidSessionId(std::string_view id);
+// Exactly what NewSessionId produces: "YYYYMMDDTHHMMSSZ-" and 8 lower-case hex digits (for ids
+// handed in from outside, e.g. `ward run --session-id`).
+bool IsNewSessionIdFormat(std::string_view id);
 
 inline constexpr std::string_view kEventsFile = "events.jsonl";
 inline constexpr std::string_view kHeadFile = "head";

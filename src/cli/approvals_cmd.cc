@@ -91,25 +91,8 @@ Result<supervisor::ApprovalSession> PickSession(const std::string& wanted) {
 Result<nlohmann::json> Call(const supervisor::ApprovalSession& s, const nlohmann::json& request) {
   WARD_ASSIGN_OR_RETURN(nlohmann::json reply,
                         supervisor::CallApprovalSocket(s.path, request, kCallTimeout));
-  auto ok = reply.find("ok");
-  if (ok != reply.end() && ok->is_boolean() && ok->get<bool>()) return reply;
-  std::string message = "the session refused the request";
-  Code code = Code::kFailedPrecondition;
-  auto err = reply.find("error");
-  if (err != reply.end() && err->is_object()) {
-    if (auto m = err->find("message"); m != err->end() && m->is_string()) {
-      message = m->get<std::string>();
-    }
-    if (auto c = err->find("code"); c != err->end() && c->is_string()) {
-      const std::string& name = c->get_ref<const std::string&>();
-      for (Code k : {Code::kInvalidArgument, Code::kNotFound, Code::kPermissionDenied,
-                     Code::kFailedPrecondition, Code::kResourceExhausted, Code::kTimeout,
-                     Code::kUnavailable, Code::kInternal}) {
-        if (CodeName(k) == name) code = k;
-      }
-    }
-  }
-  return Error(code, message);
+  WARD_TRY(supervisor::ApprovalReplyStatus(reply));
+  return reply;
 }
 
 // Connects, runs `body` with the session; prints any error as `ward <cmd>: ...`.

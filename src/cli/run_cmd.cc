@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "audit/session_log.h"
+#include "audit/sessions.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
 #include "common/trace.h"
@@ -31,6 +32,9 @@ struct RunCommandOptions {
   bool audit_fsync = false;         // fsync the log when the run ends
   std::vector<std::string> resolve; // HOST:ADDR[,ADDR] for the proxy's resolution
   std::vector<std::string> upstream_ca;  // extra CAs for the credential broker's upstreams
+  // The session id to use (audit session and approval socket) instead of a fresh one; set by
+  // `ward serve` so it knows each exec's approval socket. Only NewSessionId's format.
+  std::string session_id;
 };
 
 nlohmann::json EgressToJson(const supervisor::Outcome::Egress& e) {
@@ -83,7 +87,7 @@ Result<std::unique_ptr<audit::SessionLog>> OpenAuditSession(const RunCommandOpti
   }
   audit::SessionLog::Options o;
   o.state_dir = state;
-  o.session_id = audit::NewSessionId();
+  o.session_id = opts.session_id.empty() ? audit::NewSessionId() : opts.session_id;
   o.start_flusher = false;  // the supervisor must stay single-threaded until the clone
   o.fsync_on_close = opts.audit_fsync;
   Result<std::unique_ptr<audit::SessionLog>> log = audit::SessionLog::Create(o);
@@ -127,7 +131,12 @@ int RunCommand(RunCommandOptions& opts) {
   supervisor::Outcome out;
   std::unique_ptr<audit::SessionLog> log;
   Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
-  if (!pol.ok()) {
+  if (!opts.session_id.empty() && !audit::IsNewSessionIdFormat(opts.session_id)) {
+    out.kind = supervisor::Outcome::Kind::kRefused;
+    out.exit_code = 125;
+    out.message = "--session-id: \"" + audit::SanitizeForTerminal(opts.session_id.substr(0, 64)) +
+                  "\" is not a session id (expected YYYYMMDDTHHMMSSZ-xxxxxxxx)";
+  } else if (!pol.ok()) {
     out.kind = supervisor::Outcome::Kind::kRefused;
     out.exit_code = 125;
     out.message = pol.status().ToString();
@@ -144,6 +153,7 @@ int RunCommand(RunCommandOptions& opts) {
       req.approvals.approver_secret = "file:" + opts.run.approver_secret_file;
     }
     req.upstream_ca = opts.upstream_ca;
+    req.approvals.session = opts.session_id;  // empty: the audit session's, or a fresh one
     for (const auto& [k, v] : policy::BuildEnvironment(req.policy, CallerEnvironment())) {
       req.env.push_back(k + "=" + v);
     }
@@ -282,6 +292,12 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
       ->allow_extra_args(false);
+  // Internal (hidden from --help): `ward serve` picks each exec's session so it can reach the
+  // exec's approval socket (docs/agents.md).
+  sub->add_option("--session-id", opts->session_id,
+                  "Use this session id (YYYYMMDDTHHMMSSZ-xxxxxxxx) for the audit session and the "
+                  "approval socket")
+      ->group("");
   sub->add_flag("--audit-fsync", opts->audit_fsync,
                 "fsync the audit log when the run ends (survives a host crash; slower)");
   sub->add_option("command", opts->command, "COMMAND [ARGS...] (after --)");

@@ -444,24 +444,55 @@ Result<std::vector<ApprovalSession>> FindApprovalSessions(const std::string& dir
   return out;
 }
 
+Status CheckApprovalServerPeer(int fd, const std::string& path) {
+  const std::optional<struct ucred> peer = PeerCredentials(fd);
+  if (!peer) return Errno("SO_PEERCRED on " + path);
+  if (peer->uid != ::geteuid()) {
+    return Error(Code::kPermissionDenied, path + " is served by uid " + std::to_string(peer->uid) +
+                                              ", not by us; not talking to it");
+  }
+  return Ok();
+}
+
+Status ApprovalReplyStatus(const nlohmann::json& reply) {
+  if (!reply.is_object()) return InvalidArgument("malformed reply: not an object");
+  auto ok = reply.find("ok");
+  if (ok != reply.end() && ok->is_boolean() && ok->get<bool>()) return Ok();
+  std::string message = "the session refused the request";
+  Code code = Code::kFailedPrecondition;
+  auto err = reply.find("error");
+  if (err != reply.end() && err->is_object()) {
+    if (auto m = err->find("message"); m != err->end() && m->is_string()) {
+      message = m->get<std::string>();
+    }
+    if (auto c = err->find("code"); c != err->end() && c->is_string()) {
+      const std::string& name = c->get_ref<const std::string&>();
+      for (Code k : {Code::kInvalidArgument, Code::kNotFound, Code::kPermissionDenied,
+                     Code::kFailedPrecondition, Code::kResourceExhausted, Code::kTimeout,
+                     Code::kUnavailable, Code::kInternal}) {
+        if (CodeName(k) == name) code = k;
+      }
+    }
+  }
+  return Error(code, message);
+}
+
 Result<nlohmann::json> CallApprovalSocket(const std::string& path, const nlohmann::json& request,
                                           std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   WARD_ASSIGN_OR_RETURN(UniqueFd fd, ConnectUnix(path));
-  const std::optional<struct ucred> peer = PeerCredentials(fd.get());
-  if (!peer) return Errno("SO_PEERCRED on " + path);
-  const struct ucred cred = *peer;
-  if (cred.uid != ::geteuid()) {
-    return Error(Code::kPermissionDenied, path + " is served by uid " + std::to_string(cred.uid) +
-                                              ", not by us; not talking to it");
-  }
+  WARD_TRY(CheckApprovalServerPeer(fd.get(), path));
   std::string line = Serialize(request);
   size_t off = 0;
+  Status write_error = Ok();
   while (off < line.size()) {
     ssize_t n = ::send(fd.get(), line.data() + off, line.size() - off, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Errno("writing to " + path);
+      // A server that refuses us (a peer it does not serve, too many clients) answers and
+      // closes, possibly before the request is written: its answer is still there to read.
+      write_error = Errno("writing to " + path);
+      break;
     }
     off += static_cast<size_t>(n);
   }
@@ -478,8 +509,11 @@ Result<nlohmann::json> CallApprovalSocket(const std::string& path, const nlohman
     if (pr == 0) continue;
     ssize_t n = ::read(fd.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Errno("reading from " + path);
-    if (n == 0) return Error(Code::kUnavailable, path + " closed the connection without a reply");
+    if (n < 0) return write_error.ok() ? Errno("reading from " + path) : write_error;
+    if (n == 0) {
+      if (!write_error.ok()) return write_error;
+      return Error(Code::kUnavailable, path + " closed the connection without a reply");
+    }
     reply.append(buf, static_cast<size_t>(n));
     if (reply.size() > kMaxReplyBytes) return InvalidArgument("reply too long from " + path);
   }

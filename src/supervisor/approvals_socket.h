@@ -95,5 +95,9 @@ Result<std::vector<ApprovalSession>> FindApprovalSessions(const std::string& dir
 // not run as our uid.
 Result<nlohmann::json> CallApprovalSocket(const std::string& path, const nlohmann::json& request,
                                           std::chrono::milliseconds timeout);
+// The client's check of a connected socket `fd` (to `path`): the server runs as our uid.
+Status CheckApprovalServerPeer(int fd, const std::string& path);
+// A reply's verdict: Ok for {"ok":true}, else the Status its "error" names (code and message).
+Status ApprovalReplyStatus(const nlohmann::json& reply);
 
 }  // namespace ward::supervisor

@@ -4,7 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "api_test_util.h"
+#include "audit/session_log.h"
+#include "common/unix_socket.h"
+#include "supervisor/approvals.h"
+#include "supervisor/approvals_socket.h"
 
 namespace ward::api {
 namespace {
@@ -92,8 +98,19 @@ TEST_F(ServiceTest, VersionAndUnknownMethods) {
   r = Call("no.such.method");
   EXPECT_EQ(r["error"]["code"], kMethodNotFoundCode);
   EXPECT_EQ(Kind(r), "unsupported");
-  r = Call("approvals.list");
+  r = Call("approvals.nonsense");
   EXPECT_EQ(Kind(r), "unsupported");
+  // Without any sandbox with approvals there is nothing to list.
+  r = Call("approvals.list");
+  ASSERT_TRUE(r.contains("result")) << r.dump();
+  EXPECT_EQ(r["result"]["requests"], nlohmann::json::array());
+  auto v = Call("ward.version");
+  for (const char* m : {"approvals.list", "approvals.approve", "approvals.deny", "approvals.grants",
+                        "approvals.revoke"}) {
+    EXPECT_NE(std::find(v["result"]["methods"].begin(), v["result"]["methods"].end(), m),
+              v["result"]["methods"].end())
+        << m;
+  }
 }
 
 TEST_F(ServiceTest, SandboxLifecycle) {
@@ -321,6 +338,218 @@ TEST_F(ServiceTest, SandboxDestroyInterruptsRunningExecs) {
   auto d = Call("sandbox.destroy", {{"sandbox_id", sb}});
   ASSERT_EQ(d["result"]["interrupted"].size(), 1u);
   EXPECT_EQ(d["result"]["interrupted"][0], r["result"]["exec_id"]);
+}
+
+// approvals.*: a sandbox with `ask` gets a session per exec (passed as `ward run
+// --session-id`); the test plays that run's supervisor with a real broker and approval socket
+// for the session, and the daemon relays to it.
+class ServiceApprovalsTest : public ServiceTest {
+ protected:
+  void SetUp() override {
+    const char* old = getenv("XDG_RUNTIME_DIR");
+    if (old) old_runtime_ = old;
+    setenv("XDG_RUNTIME_DIR", runtime_.path().c_str(), 1);
+    ServiceTest::SetUp();
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (broker_) broker_->Shutdown();
+    if (old_runtime_) {
+      setenv("XDG_RUNTIME_DIR", old_runtime_->c_str(), 1);
+    } else {
+      unsetenv("XDG_RUNTIME_DIR");
+    }
+  }
+  // The run's side for `session`: a broker and its socket.
+  void ServeSession(const std::string& session) {
+    auto b = supervisor::ApprovalBroker::Create(io_, supervisor::BrokerOptions(), nullptr);
+    ASSERT_TRUE(b.ok());
+    broker_ = *b;
+    ASSERT_TRUE(supervisor::PrepareApprovalSocketDir(supervisor::ApprovalSocketDir()).ok());
+    supervisor::ApprovalServerOptions so;
+    so.path = supervisor::ApprovalSocketPath(supervisor::ApprovalSocketDir(), session);
+    so.session = session;
+    auto s = supervisor::ApprovalServer::Start(io_, broker_, so);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+  }
+  uint64_t Ask(const std::string& path, std::optional<supervisor::ApprovalDecision>* out) {
+    supervisor::ApprovalRequest r;
+    r.kind = supervisor::RequestKind::kFile;
+    r.subject = path;
+    r.pid = 7;
+    uint64_t id = broker_->Ask(r, [out](const supervisor::ApprovalDecision& d) { *out = d; });
+    RunUntil(io_, [&] {
+      auto p = broker_->Pending();
+      return std::any_of(p.begin(), p.end(), [&](const auto& q) { return q.id == id; });
+    });
+    return id;
+  }
+
+  TempDir runtime_;
+  std::optional<std::string> old_runtime_;
+  std::shared_ptr<supervisor::ApprovalBroker> broker_;
+  std::unique_ptr<supervisor::ApprovalServer> server_;
+};
+
+TEST_F(ServiceApprovalsTest, RelaysListApproveDenyGrantsRevoke) {
+  std::string sb = Create({{"ask", true}});
+  std::string other = Create({{"ask", true}});
+  EXPECT_EQ(Call("sandbox.get", {{"sandbox_id", sb}})["result"]["approvals"], true);
+  auto r = Call("exec.run", {{"sandbox_id", sb}, {"argv", {"sleep", "30"}}, {"yield_ms", 0}});
+  ASSERT_TRUE(r.contains("result")) << r.dump();
+  std::string ex = r["result"]["exec_id"];
+  ASSERT_TRUE(r["result"]["approval_session"].is_string()) << r.dump();
+  std::string session = r["result"]["approval_session"];
+  EXPECT_TRUE(audit::IsNewSessionIdFormat(session)) << session;
+  // No socket yet (the run has not started asking): nothing pending, nothing listed.
+  EXPECT_EQ(r["result"]["approvals_pending"], 0) << r.dump();
+  EXPECT_EQ(Call("approvals.list", {{"sandbox_id", sb}})["result"]["requests"].size(), 0u);
+
+  ServeSession(session);
+  std::optional<supervisor::ApprovalDecision> d1, d2;
+  uint64_t q1 = Ask("/data/in.csv", &d1);
+  for (const nlohmann::json& filter :
+       {nlohmann::json::object(), nlohmann::json{{"sandbox_id", sb}},
+        nlohmann::json{{"exec_id", ex}}, nlohmann::json{{"exec_id", ex}, {"sandbox_id", sb}}}) {
+    auto l = Call("approvals.list", filter);
+    ASSERT_TRUE(l.contains("result")) << filter.dump() << " " << l.dump();
+    ASSERT_EQ(l["result"]["requests"].size(), 1u) << l.dump();
+    const auto& q = l["result"]["requests"][0];
+    EXPECT_EQ(q["id"], q1);
+    EXPECT_EQ(q["exec_id"], ex);
+    EXPECT_EQ(q["sandbox_id"], sb);
+    EXPECT_EQ(q["subject"], "/data/in.csv");
+    EXPECT_EQ(l["result"]["errors"].size(), 0u);
+  }
+  EXPECT_EQ(Call("approvals.list", {{"sandbox_id", other}})["result"]["requests"].size(), 0u);
+  EXPECT_EQ(Kind(Call("approvals.list", {{"sandbox_id", other}, {"exec_id", ex}})),
+            "invalid_request");
+  // A wait that runs out while the command waits for an answer says so.
+  auto w = Call("exec.wait", {{"exec_id", ex}, {"timeout_ms", 50}});
+  EXPECT_EQ(Kind(w), "approval_required") << w.dump();
+  EXPECT_EQ(w["error"]["data"]["approvals_pending"], 1);
+  EXPECT_EQ(w["error"]["data"]["exec_id"], ex);
+
+  // Parameters are checked before anything reaches the run.
+  EXPECT_EQ(Kind(Call("approvals.approve", {{"exec_id", ex}, {"id", q1}, {"scope", "forever"}})),
+            "invalid_request");
+  EXPECT_EQ(Kind(Call("approvals.approve",
+                      {{"exec_id", ex}, {"id", q1}, {"prefix", true}, {"under", "/data"}})),
+            "invalid_request");
+  EXPECT_EQ(Kind(Call("approvals.approve", {{"exec_id", ex}})), "invalid_request");
+  EXPECT_EQ(Kind(Call("approvals.approve", {{"exec_id", ex}, {"id", -1}})), "invalid_request");
+  EXPECT_EQ(Kind(Call("approvals.deny", {{"exec_id", ex}, {"id", q1}, {"scope", "once"}})),
+            "invalid_request");
+  EXPECT_EQ(Kind(Call("approvals.approve", {{"exec_id", ex}, {"id", q1}, {"typo", 1}})),
+            "invalid_request");
+  EXPECT_FALSE(d1.has_value());
+
+  auto a = Call("approvals.approve",
+                {{"exec_id", ex}, {"id", q1}, {"scope", "session"}, {"reason", "ok"}});
+  ASSERT_TRUE(a.contains("result")) << a.dump();
+  EXPECT_EQ(a["result"]["decision"], "allow");
+  EXPECT_EQ(a["result"]["exec_id"], ex);
+  ASSERT_TRUE(a["result"]["grant"].is_object());
+  uint64_t grant = a["result"]["grant"]["id"];
+  ASSERT_TRUE(RunUntil(io_, [&] { return d1.has_value(); }));
+  EXPECT_TRUE(d1->allow);
+  // Answered: unknown to the run now.
+  auto again = Call("approvals.deny", {{"exec_id", ex}, {"id", q1}});
+  EXPECT_EQ(Kind(again), "not_found") << again.dump();
+
+  uint64_t q2 = Ask("/data/out.csv", &d2);
+  auto d = Call("approvals.deny", {{"exec_id", ex}, {"id", q2}, {"reason", "no"}});
+  ASSERT_TRUE(d.contains("result")) << d.dump();
+  EXPECT_EQ(d["result"]["decision"], "deny");
+  ASSERT_TRUE(RunUntil(io_, [&] { return d2.has_value(); }));
+  EXPECT_FALSE(d2->allow);
+
+  auto g = Call("approvals.grants", {{"sandbox_id", sb}});
+  ASSERT_TRUE(g.contains("result")) << g.dump();
+  ASSERT_EQ(g["result"]["grants"].size(), 1u);
+  EXPECT_EQ(g["result"]["grants"][0]["id"], grant);
+  EXPECT_EQ(g["result"]["grants"][0]["exec_id"], ex);
+  EXPECT_EQ(g["result"]["grants"][0]["state"], "live");
+  auto rv = Call("approvals.revoke", {{"exec_id", ex}, {"grant", grant}});
+  ASSERT_TRUE(rv.contains("result")) << rv.dump();
+  EXPECT_EQ(rv["result"]["revoked"], true);
+  EXPECT_EQ(Kind(Call("approvals.revoke", {{"exec_id", ex}, {"grant", grant}})), "invalid_request");
+  EXPECT_EQ(Kind(Call("approvals.revoke", {{"exec_id", ex}, {"grant", 99}})), "not_found");
+  EXPECT_EQ(Call("approvals.grants", {{"exec_id", ex}})["result"]["grants"][0]["state"], "revoked");
+
+  // What the daemon relayed is in the sandbox's audit session.
+  auto q = Call("audit.query", {{"sandbox_id", sb}, {"type", "approvals."}, {"records", true}});
+  ASSERT_TRUE(q.contains("result")) << q.dump();
+  std::string all = q.dump();
+  EXPECT_NE(all.find("approvals.approve"), std::string::npos) << all;
+  EXPECT_NE(all.find("approvals.deny"), std::string::npos) << all;
+  EXPECT_NE(all.find("approvals.revoke"), std::string::npos) << all;
+
+  // Once the exec has ended there is nothing to answer.
+  Call("exec.signal", {{"exec_id", ex}, {"signal", "KILL"}});
+  EXPECT_EQ(Call("exec.wait", {{"exec_id", ex}})["result"]["status"], "exited");
+  EXPECT_EQ(Kind(Call("approvals.approve", {{"exec_id", ex}, {"id", 1}})), "not_found");
+  auto l = Call("approvals.list", {{"exec_id", ex}});
+  EXPECT_EQ(l["result"]["requests"].size(), 0u) << l.dump();
+}
+
+TEST_F(ServiceApprovalsTest, ErrorsForUnknownExecsAndSandboxesWithoutApprovals) {
+  std::string plain = Create();
+  EXPECT_EQ(Call("sandbox.get", {{"sandbox_id", plain}})["result"]["approvals"], false);
+  auto r = Call("exec.run", {{"sandbox_id", plain}, {"argv", {"sleep", "30"}}, {"yield_ms", 0}});
+  std::string ex = r["result"]["exec_id"];
+  EXPECT_TRUE(r["result"]["approval_session"].is_null());
+  EXPECT_FALSE(r["result"].contains("approvals_pending"));
+  EXPECT_EQ(Kind(Call("exec.wait", {{"exec_id", ex}, {"timeout_ms", 50}})), "timeout");
+  for (const char* m : {"approvals.approve", "approvals.deny"}) {
+    EXPECT_EQ(Kind(Call(m, {{"exec_id", ex}, {"id", 1}})), "invalid_request") << m;
+    EXPECT_EQ(Kind(Call(m, {{"exec_id", "ex-0000000000000000"}, {"id", 1}})), "not_found") << m;
+  }
+  EXPECT_EQ(Kind(Call("approvals.revoke", {{"exec_id", ex}, {"grant", 1}})), "invalid_request");
+  EXPECT_EQ(Kind(Call("approvals.list", {{"exec_id", ex}})), "invalid_request");
+  EXPECT_EQ(Kind(Call("approvals.grants", {{"sandbox_id", plain}})), "invalid_request");
+  EXPECT_EQ(Kind(Call("approvals.list", {{"sandbox_id", "sb-0000000000000000"}})), "not_found");
+  EXPECT_EQ(Kind(Call("approvals.list", {{"exec_id", 5}})), "invalid_request");
+  EXPECT_EQ(Kind(Call("approvals.revoke", {{"grant", 1}})), "invalid_request");
+  Call("exec.signal", {{"exec_id", ex}, {"signal", "KILL"}});
+  Call("exec.wait", {{"exec_id", ex}});
+}
+
+TEST_F(ServiceApprovalsTest, ASandboxThatWouldSeeTheApprovalSocketsIsRefused) {
+  nlohmann::json spec = {{"workspace", ws_.path()}, {"read", {runtime_.path()}}};
+  EXPECT_TRUE(Call("sandbox.create", spec).contains("result"));  // positive control: no ask
+  spec["ask"] = true;
+  auto r = Call("sandbox.create", spec);
+  EXPECT_EQ(Kind(r), "policy_denied") << r.dump();
+  EXPECT_NE(r.dump().find("approval socket directory"), std::string::npos) << r.dump();
+}
+
+TEST_F(ServiceApprovalsTest, AStuckRunCostsAnErrorNotAHungDaemon) {
+  std::string sb = Create({{"ask", true}});
+  auto r = Call("exec.run", {{"sandbox_id", sb}, {"argv", {"sleep", "30"}}, {"yield_ms", 0}});
+  std::string ex = r["result"]["exec_id"];
+  std::string session = r["result"]["approval_session"];
+  // A socket that accepts connections but never answers: a supervisor that is stopped.
+  std::string dir = supervisor::ApprovalSocketDir();
+  ASSERT_TRUE(supervisor::PrepareApprovalSocketDir(dir).ok());
+  auto l = ListenPrivateUnix(supervisor::ApprovalSocketPath(dir, session), 8);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  auto t0 = std::chrono::steady_clock::now();
+  auto a = Call("approvals.approve", {{"exec_id", ex}, {"id", 1}});
+  EXPECT_EQ(Kind(a), "timeout") << a.dump();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  // A listing reports the exec it could not reach instead of failing as a whole.
+  auto list = Call("approvals.list");
+  ASSERT_TRUE(list.contains("result")) << list.dump();
+  ASSERT_EQ(list["result"]["errors"].size(), 1u) << list.dump();
+  EXPECT_EQ(list["result"]["errors"][0]["exec_id"], ex);
+  EXPECT_EQ(list["result"]["errors"][0]["kind"], "timeout");
+  // exec.wait still answers, with the count unknown.
+  auto w = Call("exec.wait", {{"exec_id", ex}, {"timeout_ms", 50}});
+  EXPECT_EQ(Kind(w), "timeout") << w.dump();
+  Call("exec.signal", {{"exec_id", ex}, {"signal", "KILL"}});
+  Call("exec.wait", {{"exec_id", ex}});
 }
 
 }  // namespace

@@ -116,6 +116,12 @@ TEST(RunArgs, InvocationCarriesLabelsStatusFdAndCwd) {
   inv = BuildRunInvocation(f, "/w", {}, 3, c);
   EXPECT_EQ(inv.args.back(), "test");
   EXPECT_EQ(*(inv.args.end() - 3), "--");
+  for (const auto& x : inv.args) EXPECT_NE(x.rfind("--session-id", 0), 0u) << x;
+  // The approval session, before "--" so a command cannot supply it.
+  inv = BuildRunInvocation(f, "/w", {}, 3, c, "20261130T162233Z-3f9a1c2e");
+  auto sid = std::find(inv.args.begin(), inv.args.end(), "--session-id=20261130T162233Z-3f9a1c2e");
+  ASSERT_NE(sid, inv.args.end());
+  EXPECT_LT(sid, std::find(inv.args.begin(), inv.args.end(), "--"));
 }
 
 TEST(Cwd, StaysInsideTheWorkspace) {
