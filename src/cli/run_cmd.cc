@@ -9,10 +9,13 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "audit/session_log.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
 #include "common/trace.h"
+#include "enforce/probe.h"
 #include "policy/decide.h"
 #include "policy/env.h"
 #include "supervisor/credentials.h"
@@ -124,6 +127,16 @@ int RunCommand(RunCommandOptions& opts) {
     std::fprintf(stderr, "ward: no command given (usage: ward run [OPTIONS] -- COMMAND [ARGS...])\n");
     return 125;
   }
+  // The kernel probe (a few syscalls and file reads) overlaps with loading the policy. Its
+  // thread is joined before the supervisor forks or clones anything.
+  enforce::KernelFeatures features;
+  std::thread probe([&features] { features = enforce::ProbeKernel(/*probe_user_ns=*/false); });
+  struct Joiner {
+    std::thread& t;
+    ~Joiner() {
+      if (t.joinable()) t.join();
+    }
+  } join_probe{probe};
   supervisor::Outcome out;
   std::unique_ptr<audit::SessionLog> log;
   Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
@@ -214,6 +227,9 @@ int RunCommand(RunCommandOptions& opts) {
         sink->Emit("session.start", std::move(start));
         TraceMark("session.start written");
       };
+      probe.join();
+      TraceMark("kernel probed (in parallel)");
+      req.features = features;
       out = supervisor::Run(req);
       if (log) {
         if (out.kind == supervisor::Outcome::Kind::kRefused) {
@@ -237,6 +253,7 @@ int RunCommand(RunCommandOptions& opts) {
                    {"limits", supervisor::LimitsOutcomeToJson(out.limits)},
                    {"egress", EgressToJson(out.egress)}});
         Status closed = log->Close();
+        TraceMark("audit session closed");
         if (!closed.ok()) {
           std::fprintf(stderr, "ward: audit trail incomplete: %s\n", closed.ToString().c_str());
         }

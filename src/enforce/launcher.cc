@@ -26,6 +26,7 @@
 #include "common/linux.h"
 #include "common/trace.h"
 #include "enforce/caps.h"
+#include "enforce/bpf.h"
 #include "enforce/cgroup.h"
 #include "enforce/control.h"
 #include "enforce/landlock.h"
@@ -94,7 +95,8 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
 }
 
 // The command: runs the process layers in the design's order, then execs. Never returns.
-[[noreturn]] void CommandMain(const LaunchPlan& plan, int ctl, int exec_pipe, int pty_slave) {
+[[noreturn]] void CommandMain(const LaunchPlan& plan, const SeccompProgram& seccomp, int ctl,
+                              int exec_pipe, int pty_slave) {
   ChildError err;
   auto fail = [&](const char* stage, int e, const char* d = "") {
     err.Set(stage, e, d);
@@ -141,7 +143,7 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
 
   if (plan.seccomp_enabled) {
     int listener = -1;
-    rc = ApplySeccomp(plan.seccomp, &listener);
+    rc = ApplySeccomp(seccomp, &listener);
     if (rc != 0) fail("seccomp", -rc);
     if (listener >= 0) {
       ControlMsg m;
@@ -264,6 +266,32 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
     close(pty_master);
   }
 
+  // The filter, when the supervisor compiled it while the root was being built.
+  SeccompProgram deferred;
+  if (plan.seccomp_enabled && plan.seccomp.insns.empty()) {
+    ControlMsg m;
+    UniqueFd none;
+    int r = RecvControl(ctl, &m, &none);
+    if (r != 1) _exit(125);  // the supervisor is gone (or failed and is killing us)
+    if (m.type != MsgType::kSeccomp || m.value <= 0 ||
+        static_cast<size_t>(m.value) > kBpfMaxInsns) {
+      err.Set("seccomp", EPROTO, "receiving the filter");
+      ReportAndExit(ctl, err);
+    }
+    deferred.insns.resize(static_cast<size_t>(m.value));
+    const size_t want = deferred.insns.size() * sizeof(struct sock_filter);
+    ssize_t n;
+    do {
+      n = recv(ctl, deferred.insns.data(), want, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(want)) {
+      err.Set("seccomp", n < 0 ? errno : EPROTO, "receiving the filter");
+      ReportAndExit(ctl, err);
+    }
+    TraceMark("init: seccomp program received");
+  }
+  const SeccompProgram& seccomp = plan.seccomp.insns.empty() ? deferred : plan.seccomp;
+
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   // Signals are handled synchronously through a signalfd. pid 1 only receives signals it has
   // handlers for, so each gets a no-op handler and stays blocked.
@@ -296,7 +324,7 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
   if (cmd == 0) {
     close(exec_pipe[0]);
     close(sfd);
-    CommandMain(plan, ctl, exec_pipe[1], pty_slave);
+    CommandMain(plan, seccomp, ctl, exec_pipe[1], pty_slave);
   }
   close(exec_pipe[1]);
   if (pty_slave >= 0) close(pty_slave);
@@ -461,6 +489,28 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   }
   sb.control = std::move(parent_end);
   return sb;
+}
+
+Status SendSeccompProgram(const Sandbox& sb, const SeccompProgram& program) {
+  if (program.insns.empty() || program.insns.size() > kBpfMaxInsns) {
+    return Error(Code::kInternal, "seccomp program of " +
+                                      std::to_string(program.insns.size()) + " instructions");
+  }
+  ControlMsg m;
+  m.type = MsgType::kSeccomp;
+  m.value = static_cast<int32_t>(program.insns.size());
+  if (int rc = SendControl(sb.control.get(), m); rc != 0) {
+    return ErrnoError("sending the seccomp filter to sandbox init", -rc);
+  }
+  const size_t len = program.insns.size() * sizeof(struct sock_filter);
+  ssize_t n;
+  do {
+    n = send(sb.control.get(), program.insns.data(), len, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(len)) {
+    return ErrnoError("sending the seccomp filter to sandbox init", n < 0 ? errno : EIO);
+  }
+  return Ok();
 }
 
 }  // namespace ward::enforce

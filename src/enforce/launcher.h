@@ -33,6 +33,12 @@ struct Sandbox {
 // (cloned into it on v2, moved into it on v1). The caller must be single-threaded.
 Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup = nullptr);
 
+// A plan planned with PlanInput::compile_seccomp = false starts without its filter: init builds
+// the root meanwhile and waits, before it forks the command, for the program sent here (the
+// supervisor compiles it in parallel, off the start-up's critical path). Call once, right after
+// StartSandbox; on an error the caller kills the sandbox.
+Status SendSeccompProgram(const Sandbox& sb, const SeccompProgram& program);
+
 // Human text for a setup failure: "mount: attaching /usr: Permission denied".
 std::string DescribeChildError(const ChildError& e);
 

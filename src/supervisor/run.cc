@@ -257,6 +257,7 @@ class Session {
         break;
       case enforce::MsgType::kGo:
       case enforce::MsgType::kTerminate:
+      case enforce::MsgType::kSeccomp:
         break;
     }
   }
@@ -564,6 +565,19 @@ static void RaiseFileLimit() {
   }
 }
 
+namespace {
+
+// The plan's filter (so that explain and the audit trail describe the loaded program), compiled
+// and handed to sandbox init, which waits for it before it forks the command.
+Status CompileAndSendSeccomp(const enforce::Sandbox& sb, enforce::LaunchPlan* plan) {
+  Result<enforce::SeccompProgram> program = enforce::PrepareSeccomp(plan->seccomp_spec);
+  if (!program.ok()) return std::move(program).take_status().With("seccomp");
+  plan->seccomp = std::move(program).value();
+  return enforce::SendSeccompProgram(sb, plan->seccomp);
+}
+
+}  // namespace
+
 Outcome Run(const RunRequest& req) {
   Outcome out;
   auto start = Clock::now();
@@ -586,7 +600,8 @@ Outcome Run(const RunRequest& req) {
       return out;
     }
   }
-  enforce::KernelFeatures features = enforce::ProbeKernel(/*probe_user_ns=*/false);
+  enforce::KernelFeatures features =
+      req.features ? *req.features : enforce::ProbeKernel(/*probe_user_ns=*/false);
   TraceMark("kernel probed");
   TerminalState term;
   term.Capture();
@@ -594,6 +609,8 @@ Outcome Run(const RunRequest& req) {
   input.argv = req.argv;
   input.env = req.env;
   for (int fd = 0; fd < 3; ++fd) input.tty[fd] = term.is_tty(fd);
+  // The seccomp filter is compiled after the clone, while sandbox init builds the root.
+  input.compile_seccomp = false;
   Result<enforce::LaunchPlan> plan = enforce::PlanLaunch(req.policy, features, input, &out.notes);
   if (!plan.ok()) {
     out.kind = Outcome::Kind::kRefused;
@@ -601,7 +618,7 @@ Outcome Run(const RunRequest& req) {
     out.message = plan.status().ToString();
     return out;
   }
-  TraceMark("planned (seccomp compiled)");
+  TraceMark("planned");
   // Credentials: secrets fetched and the broker made before anything starts (a missing source
   // refuses the run); the plan gets only phantoms and the CA certificate.
   net::CredentialSetup creds;
@@ -658,6 +675,18 @@ Outcome Run(const RunRequest& req) {
     return out;
   }
   TraceMark("cloned");
+  if (plan->seccomp_enabled) {
+    Status sent = CompileAndSendSeccomp(*sb, &*plan);
+    if (!sent.ok()) {
+      sys::PidfdSendSignal(sb->pidfd.get(), SIGKILL, nullptr, 0);
+      waitpid(sb->pid, nullptr, 0);
+      out.kind = Outcome::Kind::kRefused;
+      out.exit_code = 125;
+      out.message = sent.ToString();
+      return out;
+    }
+    TraceMark("seccomp compiled and sent");
+  }
   if (req.on_started) req.on_started(*plan, out.notes, features);
   {
     if (plan->net.enabled) RaiseFileLimit();
