@@ -157,8 +157,21 @@ int RunCommand(RunCommandOptions& opts) {
       req.approvals.approver_secret = "file:" + opts.run.approver_secret_file;
     }
     req.upstream_ca = opts.upstream_ca;
-    for (const auto& [k, v] : policy::BuildEnvironment(req.policy, CallerEnvironment())) {
-      req.env.push_back(k + "=" + v);
+    {
+      // Copies of the caller's environment (API keys included) are wiped once used: sandbox
+      // init is a copy of this process's memory, and must not hold what it was not given.
+      std::vector<std::pair<std::string, std::string>> caller = CallerEnvironment();
+      std::vector<std::pair<std::string, std::string>> built =
+          policy::BuildEnvironment(req.policy, caller);
+      for (const auto& [k, v] : built) {
+        std::string e;
+        e.reserve(k.size() + 1 + v.size());
+        e.append(k).append("=").append(v);
+        req.env.push_back(std::move(e));
+      }
+      policy::WipeEnvironment(&built);
+      policy::WipeEnvironment(&caller);
+      supervisor::WithholdCredentialValues(req.policy, &req.env);
     }
     nlohmann::json labels = nlohmann::json::object();
     bool labels_ok = true;

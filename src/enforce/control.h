@@ -23,6 +23,8 @@ enum class MsgType : uint32_t {
   kTerminate,      // supervisor -> init: the deadline passed; SIGTERM to everything inside
   kSeccomp,        // supervisor -> init: `value` instructions follow in the next packet (the
                    // filter compiled while init built the root; see SendSeccompProgram)
+  kLateSetup,      // supervisor -> init: a memfd of `value` bytes with the command's environment
+                   // and a file's content (see SendLateSetup)
 };
 
 enum class FdKind : uint32_t {

@@ -5,6 +5,9 @@
 
 #include <sys/types.h>
 
+#include <string>
+#include <vector>
+
 #include "common/status.h"
 #include "common/unique_fd.h"
 #include "enforce/child_error.h"
@@ -38,6 +41,12 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup = nullptr);
 // supervisor compiles it in parallel, off the start-up's critical path). Call once, right after
 // StartSandbox; on an error the caller kills the sandbox.
 Status SendSeccompProgram(const Sandbox& sb, const SeccompProgram& program);
+
+// For a plan with await_late_setup: the command's final environment and the content of the
+// plan's late_file_op, which init waits for before it builds the root. Call once, right after
+// StartSandbox and before SendSeccompProgram; on an error the caller kills the sandbox.
+Status SendLateSetup(const Sandbox& sb, const std::vector<std::string>& env,
+                     const std::string& file_content);
 
 // Human text for a setup failure: "mount: attaching /usr: Permission denied".
 std::string DescribeChildError(const ChildError& e);
