@@ -69,6 +69,21 @@ Status WriteHeadAt(int dir_fd, const std::string& dir, int64_t seq, const std::s
   return Ok();
 }
 
+// The first head of a new session directory: written in place (there is no earlier head that
+// a torn write could destroy), which spares the rename's journal work on every start.
+Status WriteFirstHeadAt(int dir_fd, const std::string& dir) {
+  nlohmann::json head = {{"seq", -1}, {"hash", std::string(kZeroHash)}};
+  std::string text = CanonicalJson(head) + "\n";
+  UniqueFd fd(::openat(dir_fd, std::string(kHeadFile).c_str(),
+                       O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd) return Errno("audit: cannot create " + dir + "/" + std::string(kHeadFile));
+  size_t written = 0;
+  int err = WriteAll(fd.get(), text, &written);
+  if (err == 0 && ::close(fd.release()) != 0) err = errno;
+  if (err != 0) return ErrnoError("audit: cannot write " + dir + "/" + std::string(kHeadFile), err);
+  return Ok();
+}
+
 }  // namespace
 
 std::string DefaultStateDir() {
@@ -177,7 +192,7 @@ Result<std::unique_ptr<SessionLog>> SessionLog::Create(const Options& options) {
   UniqueFd dir_fd(::open(dir.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!dir_fd) return cleanup(Errno("audit: cannot open " + dir));
   // The probe: a real write through the head path, so ENOSPC/EDQUOT/EROFS show up now.
-  Status probe = WriteHeadAt(dir_fd.get(), dir, -1, std::string(kZeroHash));
+  Status probe = WriteFirstHeadAt(dir_fd.get(), dir);
   if (!probe.ok()) return cleanup(std::move(probe).With("audit: refusing to start"));
   UniqueFd log_fd(::openat(dir_fd.get(), std::string(kEventsFile).c_str(),
                            O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600));

@@ -45,5 +45,6 @@ int main(int argc, char** argv) {
     // Usage errors of `ward run` are setup failures of ward itself: 125, like env(1) uses 125.
     return rc == 0 ? 0 : 125;
   }
+  ward::TraceMark("exit");
   return exit_code;
 }

@@ -9,11 +9,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "audit/session_log.h"
 #include "audit/sessions.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
 #include "common/trace.h"
+#include "enforce/probe.h"
 #include "policy/decide.h"
 #include "policy/env.h"
 #include "supervisor/credentials.h"
@@ -128,6 +131,16 @@ int RunCommand(RunCommandOptions& opts) {
     std::fprintf(stderr, "ward: no command given (usage: ward run [OPTIONS] -- COMMAND [ARGS...])\n");
     return 125;
   }
+  // The kernel probe (a few syscalls and file reads) overlaps with loading the policy. Its
+  // thread is joined before the supervisor forks or clones anything.
+  enforce::KernelFeatures features;
+  std::thread probe([&features] { features = enforce::ProbeKernel(/*probe_user_ns=*/false); });
+  struct Joiner {
+    std::thread& t;
+    ~Joiner() {
+      if (t.joinable()) t.join();
+    }
+  } join_probe{probe};
   supervisor::Outcome out;
   std::unique_ptr<audit::SessionLog> log;
   Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
@@ -154,8 +167,21 @@ int RunCommand(RunCommandOptions& opts) {
     }
     req.upstream_ca = opts.upstream_ca;
     req.approvals.session = opts.session_id;  // empty: the audit session's, or a fresh one
-    for (const auto& [k, v] : policy::BuildEnvironment(req.policy, CallerEnvironment())) {
-      req.env.push_back(k + "=" + v);
+    {
+      // Copies of the caller's environment (API keys included) are wiped once used: sandbox
+      // init is a copy of this process's memory, and must not hold what it was not given.
+      std::vector<std::pair<std::string, std::string>> caller = CallerEnvironment();
+      std::vector<std::pair<std::string, std::string>> built =
+          policy::BuildEnvironment(req.policy, caller);
+      for (const auto& [k, v] : built) {
+        std::string e;
+        e.reserve(k.size() + 1 + v.size());
+        e.append(k).append("=").append(v);
+        req.env.push_back(std::move(e));
+      }
+      policy::WipeEnvironment(&built);
+      policy::WipeEnvironment(&caller);
+      supervisor::WithholdCredentialValues(req.policy, &req.env);
     }
     nlohmann::json labels = nlohmann::json::object();
     bool labels_ok = true;
@@ -224,6 +250,9 @@ int RunCommand(RunCommandOptions& opts) {
         sink->Emit("session.start", std::move(start));
         TraceMark("session.start written");
       };
+      probe.join();
+      TraceMark("kernel probed (in parallel)");
+      req.features = features;
       out = supervisor::Run(req);
       if (log) {
         if (out.kind == supervisor::Outcome::Kind::kRefused) {
@@ -247,6 +276,7 @@ int RunCommand(RunCommandOptions& opts) {
                    {"limits", supervisor::LimitsOutcomeToJson(out.limits)},
                    {"egress", EgressToJson(out.egress)}});
         Status closed = log->Close();
+        TraceMark("audit session closed");
         if (!closed.ok()) {
           std::fprintf(stderr, "ward: audit trail incomplete: %s\n", closed.ToString().c_str());
         }

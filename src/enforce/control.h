@@ -21,6 +21,10 @@ enum class MsgType : uint32_t {
   kExecFailed,     // init -> supervisor: the command could not be executed (errno, path)
   kExited,         // init -> supervisor: the command ended (wait status)
   kTerminate,      // supervisor -> init: the deadline passed; SIGTERM to everything inside
+  kSeccomp,        // supervisor -> init: `value` instructions follow in the next packet (the
+                   // filter compiled while init built the root; see SendSeccompProgram)
+  kLateSetup,      // supervisor -> init: a memfd of `value` bytes with the command's environment
+                   // and a file's content (see SendLateSetup)
 };
 
 enum class FdKind : uint32_t {

@@ -9,6 +9,7 @@
 #include <pty.h>
 #include <signal.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -26,6 +27,7 @@
 #include "common/linux.h"
 #include "common/trace.h"
 #include "enforce/caps.h"
+#include "enforce/bpf.h"
 #include "enforce/cgroup.h"
 #include "enforce/control.h"
 #include "enforce/landlock.h"
@@ -94,7 +96,9 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
 }
 
 // The command: runs the process layers in the design's order, then execs. Never returns.
-[[noreturn]] void CommandMain(const LaunchPlan& plan, int ctl, int exec_pipe, int pty_slave) {
+[[noreturn]] void CommandMain(const LaunchPlan& plan, const std::vector<std::string>& env,
+                              const SeccompProgram& seccomp, int ctl, int exec_pipe,
+                              int pty_slave) {
   ChildError err;
   auto fail = [&](const char* stage, int e, const char* d = "") {
     err.Set(stage, e, d);
@@ -136,12 +140,12 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
   TraceMark("command: landlock");
 
   std::vector<char*> envp;
-  for (const auto& e : plan.process.env) envp.push_back(const_cast<char*>(e.c_str()));
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
   if (plan.seccomp_enabled) {
     int listener = -1;
-    rc = ApplySeccomp(plan.seccomp, &listener);
+    rc = ApplySeccomp(seccomp, &listener);
     if (rc != 0) fail("seccomp", -rc);
     if (listener >= 0) {
       ControlMsg m;
@@ -158,6 +162,44 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
   ssize_t n = write(exec_pipe, &code, sizeof code);
   (void)n;
   _exit(e == ENOENT ? 127 : 126);
+}
+
+// The late setup's layout in its memfd: u64 length of the file content, the content, then the
+// environment's entries, each followed by a NUL.
+bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
+                      std::vector<std::string>* env) {
+  ChildError err;
+  ControlMsg m;
+  UniqueFd fd;
+  int r = RecvControl(ctl, &m, &fd);
+  if (r != 1) return false;  // the supervisor is gone, or failed and is killing us
+  if (m.type != MsgType::kLateSetup || !fd || m.value < static_cast<int32_t>(sizeof(uint64_t))) {
+    err.Set("credentials", EPROTO, "receiving the late setup");
+    ReportAndExit(ctl, err);
+  }
+  std::string blob(static_cast<size_t>(m.value), '\0');
+  if (pread(fd.get(), blob.data(), blob.size(), 0) != static_cast<ssize_t>(blob.size())) {
+    err.Set("credentials", errno ? errno : EIO, "reading the late setup");
+    ReportAndExit(ctl, err);
+  }
+  uint64_t file_len = 0;
+  std::memcpy(&file_len, blob.data(), sizeof file_len);
+  if (file_len > blob.size() - sizeof file_len) {
+    err.Set("credentials", EPROTO, "late setup too short");
+    ReportAndExit(ctl, err);
+  }
+  *mount = plan.mount;
+  if (plan.late_file_op >= 0 && static_cast<size_t>(plan.late_file_op) < mount->ops.size()) {
+    mount->ops[plan.late_file_op].content = blob.substr(sizeof file_len, file_len);
+  }
+  size_t pos = sizeof file_len + file_len;
+  while (pos < blob.size()) {
+    size_t end = blob.find('\0', pos);
+    if (end == std::string::npos) end = blob.size();
+    env->push_back(blob.substr(pos, end - pos));
+    pos = end + 1;
+  }
+  return true;
 }
 
 // Sandbox init: pid 1 of the new namespaces. Never returns.
@@ -180,6 +222,19 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
   UniqueFd unused;
   if (RecvControl(ctl, &go, &unused) != 1 || go.type != MsgType::kGo) _exit(125);
   TraceMark("init: go");
+
+  // Brokered credentials: the environment with the phantoms and the CA bundle, made by the
+  // supervisor after the clone (their secrets were never in this process's memory).
+  MountSpec late_mount;
+  std::vector<std::string> late_env;
+  const MountSpec* mount = &plan.mount;
+  const std::vector<std::string>* env = &plan.process.env;
+  if (plan.await_late_setup) {
+    if (!ReceiveLateSetup(plan, ctl, &late_mount, &late_env)) _exit(125);
+    mount = &late_mount;
+    env = &late_env;
+    TraceMark("init: late setup received");
+  }
 
   ChildError err;
   // The raw syscall: glibc's wrapper would try to broadcast to threads this clone does not have.
@@ -228,7 +283,7 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
     }
   }
   MountReport report;
-  if (!ApplyMounts(plan.mount, &report, &err)) ReportAndExit(ctl, err);
+  if (!ApplyMounts(*mount, &report, &err)) ReportAndExit(ctl, err);
   TraceMark("init: root built");
   {
     ControlMsg m;
@@ -264,6 +319,32 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
     close(pty_master);
   }
 
+  // The filter, when the supervisor compiled it while the root was being built.
+  SeccompProgram deferred;
+  if (plan.seccomp_enabled && plan.seccomp.insns.empty()) {
+    ControlMsg m;
+    UniqueFd none;
+    int r = RecvControl(ctl, &m, &none);
+    if (r != 1) _exit(125);  // the supervisor is gone (or failed and is killing us)
+    if (m.type != MsgType::kSeccomp || m.value <= 0 ||
+        static_cast<size_t>(m.value) > kBpfMaxInsns) {
+      err.Set("seccomp", EPROTO, "receiving the filter");
+      ReportAndExit(ctl, err);
+    }
+    deferred.insns.resize(static_cast<size_t>(m.value));
+    const size_t want = deferred.insns.size() * sizeof(struct sock_filter);
+    ssize_t n;
+    do {
+      n = recv(ctl, deferred.insns.data(), want, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n != static_cast<ssize_t>(want)) {
+      err.Set("seccomp", n < 0 ? errno : EPROTO, "receiving the filter");
+      ReportAndExit(ctl, err);
+    }
+    TraceMark("init: seccomp program received");
+  }
+  const SeccompProgram& seccomp = plan.seccomp.insns.empty() ? deferred : plan.seccomp;
+
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   // Signals are handled synchronously through a signalfd. pid 1 only receives signals it has
   // handlers for, so each gets a no-op handler and stays blocked.
@@ -296,7 +377,7 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
   if (cmd == 0) {
     close(exec_pipe[0]);
     close(sfd);
-    CommandMain(plan, ctl, exec_pipe[1], pty_slave);
+    CommandMain(plan, *env, seccomp, ctl, exec_pipe[1], pty_slave);
   }
   close(exec_pipe[1]);
   if (pty_slave >= 0) close(pty_slave);
@@ -461,6 +542,62 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   }
   sb.control = std::move(parent_end);
   return sb;
+}
+
+Status SendLateSetup(const Sandbox& sb, const std::vector<std::string>& env,
+                     const std::string& file_content) {
+  std::string blob(sizeof(uint64_t), '\0');
+  const uint64_t file_len = file_content.size();
+  std::memcpy(blob.data(), &file_len, sizeof file_len);
+  blob += file_content;
+  for (const std::string& e : env) {
+    if (e.find('\0') != std::string::npos) {
+      return InvalidArgument("an environment entry contains a NUL byte");
+    }
+    blob += e;
+    blob.push_back('\0');
+  }
+  if (blob.size() > static_cast<size_t>(INT32_MAX)) {
+    return InvalidArgument("the environment and CA bundle are too large");
+  }
+  UniqueFd fd(memfd_create("ward-late-setup", MFD_CLOEXEC));
+  if (!fd) return Errno("memfd_create");
+  size_t off = 0;
+  while (off < blob.size()) {
+    ssize_t n = write(fd.get(), blob.data() + off, blob.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Errno("writing the late setup");
+    off += static_cast<size_t>(n);
+  }
+  ControlMsg m;
+  m.type = MsgType::kLateSetup;
+  m.value = static_cast<int32_t>(blob.size());
+  if (int rc = SendControl(sb.control.get(), m, fd.get()); rc != 0) {
+    return ErrnoError("sending the late setup to sandbox init", -rc);
+  }
+  return Ok();
+}
+
+Status SendSeccompProgram(const Sandbox& sb, const SeccompProgram& program) {
+  if (program.insns.empty() || program.insns.size() > kBpfMaxInsns) {
+    return Error(Code::kInternal, "seccomp program of " +
+                                      std::to_string(program.insns.size()) + " instructions");
+  }
+  ControlMsg m;
+  m.type = MsgType::kSeccomp;
+  m.value = static_cast<int32_t>(program.insns.size());
+  if (int rc = SendControl(sb.control.get(), m); rc != 0) {
+    return ErrnoError("sending the seccomp filter to sandbox init", -rc);
+  }
+  const size_t len = program.insns.size() * sizeof(struct sock_filter);
+  ssize_t n;
+  do {
+    n = send(sb.control.get(), program.insns.data(), len, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(len)) {
+    return ErrnoError("sending the seccomp filter to sandbox init", n < 0 ? errno : EIO);
+  }
+  return Ok();
 }
 
 }  // namespace ward::enforce

@@ -5,6 +5,9 @@
 
 #include <sys/types.h>
 
+#include <string>
+#include <vector>
+
 #include "common/status.h"
 #include "common/unique_fd.h"
 #include "enforce/child_error.h"
@@ -32,6 +35,18 @@ struct Sandbox {
 // its id maps and tells it to proceed. With a cgroup, init is in it before it may proceed
 // (cloned into it on v2, moved into it on v1). The caller must be single-threaded.
 Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup = nullptr);
+
+// A plan planned with PlanInput::compile_seccomp = false starts without its filter: init builds
+// the root meanwhile and waits, before it forks the command, for the program sent here (the
+// supervisor compiles it in parallel, off the start-up's critical path). Call once, right after
+// StartSandbox; on an error the caller kills the sandbox.
+Status SendSeccompProgram(const Sandbox& sb, const SeccompProgram& program);
+
+// For a plan with await_late_setup: the command's final environment and the content of the
+// plan's late_file_op, which init waits for before it builds the root. Call once, right after
+// StartSandbox and before SendSeccompProgram; on an error the caller kills the sandbox.
+Status SendLateSetup(const Sandbox& sb, const std::vector<std::string>& env,
+                     const std::string& file_content);
 
 // Human text for a setup failure: "mount: attaching /usr: Permission denied".
 std::string DescribeChildError(const ChildError& e);

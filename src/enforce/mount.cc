@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/linux.h"
+#include "common/trace.h"
 #include "common/unique_fd.h"
 
 namespace ward::enforce {
@@ -55,14 +56,18 @@ class Builder {
       return error_->Set("mount", errno, "making / private");
     }
     if (!CaptureSources()) return false;
+    TraceMark("init: sources captured");
     if (!CreateRoot()) return false;
     for (const MountOp& op : spec_.ops) {
       if (!Apply(op)) return false;
     }
+    TraceMark("init: mount ops applied");
     for (const MaskOp& m : spec_.masks) {
       if (!Mask(m)) return false;
     }
+    TraceMark("init: masks applied");
     if (!Protect()) return false;
+    TraceMark("init: protected paths bound");
     if (unlinkat(root_.get(), kEmptyFile, 0) != 0) {
       return error_->Set("mount", errno, "removing setup file");
     }
@@ -577,8 +582,10 @@ class Builder {
   bool PivotRoot() {
     if (fchdir(root_.get()) != 0) return error_->Set("pivot_root", errno, "chdir to new root");
     if (sys::PivotRoot(".", ".") != 0) return error_->Set("pivot_root", errno, "pivot_root");
+    TraceMark("init: pivoted");
     // The old root is now stacked on top of "."; detach it.
     if (umount2(".", MNT_DETACH) != 0) return error_->Set("pivot_root", errno, "detach old root");
+    TraceMark("init: old root detached");
     if (chdir("/") != 0) return error_->Set("pivot_root", errno, "chdir /");
     return true;
   }

@@ -152,9 +152,15 @@ struct LaunchPlan {
   MountSpec mount;
   LandlockSpec landlock;
   SeccompSpec seccomp_spec;
-  SeccompProgram seccomp;  // compiled in the parent (PrepareSeccomp)
+  SeccompProgram seccomp;  // compiled in the parent (PrepareSeccomp); empty: sent after the clone
   bool seccomp_enabled = true;
   ProcessSpec process;
+  // Brokered credentials: their secrets are fetched only after the clone, so that sandbox init
+  // (a copy of the supervisor's memory) never holds one. Init then waits for the command's
+  // final environment (with the phantoms) and the content of mount op `late_file_op` (the CA
+  // bundle, -1 when none) before it builds the root (SendLateSetup).
+  bool await_late_setup = false;
+  int late_file_op = -1;
   LimitsSpec limits;
   NetSpec net;
   // Which of fds 0, 1, 2 are terminals: those get the sandbox's own pty, never the host's.

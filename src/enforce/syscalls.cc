@@ -3,8 +3,11 @@
 #include <linux/audit.h>
 #include <seccomp.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <unordered_map>
+#include <vector>
 
 namespace ward::enforce {
 namespace {
@@ -44,49 +47,61 @@ constexpr int kScanLimit = 1024;
 
 uint32_t NativeAuditArch() { return kNativeArch; }
 
-int NativeSyscallNumber(std::string_view name) {
-  const std::string n(name);
-  // Negative answers are libseccomp's pseudo numbers for syscalls this ABI lacks.
-  const int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE, n.c_str());
-  if (nr >= 0) {
-    return nr;
-  }
-  for (const Extra& e : kExtras) {
-    if (name == e.name) {
-      return e.nr;
+namespace {
+
+struct Entry {
+  int nr;
+  const char* name;
+};
+
+constexpr Entry kTable[] = {
+#include "syscall_table.inc"
+};
+
+// Names by number: the C library's table, then the syscalls newer than it. Built once.
+const std::vector<const char*>& Names() {
+  static const std::vector<const char*> names = [] {
+    int end = 0;
+    for (const Entry& e : kTable) end = std::max(end, e.nr + 1);
+    for (const Extra& e : kExtras) end = std::max(end, e.nr + 1);
+    std::vector<const char*> v(static_cast<size_t>(std::min(end, kScanLimit)), nullptr);
+    for (const Entry& e : kTable) {
+      if (e.nr < kScanLimit) v[e.nr] = e.name;
     }
-  }
-  return -1;
+    for (const Extra& e : kExtras) {
+      if (v[e.nr] == nullptr) v[e.nr] = e.name;
+    }
+    return v;
+  }();
+  return names;
+}
+
+}  // namespace
+
+int NativeSyscallNumber(std::string_view name) {
+  static const std::unordered_map<std::string_view, int> numbers = [] {
+    std::unordered_map<std::string_view, int> m;
+    const std::vector<const char*>& names = Names();
+    for (size_t nr = 0; nr < names.size(); ++nr) {
+      if (names[nr] != nullptr) m.emplace(names[nr], static_cast<int>(nr));
+    }
+    return m;
+  }();
+  auto it = numbers.find(name);
+  if (it != numbers.end()) return it->second;
+  // Names the headers lack but libseccomp knows (negative answers are its pseudo numbers for
+  // syscalls this ABI lacks).
+  const std::string n(name);
+  const int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE, n.c_str());
+  return nr >= 0 ? nr : -1;
 }
 
 std::string NativeSyscallName(int nr) {
-  if (nr < 0 || nr >= kScanLimit) {
-    return "";
-  }
-  std::unique_ptr<char, decltype(&std::free)> name(
-      seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr), &std::free);
-  if (name) {
-    return name.get();
-  }
-  for (const Extra& e : kExtras) {
-    if (e.nr == nr) {
-      return e.name;
-    }
-  }
-  return "";
+  const std::vector<const char*>& names = Names();
+  if (nr < 0 || static_cast<size_t>(nr) >= names.size() || names[nr] == nullptr) return "";
+  return names[nr];
 }
 
-int NativeSyscallLimit() {
-  static const int limit = [] {
-    int end = 0;
-    for (int nr = 0; nr < kScanLimit; ++nr) {
-      if (!NativeSyscallName(nr).empty()) {
-        end = nr + 1;
-      }
-    }
-    return end;
-  }();
-  return limit;
-}
+int NativeSyscallLimit() { return static_cast<int>(Names().size()); }
 
 }  // namespace ward::enforce

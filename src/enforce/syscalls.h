@@ -1,6 +1,7 @@
 // The native architecture's syscall numbers and names, for building the seccomp filter and for
-// `ward explain`. libseccomp knows the table up to its release; the few newer syscalls this
-// kernel generation added are filled in here, so the filter can name (and deny) them too.
+// `ward explain`. The table comes from the C library's headers (generated at configure time);
+// the few syscalls newer than those headers are filled in here, so the filter can name (and
+// deny) them too.
 #pragma once
 
 #include <cstdint>

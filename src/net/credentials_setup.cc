@@ -51,6 +51,12 @@ std::string FindSystemCaBundle() {
   return "";
 }
 
+std::string CaBundleTarget(const std::string& system_bundle_path) {
+  if (!system_bundle_path.empty()) return system_bundle_path;
+  std::string found = FindSystemCaBundle();
+  return found.empty() ? std::string(kBundlePaths[0]) : found;
+}
+
 Result<std::string> MergedCaBundle(std::string_view ca_pem, const std::string& system_bundle_path) {
   std::string out;
   if (!system_bundle_path.empty()) {
@@ -124,7 +130,7 @@ Result<CredentialSetup> PrepareCredentials(const policy::Policy& policy,
     }
     setup.ca_bundle = std::move(bundle).value();
     // Bound over the system bundle, so that clients that ignore the variables trust it too.
-    setup.ca_bundle_path = system.empty() ? std::string(kBundlePaths[0]) : system;
+    setup.ca_bundle_path = CaBundleTarget(system);
     for (std::string_view var : kCaBundleVariables) env[std::string(var)] = setup.ca_bundle_path;
   }
   for (auto& [k, v] : env) setup.env.emplace_back(k, std::move(v));

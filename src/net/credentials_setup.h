@@ -53,6 +53,10 @@ Result<CredentialSetup> PrepareCredentials(const policy::Policy& policy,
 // The usual CA bundle paths (Debian/Ubuntu, Fedora/RHEL, openSUSE, Alpine); "" when none exists.
 std::string FindSystemCaBundle();
 
+// Where the merged bundle is bound inside: the given system bundle path, else the host's usual
+// bundle, else the Debian path.
+std::string CaBundleTarget(const std::string& system_bundle_path);
+
 // The system bundle's text (when the path is not empty) followed by the session CA.
 Result<std::string> MergedCaBundle(std::string_view ca_pem, const std::string& system_bundle_path);
 

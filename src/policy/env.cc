@@ -1,5 +1,7 @@
 #include "policy/env.h"
 
+#include <string.h>
+
 #include <map>
 #include <set>
 
@@ -48,7 +50,19 @@ std::vector<std::pair<std::string, std::string>> BuildEnvironment(
   }
   out["HOME"] = policy.home;
   if (out.find("PATH") == out.end()) out["PATH"] = kFallbackPath;
-  return {out.begin(), out.end()};
+  std::vector<std::pair<std::string, std::string>> result(out.begin(), out.end());
+  // The copies made here are wiped before they are freed (see WipeEnvironment).
+  for (auto& [name, value] : caller) explicit_bzero(value.data(), value.size());
+  for (auto& [name, value] : out) explicit_bzero(value.data(), value.size());
+  return result;
+}
+
+void WipeEnvironment(std::vector<std::pair<std::string, std::string>>* env) {
+  for (auto& [name, value] : *env) {
+    explicit_bzero(name.data(), name.size());
+    explicit_bzero(value.data(), value.size());
+  }
+  env->clear();
 }
 
 }  // namespace ward::policy

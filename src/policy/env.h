@@ -21,4 +21,7 @@ inline constexpr const char* kFallbackPath = "/usr/local/bin:/usr/bin:/bin";
 std::vector<std::pair<std::string, std::string>> BuildEnvironment(
     const Policy& policy, const std::vector<std::pair<std::string, std::string>>& caller_env);
 
+// Overwrites every name and value with zero bytes (before the memory is freed), then clears.
+void WipeEnvironment(std::vector<std::pair<std::string, std::string>>* env);
+
 }  // namespace ward::policy

@@ -1,5 +1,7 @@
 #include "supervisor/approvals_run.h"
 
+#include <string.h>
+
 #include <sys/stat.h>
 
 #include <chrono>
@@ -47,6 +49,9 @@ Status CheckApprovalRun(const policy::Policy& policy, const ApprovalRunOptions& 
     }
     Result<std::string> secret = LoadWebhookSecret(opts.approver_secret);
     if (!secret.ok()) return std::move(secret).take_status().With("approver secret");
+    // Only checked here, before the clone: the copy is wiped so that sandbox init (a copy of
+    // this memory) does not hold it. The runtime loads it again after the clone.
+    explicit_bzero(secret->data(), secret->size());
   } else if (!opts.approver_secret.empty()) {
     return InvalidArgument("an approver secret was given without --approver");
   }

@@ -2,8 +2,11 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "policy/json.h"
 
@@ -82,6 +85,80 @@ void AllowCredentialHosts(policy::Policy* policy) {
   }
 }
 
+namespace {
+
+std::string WithheldMarker(const std::string& credential) {
+  return "\x1bward-withheld:" + credential + "\x1b";
+}
+
+// Replaces every occurrence of `from` in `*s`, wiping the old bytes when it reallocates.
+bool ReplaceAllWiping(std::string* s, size_t start, std::string_view from, std::string_view to) {
+  if (from.empty() || s->find(from, start) == std::string::npos) return false;
+  std::string out;
+  out.reserve(s->size() + to.size() * 4);
+  out.append(*s, 0, start);
+  size_t pos = start;
+  size_t hit;
+  while ((hit = s->find(from, pos)) != std::string::npos) {
+    out.append(*s, pos, hit - pos);
+    out.append(to);
+    pos = hit + from.size();
+  }
+  out.append(*s, pos, std::string::npos);
+  explicit_bzero(s->data(), s->size());
+  *s = std::move(out);
+  return true;
+}
+
+}  // namespace
+
+Status PlanRunCredentials(const policy::Policy& policy, const RunCredentialsOptions& options,
+                          enforce::LaunchPlan* plan) {
+  if (!plan->net.enabled) {
+    // AllowCredentialHosts makes this unreachable from the CLI; other callers get a reason.
+    return Error(Code::kFailedPrecondition,
+                 "credentials need egress through the proxy, and this run has none");
+  }
+  for (const auto& [name, c] : policy.credentials) {
+    if (c.enabled && !c.route.empty() && plan->net.proxy_port == 0) {
+      return InvalidArgument("credential " + name + ": a route needs the proxy's port");
+    }
+  }
+  plan->await_late_setup = true;
+  // Interception is always on for a run's credentials: their CA's bundle is bound inside.
+  std::string target = net::CaBundleTarget(options.system_bundle_path);
+  char buf[PATH_MAX];
+  // Over the file the path resolves to: clients that follow a symlink find it too.
+  if (realpath(target.c_str(), buf) != nullptr) target = buf;
+  enforce::MountOp op;
+  op.kind = enforce::MountOp::Kind::kFile;
+  op.target = target;
+  op.mode = 0444;
+  op.why = "credential broker: system CA bundle + this session's CA (certificate only)";
+  InsertMountOp(std::move(op), &plan->mount.ops);
+  plan->late_file_op = -1;
+  for (size_t i = 0; i < plan->mount.ops.size(); ++i) {
+    const enforce::MountOp& o = plan->mount.ops[i];
+    if (o.kind == enforce::MountOp::Kind::kFile && o.target == target && o.content.empty()) {
+      plan->late_file_op = static_cast<int>(i);
+    }
+  }
+  return Ok();
+}
+
+void WithholdCredentialValues(const policy::Policy& policy, std::vector<std::string>* env) {
+  for (const auto& [name, c] : policy.credentials) {
+    if (!c.enabled || c.from.kind != policy::CredentialSource::Kind::kEnv) continue;
+    const char* value = std::getenv(c.from.value.c_str());
+    if (value == nullptr || *value == '\0') continue;
+    const std::string marker = WithheldMarker(name);
+    for (std::string& e : *env) {
+      size_t eq = e.find('=');
+      if (eq != std::string::npos) ReplaceAllWiping(&e, eq + 1, value, marker);
+    }
+  }
+}
+
 Result<net::CredentialSetup> PrepareRunCredentials(const policy::Policy& policy,
                                                    const enforce::LaunchPlan& plan,
                                                    const RunCredentialsOptions& options) {
@@ -113,30 +190,29 @@ std::vector<std::string> ApplyCredentialsToPlan(const net::CredentialSetup& setu
     if (eq == std::string::npos) continue;
     bool changed = false;
     for (const net::BrokeredCredential& c : setup.broker->credentials()) {
-      if (c.secret.empty()) continue;
-      size_t pos = eq + 1;
-      while ((pos = e.find(c.secret, pos)) != std::string::npos) {
-        e.replace(pos, c.secret.size(), c.phantom);
-        pos += c.phantom.size();
-        changed = true;
-      }
+      if (ReplaceAllWiping(&e, eq + 1, WithheldMarker(c.name), c.phantom)) changed = true;
+      if (!c.secret.empty() && ReplaceAllWiping(&e, eq + 1, c.secret, c.phantom)) changed = true;
     }
     if (changed) rewritten.push_back(e.substr(0, eq));
   }
   for (const auto& [name, value] : setup.env) SetEnv(&env, name, value);
 
   if (!setup.ca_bundle_path.empty()) {
-    // Over the file the path resolves to: clients that follow a symlink find it too.
-    std::string target = setup.ca_bundle_path;
-    char buf[PATH_MAX];
-    if (realpath(target.c_str(), buf) != nullptr) target = buf;
-    enforce::MountOp op;
-    op.kind = enforce::MountOp::Kind::kFile;
-    op.target = target;
-    op.mode = 0444;
-    op.content = setup.ca_bundle;
-    op.why = "credential broker: system CA bundle + this session's CA (certificate only)";
-    InsertMountOp(std::move(op), &plan->mount.ops);
+    if (plan->late_file_op >= 0 && static_cast<size_t>(plan->late_file_op) < plan->mount.ops.size()) {
+      plan->mount.ops[plan->late_file_op].content = setup.ca_bundle;
+    } else {
+      // Over the file the path resolves to: clients that follow a symlink find it too.
+      std::string target = setup.ca_bundle_path;
+      char buf[PATH_MAX];
+      if (realpath(target.c_str(), buf) != nullptr) target = buf;
+      enforce::MountOp op;
+      op.kind = enforce::MountOp::Kind::kFile;
+      op.target = target;
+      op.mode = 0444;
+      op.content = setup.ca_bundle;
+      op.why = "credential broker: system CA bundle + this session's CA (certificate only)";
+      InsertMountOp(std::move(op), &plan->mount.ops);
+    }
   }
   return rewritten;
 }

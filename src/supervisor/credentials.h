@@ -1,8 +1,9 @@
 // The credential broker in `ward run` (supervisor side): the enabled credentials' hosts join
-// the egress allow list, their secrets are fetched before anything starts (an error refuses
-// the run), and the launch plan gets what the sandbox may see of them: phantom values, route
-// URLs, the CA bundle variables and the merged CA bundle, bound read-only over the system one.
-// The real secrets and the session CA's key stay in the supervisor.
+// the egress allow list, their secrets are fetched after sandbox init is cloned but before it
+// builds the root (an error refuses the run, nothing has run yet), and the sandbox gets what it
+// may see of them: phantom values, route URLs, the CA bundle variables and the merged CA
+// bundle, bound read-only over the system one. The real secrets and the session CA's key stay
+// in the supervisor; init, a copy of the supervisor's memory, is made before they exist.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,17 @@ struct RunCredentialsOptions {
   net::SecretSourceOptions sources;            // tests replace getenv
 };
 
+// Before the clone, without touching a secret: checks that the plan has egress, and marks it
+// to wait for its late setup (SendLateSetup) with a placeholder for the CA bundle file, so
+// that sandbox init - a copy of the supervisor's memory - is made before any secret is read.
+Status PlanRunCredentials(const policy::Policy& policy, const RunCredentialsOptions& options,
+                          enforce::LaunchPlan* plan);
+
+// The caller's values of `env:` credential sources, wherever the environment rules let them
+// through under another name, are replaced by a marker (and the old bytes wiped) before the
+// clone; ApplyCredentialsToPlan turns each marker into that credential's phantom.
+void WithholdCredentialValues(const policy::Policy& policy, std::vector<std::string>* env);
+
 // Fetches the secrets and builds the broker for a plan that has egress. Errors name the
 // credential (never its value) and are meant to refuse the run.
 Result<net::CredentialSetup> PrepareRunCredentials(const policy::Policy& policy,
@@ -41,7 +53,8 @@ Result<net::CredentialSetup> PrepareRunCredentials(const policy::Policy& policy,
 // (phantoms, route URLs, CA bundle variables); a caller variable that holds a real secret under
 // another name gets the phantom instead; the merged bundle is a read-only file over the system
 // bundle path (its content lives in the sandbox's own root tmpfs, so nothing on the host is
-// shared or left behind). Returns the names of variables whose values were rewritten.
+// shared or left behind; with PlanRunCredentials it fills the placeholder). Returns the names
+// of variables whose values were rewritten.
 std::vector<std::string> ApplyCredentialsToPlan(const net::CredentialSetup& setup,
                                                 enforce::LaunchPlan* plan);
 

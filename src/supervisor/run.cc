@@ -257,6 +257,8 @@ class Session {
         break;
       case enforce::MsgType::kGo:
       case enforce::MsgType::kTerminate:
+      case enforce::MsgType::kSeccomp:
+      case enforce::MsgType::kLateSetup:
         break;
     }
   }
@@ -564,6 +566,42 @@ static void RaiseFileLimit() {
   }
 }
 
+namespace {
+
+// The plan's filter (so that explain and the audit trail describe the loaded program), compiled
+// and handed to sandbox init, which waits for it before it forks the command.
+Status CompileAndSendSeccomp(const enforce::Sandbox& sb, enforce::LaunchPlan* plan) {
+  Result<enforce::SeccompProgram> program = enforce::PrepareSeccomp(plan->seccomp_spec);
+  if (!program.ok()) return std::move(program).take_status().With("seccomp");
+  plan->seccomp = std::move(program).value();
+  return enforce::SendSeccompProgram(sb, plan->seccomp);
+}
+
+// Fetches the secrets (a missing source refuses the run before anything ran), builds the
+// broker, and gives sandbox init the command's environment with the phantoms and the CA bundle.
+Status FetchAndSendCredentials(const RunRequest& req, const RunCredentialsOptions& options,
+                               const enforce::Sandbox& sb, enforce::LaunchPlan* plan,
+                               net::CredentialSetup* creds) {
+  Result<net::CredentialSetup> prepared = PrepareRunCredentials(req.policy, *plan, options);
+  if (!prepared.ok()) return prepared.status();
+  *creds = std::move(prepared).value();
+  if (req.add_secret) {
+    for (const std::string& s : creds->secrets) req.add_secret(s);
+  }
+  ApplyCredentialsToPlan(*creds, plan);
+  std::string bundle;
+  if (plan->late_file_op >= 0) {
+    bundle = plan->mount.ops[plan->late_file_op].content;
+    if (bundle.empty()) {
+      return Error(Code::kInternal, "credentials: no CA bundle for " +
+                                        plan->mount.ops[plan->late_file_op].target);
+    }
+  }
+  return enforce::SendLateSetup(sb, plan->process.env, bundle);
+}
+
+}  // namespace
+
 Outcome Run(const RunRequest& req) {
   Outcome out;
   auto start = Clock::now();
@@ -586,7 +624,8 @@ Outcome Run(const RunRequest& req) {
       return out;
     }
   }
-  enforce::KernelFeatures features = enforce::ProbeKernel(/*probe_user_ns=*/false);
+  enforce::KernelFeatures features =
+      req.features ? *req.features : enforce::ProbeKernel(/*probe_user_ns=*/false);
   TraceMark("kernel probed");
   TerminalState term;
   term.Capture();
@@ -594,6 +633,8 @@ Outcome Run(const RunRequest& req) {
   input.argv = req.argv;
   input.env = req.env;
   for (int fd = 0; fd < 3; ++fd) input.tty[fd] = term.is_tty(fd);
+  // The seccomp filter is compiled after the clone, while sandbox init builds the root.
+  input.compile_seccomp = false;
   Result<enforce::LaunchPlan> plan = enforce::PlanLaunch(req.policy, features, input, &out.notes);
   if (!plan.ok()) {
     out.kind = Outcome::Kind::kRefused;
@@ -601,26 +642,19 @@ Outcome Run(const RunRequest& req) {
     out.message = plan.status().ToString();
     return out;
   }
-  TraceMark("planned (seccomp compiled)");
-  // Credentials: secrets fetched and the broker made before anything starts (a missing source
-  // refuses the run); the plan gets only phantoms and the CA certificate.
-  net::CredentialSetup creds;
+  TraceMark("planned");
+  // Credentials: checked now; their secrets are fetched only after the clone (below), so that
+  // sandbox init, a copy of this process's memory, never holds one.
+  RunCredentialsOptions creds_options;
+  creds_options.upstream_ca_files = req.upstream_ca;
   if (AnyCredentialEnabled(req.policy)) {
-    RunCredentialsOptions co;
-    co.upstream_ca_files = req.upstream_ca;
-    Result<net::CredentialSetup> prepared = PrepareRunCredentials(req.policy, *plan, co);
-    if (!prepared.ok()) {
+    Status st = PlanRunCredentials(req.policy, creds_options, &*plan);
+    if (!st.ok()) {
       out.kind = Outcome::Kind::kRefused;
       out.exit_code = 125;
-      out.message = prepared.status().ToString();
+      out.message = std::move(st).With("credentials").ToString();
       return out;
     }
-    creds = std::move(prepared).value();
-    if (req.add_secret) {
-      for (const std::string& s : creds.secrets) req.add_secret(s);
-    }
-    ApplyCredentialsToPlan(creds, &*plan);
-    TraceMark("credentials prepared");
   }
   plan->has_termios = term.termios(&plan->termios);
   plan->has_winsize = term.winsize(&plan->winsize);
@@ -658,6 +692,31 @@ Outcome Run(const RunRequest& req) {
     return out;
   }
   TraceMark("cloned");
+  net::CredentialSetup creds;
+  if (plan->await_late_setup) {
+    Status sent = FetchAndSendCredentials(req, creds_options, *sb, &*plan, &creds);
+    if (!sent.ok()) {
+      sys::PidfdSendSignal(sb->pidfd.get(), SIGKILL, nullptr, 0);
+      waitpid(sb->pid, nullptr, 0);
+      out.kind = Outcome::Kind::kRefused;
+      out.exit_code = 125;
+      out.message = sent.ToString();
+      return out;
+    }
+    TraceMark("credentials prepared and sent");
+  }
+  if (plan->seccomp_enabled) {
+    Status sent = CompileAndSendSeccomp(*sb, &*plan);
+    if (!sent.ok()) {
+      sys::PidfdSendSignal(sb->pidfd.get(), SIGKILL, nullptr, 0);
+      waitpid(sb->pid, nullptr, 0);
+      out.kind = Outcome::Kind::kRefused;
+      out.exit_code = 125;
+      out.message = sent.ToString();
+      return out;
+    }
+    TraceMark("seccomp compiled and sent");
+  }
   if (req.on_started) req.on_started(*plan, out.notes, features);
   {
     if (plan->net.enabled) RaiseFileLimit();

@@ -32,6 +32,9 @@ struct RunRequest {
   ApprovalRunOptions approvals;
   // Extra CAs the credential broker trusts for upstreams (`--upstream-ca FILE`).
   std::vector<std::string> upstream_ca;
+  // The kernel's features when the caller probed them already (ward run overlaps the probe
+  // with loading the policy); else Run probes.
+  std::optional<enforce::KernelFeatures> features;
   // Called with each brokered secret before anything runs (the audit redactor).
   std::function<void(const std::string&)> add_secret;
   // Called once the sandbox exists (after the clone, before the command runs), on the

@@ -417,21 +417,25 @@ TEST_F(CredsTest, TheSecretIsNotInTheMemoryOfProcessesInside) {
     if (d) closedir(d);
   }
   std::string report;
-  bool python_scanned = false, phantom_seen = false, secret_seen = false;
+  bool python_scanned = false, init_scanned = false, phantom_seen = false, secret_seen = false;
   for (int pid : inside) {
-    // Sandbox init (pid 1 inside) is a copy of the supervisor made at the clone; see the
-    // note in docs/credentials.md. Only the processes the command runs are scanned here.
+    // Sandbox init (pid 1 inside) included: it is a copy of the supervisor's memory, made at
+    // the clone, before any secret was fetched.
     std::string status = ReadFile("/proc/" + std::to_string(pid) + "/status");
     size_t ns = status.find("NSpid:");
     std::string nspid =
         ns == std::string::npos ? "" : status.substr(ns, status.find('\n', ns) - ns);
-    if (nspid.size() >= 2 && nspid.substr(nspid.find_last_of(" \t") + 1) == "1") continue;
+    const bool is_init =
+        nspid.size() >= 2 && nspid.substr(nspid.find_last_of(" \t") + 1) == "1";
     std::vector<bool> hits;
     MemScan m = ScanMemory(pid, {secret_, phantom}, &hits);
     report += std::to_string(pid) + (m.readable ? " read" : " unreadable") +
               (hits.size() == 2 && hits[0] ? " SECRET" : "") +
               (hits.size() == 2 && hits[1] ? " phantom" : "") + "\n";
     if (pid == python_pid) python_scanned = m.readable;
+    // Init holds the command's environment it was sent (phantom included): the positive
+    // control that the scan reads its memory.
+    if (is_init) init_scanned = m.readable && hits.size() == 2 && hits[1];
     if (hits.size() == 2 && hits[1] && pid == python_pid) phantom_seen = true;
     if (hits.size() == 2 && hits[0]) secret_seen = true;
   }
@@ -441,6 +445,10 @@ TEST_F(CredsTest, TheSecretIsNotInTheMemoryOfProcessesInside) {
   ASSERT_GT(python_pid, 0);
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_TRUE(python_scanned) << report;
+  // Init is not dumpable: only root outside can read its memory.
+  if (geteuid() == 0) {
+    EXPECT_TRUE(init_scanned) << "sandbox init must be scanned too: " << report;
+  }
   EXPECT_TRUE(phantom_seen) << "the scan must find the planted phantom: " << report;
   EXPECT_FALSE(secret_seen) << report;
   ASSERT_EQ(upstream_->heads().size(), 1u);
