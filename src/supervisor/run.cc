@@ -472,9 +472,12 @@ class Session {
 void CollectLimits(const RunRequest& req, const enforce::LaunchPlan& plan, enforce::Cgroup* cg,
                    Outcome* out) {
   LimitsOutcome& lo = out->limits;
-  auto hit = [&](LimitHit h) {
+  // `explains_sigkill`: the hit is the likely cause of a run that ended by SIGKILL, and its
+  // message replaces the generic "the sandbox was killed by signal 9" (see the memory hit).
+  auto hit = [&](LimitHit h, bool explains_sigkill = false) {
     if (req.events) req.events->Emit("limit.hit", h.data);
-    if (out->message.empty()) out->message = h.message;
+    bool killed = out->kind == Outcome::Kind::kSignaled && out->signal == SIGKILL;
+    if (out->message.empty() || (explains_sigkill && killed)) out->message = h.message;
     lo.hits.push_back(std::move(h));
   };
   const enforce::CgroupSpec& spec = plan.limits.cgroup;
@@ -496,7 +499,11 @@ void CollectLimits(const RunRequest& req, const enforce::LaunchPlan& plan, enfor
                 {"oom_kills", u.oom_kills},
                 {"backend", lo.backend}};
       if (u.memory_peak_bytes) h.data["peak_bytes"] = *u.memory_peak_bytes;
-      hit(std::move(h));
+      // The OOM killer may end sandbox init rather than the command: init is in the cgroup, and
+      // its score counts the pages it shares with the supervisor (v1 picks the largest process;
+      // v2's memory.oom.group kills init with everything else). Init then reports no status and
+      // the run looks "killed by signal 9" from outside; the memory limit is the reason.
+      hit(std::move(h), /*explains_sigkill=*/true);
     }
     if (u.pids_refused > 0 && spec.pids) {
       LimitHit h;
