@@ -65,38 +65,62 @@ void WipeProcessArgs(const char* name) {
 
 void NoopHandler(int) {}
 
-// execve with a PATH search done in the sandbox's own view and environment, with a shell's
-// exit-status conventions: 127 when nothing was found, 126 when found but not executable.
-int ExecCommand(const ProcessSpec& p, char* const* envp) {
-  std::vector<char*> argv;
-  for (const auto& a : p.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+// The command's execve arguments and PATH candidates, built by init before it forks the
+// command, so that the command's process allocates nothing: once its rlimits are set it cannot
+// count on the allocator. RLIMIT_DATA counts every private writable mapping the process
+// inherited (all of init's, a copy of the supervisor's), so a limit below that total makes any
+// new heap mapping fail; under ASan, whose shadow is terabytes of such mappings, every time.
+struct ExecArgs {
+  std::vector<char*> argv, envp;   // null-terminated; point into the plan and `env`
+  std::vector<std::string> paths;  // where to execve, in order
+  bool searched = false;           // the paths come from a PATH search
+};
+
+ExecArgs PrepareExec(const ProcessSpec& p, const std::vector<std::string>& env) {
+  ExecArgs a;
+  for (const auto& s : p.argv) a.argv.push_back(const_cast<char*>(s.c_str()));
+  a.argv.push_back(nullptr);
+  for (const auto& e : env) a.envp.push_back(const_cast<char*>(e.c_str()));
+  a.envp.push_back(nullptr);
   const std::string& cmd = p.argv[0];
   if (cmd.find('/') != std::string::npos) {
-    execve(cmd.c_str(), argv.data(), envp);
-    return errno;
+    a.paths.push_back(cmd);
+    return a;
   }
+  a.searched = true;
   std::string path = "/usr/local/bin:/usr/bin:/bin";
-  for (char* const* e = envp; *e; ++e) {
-    if (std::strncmp(*e, "PATH=", 5) == 0) path = *e + 5;
+  for (const auto& e : env) {
+    if (e.compare(0, 5, "PATH=") == 0) path = e.substr(5);
   }
-  int saved = ENOENT;
   size_t start = 0;
   while (start <= path.size()) {
     size_t end = path.find(':', start);
     if (end == std::string::npos) end = path.size();
     std::string dir = path.substr(start, end - start);
     if (dir.empty()) dir = ".";
-    std::string full = dir + "/" + cmd;
-    execve(full.c_str(), argv.data(), envp);
-    if (errno == EACCES || errno == ENOEXEC || errno == EPERM) saved = errno;
+    a.paths.push_back(dir + "/" + cmd);
     start = end + 1;
+  }
+  return a;
+}
+
+// execve with the PATH search done in the sandbox's own view, with a shell's exit-status
+// conventions: 127 when nothing was found, 126 when found but not executable. No allocation.
+int ExecCommand(const ExecArgs& a) {
+  if (!a.searched) {
+    execve(a.paths[0].c_str(), a.argv.data(), a.envp.data());
+    return errno;
+  }
+  int saved = ENOENT;
+  for (const std::string& full : a.paths) {
+    execve(full.c_str(), a.argv.data(), a.envp.data());
+    if (errno == EACCES || errno == ENOEXEC || errno == EPERM) saved = errno;
   }
   return saved;
 }
 
 // The command: runs the process layers in the design's order, then execs. Never returns.
-[[noreturn]] void CommandMain(const LaunchPlan& plan, const std::vector<std::string>& env,
+[[noreturn]] void CommandMain(const LaunchPlan& plan, const ExecArgs& exec_args,
                               const SeccompProgram& seccomp, int ctl, int exec_pipe,
                               int pty_slave) {
   ChildError err;
@@ -139,10 +163,6 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
   if (plan.landlock.enabled && !ApplyLandlock(plan.landlock, &err)) ReportAndExit(ctl, err);
   TraceMark("command: landlock");
 
-  std::vector<char*> envp;
-  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  envp.push_back(nullptr);
-
   if (plan.seccomp_enabled) {
     int listener = -1;
     rc = ApplySeccomp(seccomp, &listener);
@@ -157,7 +177,7 @@ int ExecCommand(const ProcessSpec& p, char* const* envp) {
     }
   }
   TraceMark("command: layers applied, exec");
-  int e = ExecCommand(plan.process, envp.data());
+  int e = ExecCommand(exec_args);
   int32_t code = e;
   ssize_t n = write(exec_pipe, &code, sizeof code);
   (void)n;
@@ -368,6 +388,7 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
     err.Set("init", errno, "pipe");
     ReportAndExit(ctl, err);
   }
+  const ExecArgs exec_args = PrepareExec(plan.process, *env);
   TraceMark("init: forking the command");
   pid_t cmd = fork();
   if (cmd < 0) {
@@ -377,7 +398,7 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
   if (cmd == 0) {
     close(exec_pipe[0]);
     close(sfd);
-    CommandMain(plan, *env, seccomp, ctl, exec_pipe[1], pty_slave);
+    CommandMain(plan, exec_args, seccomp, ctl, exec_pipe[1], pty_slave);
   }
   close(exec_pipe[1]);
   if (pty_slave >= 0) close(pty_slave);
