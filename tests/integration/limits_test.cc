@@ -28,6 +28,10 @@
 
 #include <algorithm>
 
+#ifdef WARD_SANITIZE
+#include <sanitizer/common_interface_defs.h>
+#endif
+
 #include "common/events.h"
 #include "enforce/cgroup.h"
 #include "enforce/probe.h"
@@ -558,7 +562,15 @@ class LimitsEventsTest : public LimitsTest {
       saved[fd] = fcntl(fd, F_DUPFD_CLOEXEC, 10);
       dup2(null, fd);
     }
+#ifdef WARD_SANITIZE
+    // A sanitizer report from the supervisor running in this process must not vanish into
+    // /dev/null with the rest of stderr: abort_on_error would end this binary without a word.
+    __sanitizer_set_report_fd(reinterpret_cast<void*>(static_cast<intptr_t>(saved[2])));
+#endif
     supervisor::Outcome out = supervisor::Run(req);
+#ifdef WARD_SANITIZE
+    __sanitizer_set_report_fd(reinterpret_cast<void*>(static_cast<intptr_t>(2)));
+#endif
     for (int fd = 0; fd < 3; ++fd) {
       dup2(saved[fd], fd);
       close(saved[fd]);
