@@ -19,7 +19,8 @@ enum class MsgType : uint32_t {
   kMounted,        // init -> supervisor: the root is built (with MountReport)
   kStarted,        // init -> supervisor: the command's execve succeeded (pid inside)
   kExecFailed,     // init -> supervisor: the command could not be executed (errno, path)
-  kExited,         // init -> supervisor: the command ended (wait status)
+  kExited,         // init -> supervisor: the command ended (wait status) and every other
+                   // process inside is killed and reaped; init exits next
   kTerminate,      // supervisor -> init: the deadline passed; SIGTERM to everything inside
   kSeccomp,        // supervisor -> init: `value` instructions follow in the next packet (the
                    // filter compiled while init built the root; see SendSeccompProgram)
