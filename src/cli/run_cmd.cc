@@ -264,6 +264,7 @@ int RunCommand(RunCommandOptions& opts) {
                                       {"labels", labels},
                                       {"refused", out.message}});
         }
+        TraceMark("run finished");
         log->Emit("session.end",
                   {{"status", supervisor::OutcomeKindName(out.kind)},
                    {"exit_code", out.exit_code},
@@ -275,6 +276,7 @@ int RunCommand(RunCommandOptions& opts) {
                    {"protected_denials", out.protected_denials},
                    {"limits", supervisor::LimitsOutcomeToJson(out.limits)},
                    {"egress", EgressToJson(out.egress)}});
+        TraceMark("session.end emitted");
         Status closed = log->Close();
         TraceMark("audit session closed");
         if (!closed.ok()) {
