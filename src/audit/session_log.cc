@@ -221,6 +221,27 @@ void SessionLog::StartFlusher() {
   flusher_ = std::thread([this] { FlusherLoop(); });
 }
 
+Status SessionLog::Discard() {
+  {
+    std::lock_guard lock(mu_);
+    if (next_seq_ != 0) {
+      return Status(Code::kFailedPrecondition, "audit: session " + session_id_ + " has records");
+    }
+    closed_ = true;
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (flusher_.joinable() && flusher_.get_id() != std::this_thread::get_id()) flusher_.join();
+  Status st;
+  for (std::string_view name : {kHeadFile, kEventsFile}) {
+    if (::unlinkat(dir_fd_.get(), std::string(name).c_str(), 0) != 0 && errno != ENOENT) {
+      st = Errno("audit: cannot remove " + dir_ + "/" + std::string(name));
+    }
+  }
+  if (st.ok() && ::rmdir(dir_.c_str()) != 0) st = Errno("audit: cannot remove " + dir_);
+  return st;
+}
+
 SessionLog::~SessionLog() {
   try {
     (void)Close();
