@@ -3,16 +3,21 @@
 //   ward_proxy_bench origin [--port N]
 //       A plain HTTP/1.1 origin: GET /bytes/N answers N bytes as fast as the client takes them.
 //   ward_proxy_bench proxy --allow PATTERN... [--resolve HOST:ADDR]... [--port N] [--buffer B]
-//                  [--no-splice]
+//                  [--no-splice] [--system-cc]
 //       The egress proxy (EgressProxy with the system resolver) on 127.0.0.1; --buffer sets
 //       ProxyOptions::buffer_high_watermark (default: the ProxyOptions default), --no-splice
-//       copies bulk transfers through user space.
+//       copies bulk transfers through user space, --system-cc keeps the system's TCP
+//       congestion control on the client side (ProxyOptions::loopback_congestion_control "").
+//   ward_proxy_bench relay --to PORT [--port N] [--system-cc]
+//       A bare splice(2) relay to 127.0.0.1:PORT (no protocol, no policy, the proxy's
+//       client-side TCP settings): the least CPU per byte any relay spends on this machine.
 //   ward_proxy_bench latency --target HOST:PORT [--proxy PORT] [--via direct|forward|connect|
 //                    socks5] [-n N]
 //       N sequential new connections, each one small request; prints p50/p99/mean in µs.
 //
 // Servers print "listening PORT" on stdout once ready and run until SIGINT/SIGTERM.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -138,7 +143,7 @@ int RunOrigin(uint16_t port) {
 // ------------------------------------------------------------------ proxy
 
 int RunProxy(uint16_t port, const std::vector<std::string>& allow,
-             const std::vector<std::string>& resolve, size_t buffer, bool splice) {
+             const std::vector<std::string>& resolve, size_t buffer, bool splice, bool system_cc) {
   ward::policy::NetworkPolicy np;
   for (const std::string& a : allow)
     np.allow.push_back({a, ward::policy::Origin{"bench", 0, "--allow"}});
@@ -155,6 +160,7 @@ int RunProxy(uint16_t port, const std::vector<std::string>& allow,
   ward::net::ProxyOptions options;
   if (buffer > 0) options.buffer_high_watermark = buffer;
   options.splice = splice;
+  if (system_cc) options.loopback_congestion_control.clear();
   ward::net::EgressProxy proxy(ctx, std::move(rules).value(), resolver.get(), &sink, options);
   uint16_t bound = 0;
   ward::Status st = proxy.Serve(Listen(port, &bound));
@@ -171,6 +177,68 @@ int RunProxy(uint16_t port, const std::vector<std::string>& allow,
       static_cast<unsigned long long>(s.denied), static_cast<unsigned long long>(s.errors),
       static_cast<unsigned long long>(s.bytes_up), static_cast<unsigned long long>(s.bytes_down));
   return 0;
+}
+
+// ------------------------------------------------------------------ relay
+
+// A reference for the proxy's data path: a bare TCP relay to one fixed upstream with no
+// protocol, no policy and no event loop, moving bytes with splice(2) through a 1 MiB pipe per
+// direction (one blocking thread each). Its CPU per byte is the least any relay can spend; its
+// speed is no ceiling (its threads sleep and wake at every full pipe). A client asks it for the
+// origin's URL directly.
+void RelayOneWay(int from, int to) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) == 0) {
+    UniqueFd read_end(p[0]), write_end(p[1]);
+    fcntl(write_end.get(), F_SETPIPE_SZ, 1 << 20);
+    bool open = true;
+    while (open) {
+      ssize_t n =
+          splice(from, nullptr, write_end.get(), nullptr, 1 << 20, SPLICE_F_MOVE | SPLICE_F_MORE);
+      open = n > 0;
+      while (open && n > 0) {
+        ssize_t m = splice(read_end.get(), nullptr, to, nullptr, static_cast<size_t>(n),
+                           SPLICE_F_MOVE | SPLICE_F_MORE);
+        open = m > 0;
+        n -= m;
+      }
+    }
+  }
+  shutdown(to, SHUT_WR);
+}
+
+void RelayConnection(UniqueFd client, uint16_t upstream_port) {
+  UniqueFd up(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_port = htons(upstream_port);
+  if (connect(up.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return;
+  std::thread upward(RelayOneWay, client.get(), up.get());
+  RelayOneWay(up.get(), client.get());
+  upward.join();
+}
+
+int RunRelay(uint16_t port, uint16_t upstream_port, bool system_cc) {
+  if (upstream_port == 0) Die("relay needs --to PORT");
+  uint16_t bound = 0;
+  UniqueFd l = Listen(port, &bound);
+  // The same client-side TCP as the proxy's (ProxyOptions::loopback_congestion_control).
+  ward::net::ProxyOptions defaults;
+  const std::string& cc = defaults.loopback_congestion_control;
+  if (!system_cc && !cc.empty()) {
+    setsockopt(l.get(), IPPROTO_TCP, TCP_CONGESTION, cc.data(), static_cast<socklen_t>(cc.size()));
+  }
+  std::printf("listening %u\n", bound);
+  std::fflush(stdout);
+  while (true) {
+    int fd = accept4(l.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      Die("accept");
+    }
+    std::thread(RelayConnection, UniqueFd(fd), upstream_port).detach();
+  }
 }
 
 // ------------------------------------------------------------------ latency
@@ -267,7 +335,7 @@ int main(int argc, char** argv) {
   uint16_t port = 0, proxy_port = 0;
   int n = 2000;
   size_t buffer = 0;
-  bool splice = true;
+  bool splice = true, system_cc = false;
   std::string target, via = "direct";
   std::vector<std::string> allow, resolve;
   for (int i = 2; i < argc; ++i) {
@@ -284,12 +352,14 @@ int main(int argc, char** argv) {
       resolve.push_back(next());
     } else if (a == "--target") {
       target = next();
-    } else if (a == "--proxy") {
+    } else if (a == "--proxy" || a == "--to") {
       proxy_port = static_cast<uint16_t>(std::atoi(next().c_str()));
     } else if (a == "--via") {
       via = next();
     } else if (a == "--no-splice") {
       splice = false;
+    } else if (a == "--system-cc") {
+      system_cc = true;
     } else if (a == "--buffer") {
       buffer = static_cast<size_t>(std::strtoull(next().c_str(), nullptr, 10));
     } else if (a == "-n") {
@@ -299,7 +369,8 @@ int main(int argc, char** argv) {
     }
   }
   if (mode == "origin") return RunOrigin(port);
-  if (mode == "proxy") return RunProxy(port, allow, resolve, buffer, splice);
+  if (mode == "relay") return RunRelay(port, proxy_port, system_cc);
+  if (mode == "proxy") return RunProxy(port, allow, resolve, buffer, splice, system_cc);
   if (mode == "latency") return RunLatency(target, proxy_port, via, std::max(n, 10));
   Die("unknown mode " + mode);
 }

@@ -2,6 +2,9 @@
 # Egress proxy figures on loopback, without a sandbox (issue 3):
 #  1. throughput of one large HTTP transfer (default 1 GiB) from a local origin, direct vs
 #     through the proxy (absolute-URI forwarding, and a CONNECT tunnel), allowed by address;
+#     for reference, the same proxy copying through user space, the same proxy keeping the
+#     system's TCP congestion control on its client side, and a bare splice(2) relay (no
+#     protocol, no policy): what relaying costs at least on this machine;
 #  2. the latency a new connection pays for going through the proxy (p50, p99), per protocol.
 #
 # Usage: bench/proxy_bench.sh [BUILD_DIR]     (needs the ward_proxy_bench target and curl)
@@ -54,25 +57,33 @@ PROXY=$(wait_port proxy)
 # The same proxy copying through user space, to show what splice(2) saves.
 start copy proxy --no-splice --allow "127.0.0.1:$ORIGIN"
 COPY=$(wait_port copy)
+# The same proxy with the system's congestion control on the client side (BBR paces).
+start syscc proxy --system-cc --allow "127.0.0.1:$ORIGIN"
+SYSCC=$(wait_port syscc)
+# A bare splice relay to the origin (the least CPU per byte); curl asks it for the URL directly.
+start relay relay --to "$ORIGIN"
+RELAY=$(wait_port relay)
 URL="http://127.0.0.1:$ORIGIN/bytes/$SIZE"
 
 median() { sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
 echo "# ward egress proxy, loopback; $(nproc) CPUs, $(uname -r), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# throughput: $SIZE bytes per transfer, median of $RUNS (curl -o /dev/null)"
+echo "# throughput: $SIZE bytes per transfer, median of $RUNS (curl -o /dev/null); ratio: the"
+echo "# median over rounds of the transfer's speed over that round's direct one"
 # CPU seconds (user + system) a process has used so far.
 cpu() { awk -v t="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / t}' "/proc/$1/stat"; }
 declare -A speeds cpu_origin cpu_proxy cpu_curl
-# One transfer: records its speed and the CPU each process spent on it.
+# One transfer: records its speed and the CPU each process spent on it. URL may be overridden.
 transfer() {
   local mode=$1 proxy_pid=$2
   shift 2
+  local url=${TRANSFER_URL:-$URL}
   local o0 p0 o1 p1 out
   o0=$(cpu "${pid_of[origin]}")
   p0=0
   [ -n "$proxy_pid" ] && p0=$(cpu "$proxy_pid")
   # curl's own CPU from its rusage, via bash's `times` in a subshell.
-  out=$( (curl -sS -o /dev/null -w '%{speed_download}' "$@" "$URL"; echo; times) )
+  out=$( (curl -sS -o /dev/null -w '%{speed_download}' "$@" "$url"; echo; times) )
   o1=$(cpu "${pid_of[origin]}")
   p1=0
   [ -n "$proxy_pid" ] && p1=$(cpu "$proxy_pid")
@@ -92,19 +103,29 @@ for _ in $(seq "$RUNS"); do
   transfer forward "${pid_of[proxy]}" -x "http://127.0.0.1:$PROXY"
   transfer tunnel "${pid_of[proxy]}" -p -x "http://127.0.0.1:$PROXY"
   transfer copy "${pid_of[copy]}" -x "http://127.0.0.1:$COPY"
+  transfer syscc "${pid_of[syscc]}" -x "http://127.0.0.1:$SYSCC"
+  TRANSFER_URL="http://127.0.0.1:$RELAY/bytes/$SIZE" transfer relay "${pid_of[relay]}"
 done
-direct=$(echo "${speeds[direct]}" | tr ' ' '\n' | grep . | median)
+# Per round, so that a change in the machine's load between rounds cancels out.
+ratio() {
+  paste -d' ' <(echo "${speeds[$1]}" | tr ' ' '\n' | grep .) \
+    <(echo "${speeds[direct]}" | tr ' ' '\n' | grep .) | awk '{print $1 / $2}' | median
+}
 gib=$(awk -v s="$SIZE" -v r="$RUNS" 'BEGIN {print s * r / 1073741824}')
-printf "%-20s %11s %7s   %s\n" mode median ratio "CPU s/GiB: origin proxy curl (runs, MiB/s)"
-for mode in direct forward tunnel copy; do
+printf "%-26s %11s %7s   %s\n" mode median ratio "CPU s/GiB: origin proxy curl = sum (runs, MiB/s)"
+for mode in direct forward tunnel copy syscc relay; do
   m=$(echo "${speeds[$mode]}" | tr ' ' '\n' | grep . | median)
   all=$(echo "${speeds[$mode]}" | tr ' ' '\n' | grep . | awk '{printf "%.0f ", $1/1048576}')
-  label=$mode
-  [ "$mode" = copy ] && label="forward, no splice"
-  awk -v mode="$label" -v m="$m" -v d="$direct" -v all="$all" -v g="$gib" \
+  case $mode in
+    copy) label="forward, no splice" ;;
+    syscc) label="forward, system TCP cc" ;;
+    relay) label="bare splice relay" ;;
+    *) label=$mode ;;
+  esac
+  awk -v mode="$label" -v m="$m" -v r="$(ratio "$mode")" -v all="$all" -v g="$gib" \
     -v co="${cpu_origin[$mode]}" -v cp="${cpu_proxy[$mode]}" -v cc="${cpu_curl[$mode]}" \
-    'BEGIN {printf "%-20s %5.0f MiB/s %7.2f   %.3f %.3f %.3f  (%s)\n",
-            mode, m/1048576, m/d, co/g, cp/g, cc/g, all}'
+    'BEGIN {printf "%-26s %5.0f MiB/s %7.2f   %.3f %.3f %.3f = %.3f  (%s)\n",
+            mode, m/1048576, r, co/g, cp/g, cc/g, (co+cp+cc)/g, all}'
 done
 
 echo "# latency of a new connection with one small request, $N sequential connections"

@@ -133,6 +133,12 @@ Status EgressProxy::Serve(UniqueFd listening_socket) {
       fcntl(listening_socket.get(), F_SETFD, FD_CLOEXEC) != 0) {
     return Errno("proxy listener: fcntl");
   }
+  const std::string& cc = core_->options.loopback_congestion_control;
+  if (!cc.empty() && internal::IsLoopbackBound(listening_socket.get())) {
+    // Best effort (see ProxyOptions): refused, the system's default stays, which only costs
+    // throughput.
+    (void)internal::SetCongestionControl(listening_socket.get(), cc);
+  }
   auto acc = std::make_unique<asio::ip::tcp::acceptor>(core_->ctx);
   asio::error_code ec;
   acc->assign(family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(),

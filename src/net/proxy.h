@@ -15,8 +15,8 @@
 // side is not read while what it sent is still buffered), and timeouts for the request head,
 // the TLS peek, connecting and idleness. Descriptors: a connection holds its client socket, at
 // most one upstream socket and, while a direction carries a bulk transfer (splice(2) moves it
-// without copying it through user space), a pipe: at most 6, usually 2. Network input never throws or aborts: a hostile
-// client costs its own connection only.
+// without copying it through user space), a pipe: at most 6, usually 2. Network input never throws
+// or aborts: a hostile client costs its own connection only.
 #pragma once
 
 #include <atomic>
@@ -76,6 +76,13 @@ struct ProxyOptions {
   std::vector<uint16_t> tls_ports = {443};
   // Bulk transfers move through a pipe with splice(2) instead of user-space buffers.
   bool splice = true;
+  // The TCP congestion control of the connections that a listener bound to a loopback address
+  // accepts: the sandbox's side, where the proxy sends every download. A loopback hop has no
+  // bottleneck link to probe or pace for, and a pacing algorithm (BBR, a common default) only
+  // holds the proxy's sends back while the client is ready for more. Empty: the system's
+  // default. Best effort: where the kernel refuses it the default stays. Listeners on other
+  // addresses, and upstream connections, keep the system's choice.
+  std::string loopback_congestion_control = "reno";
   // The credential broker (credentials.h; null: none; must outlive the proxy). With it, plain
   // HTTP to `/ROUTE/...` on the proxy's own port is a reverse-proxy route, tunnels to a
   // credential's hosts are intercepted, and phantoms going anywhere else are refused (403 and

@@ -387,7 +387,11 @@ asio::awaitable<bool> Connection::SpliceCopy(Side& from, Side& to, uint64_t limi
   std::optional<Pipe> pipe = Pipe::Open(core_->options.buffer_high_watermark);
   if (!pipe) co_return false;
   const bool up = &to == &upstream_;
-  size_t in_pipe = 0;  // read from `from`, not yet written to `to`: the backpressure bound
+  // The kernel rounds a pipe's size up to a power of two pages, and keeps its default size when
+  // the user's pipe quota is spent: the bound is what the options say, whatever the pipe holds.
+  const size_t bound =
+      std::max<size_t>(std::min(pipe->capacity, core_->options.buffer_high_watermark), 1);
+  size_t in_pipe = 0;  // read from `from`, not yet written to `to`: at most `bound`
   uint64_t to_read = limit;
   bool eof = false;
   int rounds = 0;
@@ -400,8 +404,8 @@ asio::awaitable<bool> Connection::SpliceCopy(Side& from, Side& to, uint64_t limi
     const int in = from.sock.native_handle();
     const int out = to.sock.native_handle();
     bool moved = false, write_blocked = false;
-    if (!eof && to_read > 0 && in_pipe < pipe->capacity) {
-      size_t want = static_cast<size_t>(std::min<uint64_t>(pipe->capacity - in_pipe, to_read));
+    if (!eof && to_read > 0 && in_pipe < bound) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(bound - in_pipe, to_read));
       ssize_t n = splice(in, nullptr, pipe->write_end.get(), nullptr, want,
                          SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n > 0) {
@@ -442,7 +446,7 @@ asio::awaitable<bool> Connection::SpliceCopy(Side& from, Side& to, uint64_t limi
       continue;
     }
     asio::error_code wait_ec;
-    if (in_pipe > 0 && (write_blocked || eof || to_read == 0 || in_pipe >= pipe->capacity)) {
+    if (in_pipe > 0 && (write_blocked || eof || to_read == 0 || in_pipe >= bound)) {
       co_await to.sock.async_wait(asio::ip::tcp::socket::wait_write, Await(wait_ec));
     } else {
       co_await from.sock.async_wait(asio::ip::tcp::socket::wait_read, Await(wait_ec));

@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -58,6 +60,38 @@ asio::ip::tcp::endpoint ToEndpoint(const IpAddress& addr, uint16_t port) {
   asio::ip::address_v6::bytes_type bytes;
   std::memcpy(bytes.data(), a.bytes().data(), 16);
   return {asio::ip::address_v6(bytes), port};
+}
+
+bool IsLoopbackBound(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return false;
+  IpAddress addr;
+  if (ss.ss_family == AF_INET) {
+    addr = IpAddress::V4(ntohl(reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr.s_addr));
+  } else if (ss.ss_family == AF_INET6) {
+    std::array<uint8_t, 16> bytes;
+    std::memcpy(bytes.data(), &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, 16);
+    addr = IpAddress::V6(bytes);
+  } else {
+    return false;
+  }
+  return Classify(addr).cls == AddressClass::kLoopback;
+}
+
+Status SetCongestionControl(int fd, const std::string& name) {
+  if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name.data(),
+                 static_cast<socklen_t>(name.size())) != 0) {
+    return Errno("setsockopt(TCP_CONGESTION, " + name + ")");
+  }
+  return Ok();
+}
+
+std::string CongestionControl(int fd) {
+  char name[32] = {};
+  socklen_t len = sizeof name - 1;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) != 0) return "";
+  return std::string(name, strnlen(name, len));
 }
 
 std::optional<Pipe> Pipe::Open(size_t wanted_capacity) {

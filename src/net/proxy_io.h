@@ -47,6 +47,13 @@ int AcceptNonBlocking(int listen_fd);
 
 asio::ip::tcp::endpoint ToEndpoint(const IpAddress& addr, uint16_t port);
 
+// Whether a bound socket's local address is a loopback one (127/8, ::1, v4-mapped 127/8).
+bool IsLoopbackBound(int fd);
+
+// TCP_CONGESTION; the connections a listener accepts inherit it.
+Status SetCongestionControl(int fd, const std::string& name);
+std::string CongestionControl(int fd);  // "" when unknown
+
 // A pipe for splice(2): bulk transfers move from socket to socket through it without being
 // copied into user space. Both ends close-on-exec and non-blocking.
 struct Pipe {

@@ -2,6 +2,7 @@
 // forwarding, SOCKS5, the policy decisions and their events, and curl as a real client.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -471,12 +472,17 @@ TEST_F(ProxyE2eTest, Socks5ConnectByDomainAndByAddress) {
     ASSERT_TRUE(SendAll(fd.get(), "GET /s5v6 HTTP/1.1\r\nHost: x\r\n\r\n"));
     EXPECT_EQ(RecvHttpResponse(fd.get()).body, "ok /s5v6");
   }
+  // One event per tunnel as it ends; tunnels may end in any order.
   ASSERT_TRUE(proxy_->WaitForEvents("net.allow", 3));
   auto allow = proxy_->events("net.allow");
-  EXPECT_EQ(Str(allow[0].data, "via"), "socks5");
-  EXPECT_EQ(Str(allow[0].data, "host"), "origin.test");
-  EXPECT_EQ(Str(allow[1].data, "host"), "127.0.0.1");
-  EXPECT_EQ(Str(allow[2].data, "addr"), "127.0.0.1");
+  std::multiset<std::string> hosts;
+  for (const auto& e : allow) {
+    EXPECT_EQ(Str(e.data, "via"), "socks5");
+    EXPECT_EQ(Str(e.data, "addr"), "127.0.0.1");
+    hosts.insert(Str(e.data, "host"));
+  }
+  EXPECT_EQ(hosts.count("origin.test"), 1u);
+  EXPECT_GE(hosts.count("127.0.0.1"), 1u);
 }
 
 TEST_F(ProxyE2eTest, Socks5DenialsAndUnsupportedCommands) {

@@ -257,6 +257,52 @@ TEST_F(ProxyHostileTest, ClientThatStopsReadingStopsTheUpstreamTunnelled) {
   CheckBackpressure(*proxy_, origin_, fd.get(), options.buffer_high_watermark, total);
 }
 
+// A bound that is not a pipe size (the kernel rounds pipes up to a power of two pages): the
+// pipe holds no more than the bound all the same.
+TEST_F(ProxyHostileTest, ClientThatStopsReadingStopsTheUpstreamWithAnOddBound) {
+  ProxyOptions options;
+  options.buffer_high_watermark = 100000;  // the pipe is 128 KiB
+  Start(options);
+  const uint64_t total = 192ull << 20;
+  UniqueFd fd = ConnectTo(proxy_->port());
+  ASSERT_TRUE(SendAll(fd.get(), Get("/big/" + std::to_string(total))));
+  std::string head;
+  char c;
+  while (head.find("\r\n\r\n") == std::string::npos && recv(fd.get(), &c, 1, 0) == 1) head += c;
+  ASSERT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+  CheckBackpressure(*proxy_, origin_, fd.get(), options.buffer_high_watermark, total);
+}
+
+// The same bound with the default options (the buffers, and the splice pipes sized by them,
+// as a sandbox gets them).
+TEST_F(ProxyHostileTest, ClientThatStopsReadingStopsTheUpstreamWithDefaultBuffers) {
+  ProxyOptions options;
+  const uint64_t total = 192ull << 20;
+  for (bool tunnel : {false, true}) {
+    SCOPED_TRACE(tunnel ? "tunnelled" : "forwarded");
+    Start(options);  // fresh counters
+    OriginServer origin;
+    const std::string a = "origin.test:" + std::to_string(origin.port());
+    UniqueFd fd = ConnectTo(proxy_->port());
+    std::string path = "/big/" + std::to_string(total);
+    if (tunnel) {
+      ASSERT_TRUE(SendAll(fd.get(), "CONNECT " + a + " HTTP/1.1\r\n\r\n"));
+      std::string established = RecvUntil(
+          fd.get(), [](const std::string& b) { return b.find("\r\n\r\n") != std::string::npos; });
+      ASSERT_EQ(established, "HTTP/1.1 200 Connection established\r\n\r\n");
+      ASSERT_TRUE(SendAll(fd.get(), "GET " + path + " HTTP/1.1\r\nHost: o\r\n\r\n"));
+    } else {
+      ASSERT_TRUE(
+          SendAll(fd.get(), "GET http://" + a + path + " HTTP/1.1\r\nHost: " + a + "\r\n\r\n"));
+    }
+    std::string head;
+    char c;
+    while (head.find("\r\n\r\n") == std::string::npos && recv(fd.get(), &c, 1, 0) == 1) head += c;
+    ASSERT_EQ(head.rfind("HTTP/1.1 200", 0), 0u) << head;
+    CheckBackpressure(*proxy_, origin, fd.get(), options.buffer_high_watermark, total);
+  }
+}
+
 TEST_F(ProxyHostileTest, ConnectionCapRefusesCleanly) {
   ProxyOptions options;
   options.max_connections = 3;
