@@ -2,6 +2,7 @@
 // execs): a SOCK_SEQPACKET socketpair carrying fixed-size messages, some with one fd attached.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -42,6 +43,7 @@ struct ControlMsg {
   MsgType type = MsgType::kGo;
   FdKind fd_kind = FdKind::kNone;
   int32_t value = 0;  // wait status, errno, pid ...
+  struct rusage usage = {};  // kExited: what every process inside used (init's children)
   ChildError error;
   MountReport report;
 };

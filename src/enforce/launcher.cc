@@ -447,6 +447,7 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
           ControlMsg m;
           m.type = MsgType::kExited;
           m.value = status;
+          getrusage(RUSAGE_CHILDREN, &m.usage);
           SendControl(ctl, m);
           _exit(0);
         }

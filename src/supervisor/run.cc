@@ -260,6 +260,10 @@ class Session {
       case enforce::MsgType::kExited:
         have_status_ = true;
         wait_status_ = m.value;
+        // The supervisor does not wait for init's own exit, so its RUSAGE_CHILDREN would miss
+        // the sandbox: init's count of everything it reaped stands in.
+        out_->rusage = m.usage;
+        out_->rusage_from_init = true;
         // Nothing of the sandbox runs any more (init reaped it all before saying so): the run
         // is over without waiting for init's own exit and its namespaces' teardown.
         if (!init_exited_) {
@@ -742,7 +746,7 @@ Outcome Run(const RunRequest& req) {
   if (cgroup) TraceMark("cgroup removed");
   out.duration_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  getrusage(RUSAGE_CHILDREN, &out.rusage);
+  if (!out.rusage_from_init) getrusage(RUSAGE_CHILDREN, &out.rusage);
   return out;
 }
 
