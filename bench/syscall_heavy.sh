@@ -1,7 +1,11 @@
 #!/bin/sh
 # Syscall-heavy work under ward against bare: `find /usr -type f | wc -l` and `git status` in a
 # large repository (generated: 20,000 files). Target: ward / bare <= 1.05 (medians).
-#   bench/syscall_heavy.sh [WARD] [RUNS]
+# Each measured command runs the work LOOPS times (default 5) in one shell, bare or inside one
+# sandbox: the ratio is the cost of the layers on the work itself (Landlock, seccomp, the
+# mount view, the cgroup), with ward's start-up (measured by bench/startup.sh) spread over the
+# loops. LOOPS=1 gives the single-call figure, start-up included.
+#   bench/syscall_heavy.sh [WARD] [RUNS]      env: LOOPS, RUN_AS=<uid> (run unprivileged)
 set -eu
 WARD=${1:-build/bin/ward}
 RUNS=${2:-15}
@@ -24,15 +28,28 @@ PY
 git add -A >/dev/null && git commit -qm init
 echo x >> src/d1/f1.txt
 out=$dir/result.json
-hyperfine -N --warmup 3 --runs "$RUNS" --export-json "$out" \
-  -n find-bare "sh -c 'find /usr -type f | wc -l'" \
-  -n find-ward "$WARD run --no-audit -- sh -c 'find /usr -type f | wc -l'" \
-  -n git-bare "git status --porcelain" \
-  -n git-ward "$WARD run --no-audit -- git status --porcelain" >&2
+LOOPS=${LOOPS:-5}
+loop() { echo "i=0; while [ \$i -lt $LOOPS ]; do $1; i=\$((i+1)); done"; }
+FIND=$(loop 'find /usr -type f | wc -l >/dev/null')
+GIT=$(loop 'git status --porcelain >/dev/null')
+pre=""
+if [ -n "${RUN_AS:-}" ]; then
+  chown -R "$RUN_AS" "$dir"
+  chmod 755 "$dir"
+  pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups env HOME=$dir"
+  cp "$WARD" "$dir/ward"; chmod 755 "$dir/ward"; WARD=$dir/ward
+fi
+# shellcheck disable=SC2086
+$pre hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$out" \
+  -n find-bare "sh -c '$FIND'" \
+  -n find-ward "$WARD run --no-audit -- sh -c '$FIND'" \
+  -n git-bare "sh -c '$GIT'" \
+  -n git-ward "$WARD run --no-audit -- sh -c '$GIT'" >&2
 python3 - "$out" <<'PY'
 import json, sys
 r = {x["command"]: x["median"] * 1000 for x in json.load(open(sys.argv[1]))["results"]}
 for k, v in r.items(): print(f"{k:<10} {v:8.2f} ms (median)")
+print(f"loops per command: {__import__('os').environ.get('LOOPS', '5')}")
 print(f"find: ward / bare = {r['find-ward'] / r['find-bare']:.3f}")
 print(f"git status: ward / bare = {r['git-ward'] / r['git-bare']:.3f}")
 PY

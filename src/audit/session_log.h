@@ -78,6 +78,10 @@ class SessionLog final : public ward::EventSink {
   // Flush (and with Options::fsync_on_close, fsync the log, the head and the directory), stop
   // the flusher. Emit afterwards drops the record. Idempotent.
   Status Close();
+  // For a session created ahead of the decision to run (ward run makes the files while it
+  // loads the policy): removes the session's files and directory, as if Create had never
+  // run. Only before anything was emitted; the log is closed afterwards.
+  Status Discard();
   // The first write error (sticky), ok otherwise.
   Status health() const;
   // Called once, on the first write error, from whichever thread hit it (the flusher or an
@@ -111,6 +115,8 @@ class SessionLog final : public ward::EventSink {
   const std::string session_id_;
   const UniqueFd dir_fd_;
   const UniqueFd log_fd_;
+  UniqueFd head_fd_;      // the head file, rewritten in place; guarded by write_mu_
+  size_t head_len_ = 0;  // guarded by write_mu_
   const std::chrono::milliseconds flush_interval_;
   Redactor redactor_;
 

@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <optional>
+#include <string>
+#include <thread>
 
 #include "audit/record.h"
 #include "audit/session_log.h"
@@ -149,6 +152,13 @@ std::string CheckRecord(const std::string& line, int64_t expected_seq, const std
   return "";
 }
 
+// The shape of a head file, without judging its values.
+bool WellFormedHead(const std::string& text) {
+  nlohmann::json head = nlohmann::json::parse(text, nullptr, false);
+  return head.is_object() && head.size() == 2 && head.contains("seq") && head.contains("hash") &&
+         text == CanonicalJson(head) + "\n";
+}
+
 }  // namespace
 
 std::string_view StateName(VerifyReport::State state) {
@@ -170,8 +180,14 @@ VerifyReport VerifySession(const std::string& session_dir) {
   const std::string log_path = session_dir + "/" + std::string(kEventsFile);
   // Head before log: the writer updates the log first, so this order never sees a head
   // ahead of the log unless someone cut the log.
-  std::optional<std::string> head_text =
-      ReadSmallFile(session_dir + "/" + std::string(kHeadFile), 4096);
+  const std::string head_path = session_dir + "/" + std::string(kHeadFile);
+  std::optional<std::string> head_text = ReadSmallFile(head_path, 4096);
+  // A live session rewrites its head in place: a read that raced with that write sees a mix
+  // and is retried a few times before the head counts as malformed.
+  for (int retry = 0; retry < 5 && head_text && !WellFormedHead(*head_text); ++retry) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    head_text = ReadSmallFile(head_path, 4096);
+  }
   UniqueFd log_fd(::open(log_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!log_fd) {
     r.state = State::kMissing;

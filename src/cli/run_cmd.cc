@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <optional>
 #include <thread>
 
 #include "audit/session_log.h"
@@ -72,21 +73,19 @@ nlohmann::json RusageToJson(const struct rusage& r) {
           {"maxrss_kb", r.ru_maxrss}};
 }
 
-// The audit session of this run: created before anything starts (an unwritable directory or a
-// full disk refuses the run), in a directory the sandbox cannot see.
-Result<std::unique_ptr<audit::SessionLog>> OpenAuditSession(const RunCommandOptions& opts,
-                                                            const policy::Policy& pol) {
-  std::string state = opts.audit_dir.empty() ? audit::DefaultStateDir() : opts.audit_dir;
+// Where the audit trail goes: --audit-dir, else the state directory ("" when unknown).
+std::string AuditStateDir(const RunCommandOptions& opts) {
+  return opts.audit_dir.empty() ? audit::DefaultStateDir() : opts.audit_dir;
+}
+
+// The audit session's files: made while the policy loads (an unwritable directory or a full
+// disk refuses the run), kept only once the policy says the directory stays out of sight.
+Result<std::unique_ptr<audit::SessionLog>> CreateAuditSession(const RunCommandOptions& opts) {
+  std::string state = AuditStateDir(opts);
   if (state.empty()) {
     return Error(Code::kFailedPrecondition,
                  "cannot tell where the audit trail goes (set XDG_STATE_HOME or HOME), or run "
                  "with --no-audit");
-  }
-  policy::PathDecision d = policy::DecidePath(pol, state);
-  if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) {
-    return Error(Code::kFailedPrecondition,
-                 "the audit directory " + state + " would be visible inside the sandbox (" +
-                     d.via + "); move it (XDG_STATE_HOME) or run with --no-audit");
   }
   audit::SessionLog::Options o;
   o.state_dir = state;
@@ -100,6 +99,19 @@ Result<std::unique_ptr<audit::SessionLog>> OpenAuditSession(const RunCommandOpti
                       " (fix it, or run with --no-audit to go without one)");
   }
   return log;
+}
+
+// The policy's word on the audit directory: it must not be visible inside the sandbox.
+Status CheckAuditDirHidden(const RunCommandOptions& opts, const policy::Policy& pol) {
+  std::string state = AuditStateDir(opts);
+  if (state.empty()) return Ok();  // CreateAuditSession says what is missing
+  policy::PathDecision d = policy::DecidePath(pol, state);
+  if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) {
+    return Error(Code::kFailedPrecondition,
+                 "the audit directory " + state + " would be visible inside the sandbox (" +
+                     d.via + "); move it (XDG_STATE_HOME) or run with --no-audit");
+  }
+  return Ok();
 }
 
 void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
@@ -141,6 +153,23 @@ int RunCommand(RunCommandOptions& opts) {
       if (t.joinable()) t.join();
     }
   } join_probe{probe};
+  // So do the audit session's files (mkdir and two creates, a journal commit or two).
+  std::optional<Result<std::unique_ptr<audit::SessionLog>>> made_log;
+  std::thread audit_maker;
+  if (!opts.run.flags.no_audit) {
+    audit_maker = std::thread([&made_log, &opts] { made_log.emplace(CreateAuditSession(opts)); });
+  }
+  Joiner join_audit{audit_maker};
+  // A session made ahead and not used (refused before it was checked, --no-audit from the
+  // policy) leaves nothing behind.
+  struct Discarder {
+    std::thread& maker;
+    std::optional<Result<std::unique_ptr<audit::SessionLog>>>& made;
+    ~Discarder() {
+      if (maker.joinable()) maker.join();
+      if (made && made->ok() && **made) (void)(**made)->Discard();
+    }
+  } discard_unused{audit_maker, made_log};
   supervisor::Outcome out;
   std::unique_ptr<audit::SessionLog> log;
   Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
@@ -196,15 +225,18 @@ int RunCommand(RunCommandOptions& opts) {
       }
       labels[l.substr(0, eq)] = l.substr(eq + 1);
     }
+    if (audit_maker.joinable()) audit_maker.join();
     if (labels_ok && req.policy.audit) {
-      Result<std::unique_ptr<audit::SessionLog>> opened = OpenAuditSession(opts, req.policy);
-      if (!opened.ok()) {
+      Status hidden = CheckAuditDirHidden(opts, req.policy);
+      if (!made_log) made_log.emplace(CreateAuditSession(opts));  // not made ahead
+      if (!hidden.ok() || !made_log->ok()) {
         out.kind = supervisor::Outcome::Kind::kRefused;
         out.exit_code = 125;
-        out.message = opened.status().ToString();
+        out.message = !hidden.ok() ? hidden.ToString() : made_log->status().ToString();
         labels_ok = false;
       } else {
-        log = std::move(opened).value();
+        log = std::move(**made_log);
+        made_log.reset();
         req.events = log.get();
         req.approvals.session = log->session_id();
         audit::SessionLog* secrets_sink = log.get();
@@ -264,6 +296,7 @@ int RunCommand(RunCommandOptions& opts) {
                                       {"labels", labels},
                                       {"refused", out.message}});
         }
+        TraceMark("run finished");
         log->Emit("session.end",
                   {{"status", supervisor::OutcomeKindName(out.kind)},
                    {"exit_code", out.exit_code},
@@ -275,6 +308,7 @@ int RunCommand(RunCommandOptions& opts) {
                    {"protected_denials", out.protected_denials},
                    {"limits", supervisor::LimitsOutcomeToJson(out.limits)},
                    {"egress", EgressToJson(out.egress)}});
+        TraceMark("session.end emitted");
         Status closed = log->Close();
         TraceMark("audit session closed");
         if (!closed.ok()) {

@@ -2,6 +2,7 @@
 // execs): a SOCK_SEQPACKET socketpair carrying fixed-size messages, some with one fd attached.
 #pragma once
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -19,7 +20,8 @@ enum class MsgType : uint32_t {
   kMounted,        // init -> supervisor: the root is built (with MountReport)
   kStarted,        // init -> supervisor: the command's execve succeeded (pid inside)
   kExecFailed,     // init -> supervisor: the command could not be executed (errno, path)
-  kExited,         // init -> supervisor: the command ended (wait status)
+  kExited,         // init -> supervisor: the command ended (wait status) and every other
+                   // process inside is killed and reaped; init exits next
   kTerminate,      // supervisor -> init: the deadline passed; SIGTERM to everything inside
   kSeccomp,        // supervisor -> init: `value` instructions follow in the next packet (the
                    // filter compiled while init built the root; see SendSeccompProgram)
@@ -41,6 +43,7 @@ struct ControlMsg {
   MsgType type = MsgType::kGo;
   FdKind fd_kind = FdKind::kNone;
   int32_t value = 0;  // wait status, errno, pid ...
+  struct rusage usage = {};  // kExited: what every process inside used (init's children)
   ChildError error;
   MountReport report;
 };

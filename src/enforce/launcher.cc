@@ -457,11 +457,18 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
         pid_t w;
         while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
           if (w != cmd) continue;
-          // The command is done: everything it left behind dies with this namespace.
+          // The command is done: everything it left behind dies, and is reaped here (orphans
+          // are re-parented to init before their parent can be reaped, so ECHILD means this
+          // namespace holds no other process). Only then does the supervisor hear of the end:
+          // it need not wait for init's own exit, whose namespace teardown is kernel work.
           kill(-1, SIGKILL);
+          while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
+            kill(-1, SIGKILL);
+          }
           ControlMsg m;
           m.type = MsgType::kExited;
           m.value = status;
+          getrusage(RUSAGE_CHILDREN, &m.usage);
           SendControl(ctl, m);
           _exit(0);
         }

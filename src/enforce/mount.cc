@@ -401,9 +401,23 @@ class Builder {
   // they can be lowered. Opened here, before /proc/sys becomes read-only for good; written
   // once the root is built, because the mount API's detached trees count as mount namespaces.
   bool OpenSysctls(int proc_fd) {
+    // Each directory is resolved once (sysctl lookups are slow), each knob relative to it.
+    std::string dir_path;
+    UniqueFd dir;
     for (const Sysctl& s : spec_.sysctls) {
       std::string rel = "sys/" + s.path;
-      UniqueFd f(sys::Openat2(proc_fd, rel.c_str(), O_WRONLY | O_CLOEXEC, 0, kResolveInside));
+      std::string parent = rel.substr(0, rel.rfind('/'));
+      if (!dir || parent != dir_path) {
+        dir.reset(sys::Openat2(proc_fd, parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
+                               kResolveInside));
+        dir_path = parent;
+        if (!dir) {
+          if (errno == ENOENT && s.optional) continue;
+          return error_->Set("sysctl", errno, "/proc/", parent.c_str());
+        }
+      }
+      std::string base = rel.substr(rel.rfind('/') + 1);
+      UniqueFd f(sys::Openat2(dir.get(), base.c_str(), O_WRONLY | O_CLOEXEC, 0, kResolveInside));
       if (!f) {
         if (errno == ENOENT && s.optional) continue;
         return error_->Set("sysctl", errno, "/proc/", rel.c_str());
@@ -424,18 +438,23 @@ class Builder {
     return true;
   }
 
-  // Covers an entry with an empty, unreadable file or an empty read-only directory.
+  // Covers an entry with an empty, unreadable file or an empty read-only directory. The first
+  // cover of each kind is made in full and kept detached as a template; later ones are clones
+  // of it (one open_tree instead of a new tmpfs or a clone plus mount_setattr each): /proc
+  // alone has some twenty entries to hide.
   bool Cover(int point_fd, bool dir, const std::string& what) {
-    UniqueFd cover;
-    if (dir) {
-      cover = NewMount("tmpfs", {{"mode", "0"}, {"size", "4k"}},
-                       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                           MOUNT_ATTR_NOEXEC,
-                       what.c_str());
-    } else {
-      cover = CloneTree(root_.get(), kEmptyFile, false, what.c_str());
+    UniqueFd& tmpl = dir ? dir_cover_ : file_cover_;
+    if (!tmpl) {
+      tmpl = dir ? NewMount("tmpfs", {{"mode", "0"}, {"size", "4k"}},
+                            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+                                MOUNT_ATTR_NOEXEC,
+                            what.c_str())
+                 : CloneTree(root_.get(), kEmptyFile, false, what.c_str());
+      if (!tmpl) return false;
     }
-    if (!cover) return false;
+    UniqueFd cover(
+        sys::OpenTree(tmpl.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+    if (!cover) return error_->Set("mount", errno, "cloning the cover of ", what.c_str());
     ++report_->masked;
     return Attach(cover.get(), point_fd, what);
   }
@@ -598,6 +617,7 @@ class Builder {
   std::vector<UniqueFd> dev_sources_;
   std::set<uint64_t> owned_mounts_;
   std::vector<std::pair<UniqueFd, const Sysctl*>> sysctls_;
+  UniqueFd file_cover_, dir_cover_;  // detached templates of the masks (see Cover)
   std::set<std::pair<dev_t, ino_t>> pinned_;
   std::set<std::pair<dev_t, ino_t>> already_protected_;
   int visited_ = 0;

@@ -186,7 +186,13 @@ class Session {
   void WaitControl() {
     ctl_.async_wait(asio::posix::descriptor_base::wait_read, [this](const asio::error_code& ec) {
       if (ec) return;
-      if (DrainControl(/*blocking=*/false)) WaitControl();
+      bool open = DrainControl(/*blocking=*/false);
+      if (finish_pending_) {
+        finish_pending_ = false;
+        MaybeFinish();
+        return;
+      }
+      if (open) WaitControl();
     });
   }
 
@@ -254,6 +260,17 @@ class Session {
       case enforce::MsgType::kExited:
         have_status_ = true;
         wait_status_ = m.value;
+        // The supervisor does not wait for init's own exit, so its RUSAGE_CHILDREN would miss
+        // the sandbox: init's count of everything it reaped stands in.
+        out_->rusage = m.usage;
+        out_->rusage_from_init = true;
+        // Nothing of the sandbox runs any more (init reaped it all before saying so): the run
+        // is over without waiting for init's own exit and its namespaces' teardown.
+        if (!init_exited_) {
+          TraceMark("sandbox emptied");
+          init_exited_ = true;
+          finish_pending_ = true;
+        }
         break;
       case enforce::MsgType::kGo:
       case enforce::MsgType::kTerminate:
@@ -464,6 +481,7 @@ class Session {
   std::optional<asio::steady_timer> deadline_, grace_;
   bool ctl_eof_ = false, setup_error_ = false, exec_failed_ = false, started_ = false;
   bool have_status_ = false, init_exited_ = false, pty_done_ = false;
+  bool finish_pending_ = false;  // init reported the end: finish once this batch is handled
   int wait_status_ = 0, init_code_ = 0, init_status_ = 0;
 };
 
@@ -735,7 +753,7 @@ Outcome Run(const RunRequest& req) {
   if (cgroup) TraceMark("cgroup removed");
   out.duration_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  getrusage(RUSAGE_CHILDREN, &out.rusage);
+  if (!out.rusage_from_init) getrusage(RUSAGE_CHILDREN, &out.rusage);
   return out;
 }
 

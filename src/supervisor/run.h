@@ -85,6 +85,7 @@ struct Outcome {
   std::string message;  // human text for anything but kExited/kSignaled
   double duration_ms = 0;
   struct rusage rusage = {};
+  bool rusage_from_init = false;  // `rusage` is init's count of every process inside
   enforce::MountReport mounts;
   enforce::PlanNotes notes;
   struct Egress {

@@ -91,11 +91,16 @@ TEST_F(ApprovalsEscapeTest, RaceWithTheApproverDenying) {
   std::string granted = granted_;
   Approver approver(runtime_,
                     [granted](const json& req) { return GrantOnlyGranted(granted, req); });
-  RunResult r = Probe({"race-open", granted_, secret_, "300"}, {"--ask"}, Opts());
-  EXPECT_EQ(r.out.find(kSecret), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("err EACCES"), std::string::npos) << r.out << r.err;
+  // The positive control (the approver was asked about the secret at least once) needs the
+  // flipper to win a narrow window; a loaded machine may need a few runs for that. Every run
+  // must keep the secret out.
   bool asked_secret = false;
-  for (const json& s : approver.seen()) asked_secret |= s.value("subject", "") == secret_;
+  for (int attempt = 0; attempt < 5 && !asked_secret; ++attempt) {
+    RunResult r = Probe({"race-open", granted_, secret_, "300"}, {"--ask"}, Opts());
+    EXPECT_EQ(r.out.find(kSecret), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("err EACCES"), std::string::npos) << r.out << r.err;
+    for (const json& s : approver.seen()) asked_secret |= s.value("subject", "") == secret_;
+  }
   EXPECT_TRUE(asked_secret);
 }
 
