@@ -78,9 +78,14 @@ __attribute__((no_sanitize_address)) int SpawnChild(void* p) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != a->parent) _exit(125);
   setpgid(0, 0);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
+  // The signals `ward run` forwards to the command stay blocked across execve until its
+  // supervisor handles them (supervisor::Run unblocks them then): an exec.signal sent while
+  // `ward run` starts (300 ms and more under ASan and load) reaches the command instead of
+  // killing `ward run` and leaving the exec "interrupted".
+  sigset_t forwarded;
+  sigemptyset(&forwarded);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&forwarded, s);
+  sigprocmask(SIG_SETMASK, &forwarded, nullptr);
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
   sigaction(SIGPIPE, &dfl, nullptr);

@@ -59,6 +59,13 @@ class Session {
   void Serve() {
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}) signals_.add(s);
     WaitSignal();
+    // `ward serve` starts `ward run` with the forwarded signals blocked (api/exec.cc): one sent
+    // while the run was starting is delivered now, to the handler above, and reaches the
+    // command instead of killing the supervisor before it could forward anything.
+    sigset_t forwarded;
+    sigemptyset(&forwarded);
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&forwarded, s);
+    pthread_sigmask(SIG_UNBLOCK, &forwarded, nullptr);
     if (req_.policy.approvals.enabled) StartApprovals();
     WaitControl();
     pidfd_.async_wait(asio::posix::descriptor_base::wait_read,

@@ -186,6 +186,24 @@ TEST_F(ServeTest, KillAndSignalARunningExec) {
   EXPECT_EQ(w.result["signal"], 15) << w.result.dump();
 }
 
+// A signal sent at once, while `ward run` is still starting, waits until its supervisor
+// forwards signals and then reaches the command; it used to kill `ward run` itself, leaving
+// the exec "interrupted" with no status (which the ASan build, slower to start, ran into).
+TEST_F(ServeTest, ASignalSentWhileTheRunStartsReachesTheCommand) {
+  auto c = Connect();
+  std::string sb = Sandbox(*c, ws_);
+  for (int i = 0; i < 3; ++i) {
+    auto r = c->Run(sb, {"/bin/sleep", "60"}, {{"yield_ms", 0}});
+    ASSERT_TRUE(r.ok());
+    std::string id = r.result["exec_id"];
+    ASSERT_TRUE(c->Call("exec.signal", {{"exec_id", id}, {"signal", "TERM"}}).ok());
+    auto w = c->Call("exec.wait", {{"exec_id", id}, {"timeout_ms", 15000}});
+    ASSERT_TRUE(w.ok());
+    EXPECT_EQ(w.result["status"], "exited") << w.result.dump();
+    EXPECT_EQ(w.result["signal"], 15) << w.result.dump();
+  }
+}
+
 TEST_F(ServeTest, TimeoutsEndTheCommand) {
   auto c = Connect();
   std::string sb = Sandbox(*c, ws_);
