@@ -75,10 +75,16 @@ inline bool RunUntil(asio::io_context& io, const std::function<bool()>& done,
 // A stand-in for `ward run`: skips options up to "--", runs the rest, forwards TERM/INT, and
 // writes the outcome to fd 3 like --json-status. Special commands: `__die__` kills the runner
 // before any status; `__refuse__` reports a refusal; `__labels__` prints the --label options.
+// Like `ward run`, it unblocks the signals it forwards, which the daemon starts it with
+// blocked (a shell cannot, hence the detour through perl, part of every Debian system).
 inline std::string WriteFakeRunner(const std::string& dir) {
   std::string path = dir + "/fake-ward";
   Write(path,
         "#!/bin/sh\n"
+        "if [ \"$1\" = __unblocked__ ]; then shift; else\n"
+        "  exec perl -MPOSIX -e 'sigprocmask(SIG_SETMASK, POSIX::SigSet->new) or die;"
+        " exec \"/bin/sh\", @ARGV or die' \"$0\" __unblocked__ \"$@\"\n"
+        "fi\n"
         "labels=''\n"
         "while [ $# -gt 0 ] && [ \"$1\" != \"--\" ]; do\n"
         "  case \"$1\" in --label=*) labels=\"$labels ${1#--label=}\";; esac\n"
