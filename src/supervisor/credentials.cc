@@ -87,6 +87,20 @@ void AllowCredentialHosts(policy::Policy* policy) {
 
 namespace {
 
+// The merged CA bundle, read-only over the file `path` resolves to (clients that follow a
+// symlink find it too).
+enforce::MountOp CaBundleOp(std::string path, std::string content) {
+  char buf[PATH_MAX];
+  if (realpath(path.c_str(), buf) != nullptr) path = buf;
+  enforce::MountOp op;
+  op.kind = enforce::MountOp::Kind::kFile;
+  op.target = std::move(path);
+  op.mode = 0444;
+  op.content = std::move(content);
+  op.why = "credential broker: system CA bundle + this session's CA (certificate only)";
+  return op;
+}
+
 std::string WithheldMarker(const std::string& credential) {
   return "\x1bward-withheld:" + credential + "\x1b";
 }
@@ -126,15 +140,8 @@ Status PlanRunCredentials(const policy::Policy& policy, const RunCredentialsOpti
   }
   plan->await_late_setup = true;
   // Interception is always on for a run's credentials: their CA's bundle is bound inside.
-  std::string target = net::CaBundleTarget(options.system_bundle_path);
-  char buf[PATH_MAX];
-  // Over the file the path resolves to: clients that follow a symlink find it too.
-  if (realpath(target.c_str(), buf) != nullptr) target = buf;
-  enforce::MountOp op;
-  op.kind = enforce::MountOp::Kind::kFile;
-  op.target = target;
-  op.mode = 0444;
-  op.why = "credential broker: system CA bundle + this session's CA (certificate only)";
+  enforce::MountOp op = CaBundleOp(net::CaBundleTarget(options.system_bundle_path), "");
+  const std::string target = op.target;
   InsertMountOp(std::move(op), &plan->mount.ops);
   plan->late_file_op = -1;
   for (size_t i = 0; i < plan->mount.ops.size(); ++i) {
@@ -201,17 +208,7 @@ std::vector<std::string> ApplyCredentialsToPlan(const net::CredentialSetup& setu
     if (plan->late_file_op >= 0 && static_cast<size_t>(plan->late_file_op) < plan->mount.ops.size()) {
       plan->mount.ops[plan->late_file_op].content = setup.ca_bundle;
     } else {
-      // Over the file the path resolves to: clients that follow a symlink find it too.
-      std::string target = setup.ca_bundle_path;
-      char buf[PATH_MAX];
-      if (realpath(target.c_str(), buf) != nullptr) target = buf;
-      enforce::MountOp op;
-      op.kind = enforce::MountOp::Kind::kFile;
-      op.target = target;
-      op.mode = 0444;
-      op.content = setup.ca_bundle;
-      op.why = "credential broker: system CA bundle + this session's CA (certificate only)";
-      InsertMountOp(std::move(op), &plan->mount.ops);
+      InsertMountOp(CaBundleOp(setup.ca_bundle_path, setup.ca_bundle), &plan->mount.ops);
     }
   }
   return rewritten;

@@ -724,29 +724,25 @@ Outcome Run(const RunRequest& req) {
     return out;
   }
   TraceMark("cloned");
+  // What the supervisor still owes init after the clone failed: the half-made sandbox dies
+  // before anything in it ran, and the run is refused.
+  auto refuse_after_clone = [&](const Status& st) {
+    sys::PidfdSendSignal(sb->pidfd.get(), SIGKILL, nullptr, 0);
+    waitpid(sb->pid, nullptr, 0);
+    out.kind = Outcome::Kind::kRefused;
+    out.exit_code = 125;
+    out.message = st.ToString();
+    return out;
+  };
   net::CredentialSetup creds;
   if (plan->await_late_setup) {
     Status sent = FetchAndSendCredentials(req, creds_options, *sb, &*plan, &creds);
-    if (!sent.ok()) {
-      sys::PidfdSendSignal(sb->pidfd.get(), SIGKILL, nullptr, 0);
-      waitpid(sb->pid, nullptr, 0);
-      out.kind = Outcome::Kind::kRefused;
-      out.exit_code = 125;
-      out.message = sent.ToString();
-      return out;
-    }
+    if (!sent.ok()) return refuse_after_clone(sent);
     TraceMark("credentials prepared and sent");
   }
   if (plan->seccomp_enabled) {
     Status sent = CompileAndSendSeccomp(*sb, &*plan);
-    if (!sent.ok()) {
-      sys::PidfdSendSignal(sb->pidfd.get(), SIGKILL, nullptr, 0);
-      waitpid(sb->pid, nullptr, 0);
-      out.kind = Outcome::Kind::kRefused;
-      out.exit_code = 125;
-      out.message = sent.ToString();
-      return out;
-    }
+    if (!sent.ok()) return refuse_after_clone(sent);
     TraceMark("seccomp compiled and sent");
   }
   if (req.on_started) req.on_started(*plan, out.notes, features);
