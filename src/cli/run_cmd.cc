@@ -80,7 +80,8 @@ std::string AuditStateDir(const RunCommandOptions& opts) {
 
 // The audit session's files: made while the policy loads (an unwritable directory or a full
 // disk refuses the run), kept only once the policy says the directory stays out of sight.
-Result<std::unique_ptr<audit::SessionLog>> CreateAuditSession(const RunCommandOptions& opts) {
+Result<std::unique_ptr<audit::SessionLog>> CreateAuditSession(const RunCommandOptions& opts,
+                                                              const std::string& session_id) {
   std::string state = AuditStateDir(opts);
   if (state.empty()) {
     return Error(Code::kFailedPrecondition,
@@ -89,7 +90,7 @@ Result<std::unique_ptr<audit::SessionLog>> CreateAuditSession(const RunCommandOp
   }
   audit::SessionLog::Options o;
   o.state_dir = state;
-  o.session_id = opts.session_id.empty() ? audit::NewSessionId() : opts.session_id;
+  o.session_id = session_id;
   o.start_flusher = false;  // the supervisor must stay single-threaded until the clone
   o.fsync_on_close = opts.audit_fsync;
   Result<std::unique_ptr<audit::SessionLog>> log = audit::SessionLog::Create(o);
@@ -153,23 +154,6 @@ int RunCommand(RunCommandOptions& opts) {
       if (t.joinable()) t.join();
     }
   } join_probe{probe};
-  // So do the audit session's files (mkdir and two creates, a journal commit or two).
-  std::optional<Result<std::unique_ptr<audit::SessionLog>>> made_log;
-  std::thread audit_maker;
-  if (!opts.run.flags.no_audit) {
-    audit_maker = std::thread([&made_log, &opts] { made_log.emplace(CreateAuditSession(opts)); });
-  }
-  Joiner join_audit{audit_maker};
-  // A session made ahead and not used (refused before it was checked, --no-audit from the
-  // policy) leaves nothing behind.
-  struct Discarder {
-    std::thread& maker;
-    std::optional<Result<std::unique_ptr<audit::SessionLog>>>& made;
-    ~Discarder() {
-      if (maker.joinable()) maker.join();
-      if (made && made->ok() && **made) (void)(**made)->Discard();
-    }
-  } discard_unused{audit_maker, made_log};
   supervisor::Outcome out;
   std::unique_ptr<audit::SessionLog> log;
   Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
@@ -225,33 +209,38 @@ int RunCommand(RunCommandOptions& opts) {
       }
       labels[l.substr(0, eq)] = l.substr(eq + 1);
     }
-    if (audit_maker.joinable()) audit_maker.join();
+    // The audit session's id is fixed now (the approval channel is named after it); its files
+    // are made by the supervisor after the clone, while sandbox init builds the root.
+    std::string session_id;
+    bool audit_tried = false;
     if (labels_ok && req.policy.audit) {
       Status hidden = CheckAuditDirHidden(opts, req.policy);
-      if (!made_log) made_log.emplace(CreateAuditSession(opts));  // not made ahead
-      if (!hidden.ok() || !made_log->ok()) {
+      if (!hidden.ok()) {
         out.kind = supervisor::Outcome::Kind::kRefused;
         out.exit_code = 125;
-        out.message = !hidden.ok() ? hidden.ToString() : made_log->status().ToString();
+        out.message = hidden.ToString();
         labels_ok = false;
       } else {
-        log = std::move(**made_log);
-        made_log.reset();
-        req.events = log.get();
-        req.approvals.session = log->session_id();
-        audit::SessionLog* secrets_sink = log.get();
-        req.add_secret = [secrets_sink](const std::string& s) {
-          secrets_sink->redactor().AddSecret(s);
+        session_id = opts.session_id.empty() ? audit::NewSessionId() : opts.session_id;
+        req.approvals.session = session_id;
+        req.open_audit = [&]() -> Result<supervisor::AuditAttachment> {
+          audit_tried = true;
+          Result<std::unique_ptr<audit::SessionLog>> made = CreateAuditSession(opts, session_id);
+          if (!made.ok()) return made.status();
+          log = std::move(made).value();
+          TraceMark("audit session opened");
+          audit::SessionLog* sink = log.get();
+          return supervisor::AuditAttachment{
+              sink, [sink](const std::string& s) { sink->redactor().AddSecret(s); }};
         };
-        TraceMark("audit session opened");
       }
     }
     if (labels_ok) {
       char cwd[4096] = "";
       if (getcwd(cwd, sizeof cwd) == nullptr) cwd[0] = '\0';
-      audit::SessionLog* sink = log.get();
-      req.on_started = [&, sink](const enforce::LaunchPlan& plan, const enforce::PlanNotes& notes,
-                                 const enforce::KernelFeatures& features) {
+      req.on_started = [&](const enforce::LaunchPlan& plan, const enforce::PlanNotes& notes,
+                           const enforce::KernelFeatures& features) {
+        audit::SessionLog* sink = log.get();
         if (sink == nullptr) return;
         sink->StartFlusher();
         supervisor::ExplainInput in;
@@ -286,6 +275,16 @@ int RunCommand(RunCommandOptions& opts) {
       TraceMark("kernel probed (in parallel)");
       req.features = features;
       out = supervisor::Run(req);
+      if (!log && !audit_tried && req.open_audit &&
+          out.kind == supervisor::Outcome::Kind::kRefused) {
+        // Refused before the clone: the trail still records what was refused and why.
+        Result<std::unique_ptr<audit::SessionLog>> made = CreateAuditSession(opts, session_id);
+        if (made.ok()) {
+          log = std::move(made).value();
+        } else {
+          std::fprintf(stderr, "ward: %s\n", made.status().ToString().c_str());
+        }
+      }
       if (log) {
         if (out.kind == supervisor::Outcome::Kind::kRefused) {
           // Nothing ran: the log still says what was refused and why.

@@ -16,10 +16,12 @@ double NowMs() {
 
 struct TraceState {
   bool enabled;
+  bool absolute;  // WARD_TRACE_TIMING=2: also print the clock, to line marks up with an outside timer
   double start;
   TraceState() {
     const char* v = std::getenv("WARD_TRACE_TIMING");
-    enabled = v && v[0] == '1';
+    enabled = v && (v[0] == '1' || v[0] == '2');
+    absolute = enabled && v[0] == '2';
     start = NowMs();
   }
 };
@@ -36,7 +38,13 @@ TraceState& State() {
 
 void TraceMark(const char* what) {
   TraceState& s = State();
-  if (s.enabled) std::fprintf(stderr, "ward: +%.3f ms %s\n", NowMs() - s.start, what);
+  if (!s.enabled) return;
+  const double now = NowMs();
+  if (s.absolute) {
+    std::fprintf(stderr, "ward: +%.3f ms %s (CLOCK_MONOTONIC %.3f ms)\n", now - s.start, what, now);
+  } else {
+    std::fprintf(stderr, "ward: +%.3f ms %s\n", now - s.start, what);
+  }
 }
 
 }  // namespace ward

@@ -1,5 +1,7 @@
 // Start-up timing marks for performance work: with WARD_TRACE_TIMING=1 in the environment,
-// each mark prints "ward: +<ms> <what>" to stderr, measured from process start.
+// each mark prints "ward: +<ms> <what>" to stderr, measured from process start. With
+// WARD_TRACE_TIMING=2 it also prints CLOCK_MONOTONIC, to line the marks up with a timer outside
+// (how long exec and the dynamic loader took before main, how long the exit took after it).
 #pragma once
 
 namespace ward {

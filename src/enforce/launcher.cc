@@ -303,7 +303,8 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
     }
   }
   MountReport report;
-  if (!ApplyMounts(*mount, &report, &err)) ReportAndExit(ctl, err);
+  std::vector<UniqueFd> detached;  // closed once the command runs (see ApplyMounts)
+  if (!ApplyMounts(*mount, &report, &err, &detached)) ReportAndExit(ctl, err);
   TraceMark("init: root built");
   {
     ControlMsg m;
@@ -419,6 +420,7 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
     }
     SendControl(ctl, m);
   }
+  detached.clear();
   // Init keeps nothing it does not need: no capabilities, no new privileges.
   DropAllCapabilities();
   prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);

@@ -51,6 +51,14 @@ class Builder {
   Builder(const MountSpec& spec, MountReport* report, ChildError* error)
       : spec_(spec), report_(report), error_(error) {}
 
+  // The cover templates were never attached: their last close dissolves them, and that waits
+  // for an RCU grace period (see ApplyMounts).
+  void HandOverDetached(std::vector<UniqueFd>* out) {
+    for (UniqueFd* t : {&file_cover_, &dir_cover_}) {
+      if (*t) out->push_back(std::move(*t));
+    }
+  }
+
   bool Run() {
     if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
       return error_->Set("mount", errno, "making / private");
@@ -625,9 +633,12 @@ class Builder {
 
 }  // namespace
 
-bool ApplyMounts(const MountSpec& spec, MountReport* report, ChildError* error) {
+bool ApplyMounts(const MountSpec& spec, MountReport* report, ChildError* error,
+                 std::vector<UniqueFd>* detached) {
   Builder b(spec, report, error);
-  return b.Run();
+  if (!b.Run()) return false;
+  if (detached) b.HandOverDetached(detached);
+  return true;
 }
 
 }  // namespace ward::enforce

@@ -3,6 +3,9 @@
 // holds every capability of its new user namespace and nothing outside it.
 #pragma once
 
+#include <vector>
+
+#include "common/unique_fd.h"
 #include "enforce/child_error.h"
 #include "enforce/spec.h"
 
@@ -23,7 +26,10 @@ struct MountReport {
 };
 
 // Returns false and fills *error on the first failure. Leaves the process in the new root with
-// cwd "/".
-bool ApplyMounts(const MountSpec& spec, MountReport* report, ChildError* error);
+// cwd "/". With `detached`, the detached mounts still open at the end (the templates of the
+// covers) are handed over instead of closed: closing one waits for an RCU grace period, which
+// the caller can pay later, off the start-up's path.
+bool ApplyMounts(const MountSpec& spec, MountReport* report, ChildError* error,
+                 std::vector<UniqueFd>* detached = nullptr);
 
 }  // namespace ward::enforce

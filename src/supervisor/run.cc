@@ -42,8 +42,9 @@ class Session {
   Session(const RunRequest& req, enforce::Sandbox sb, const enforce::LaunchPlan& plan,
           TerminalState* term, Outcome* out, enforce::Cgroup* cgroup,
           const net::EgressRules* egress, const net::ResolverOverrides* overrides,
-          const net::CredentialBroker* broker)
+          const net::CredentialBroker* broker, EventSink* events)
       : req_(req),
+        events_(events),
         plan_(plan),
         egress_rules_(egress),
         overrides_(overrides),
@@ -106,10 +107,10 @@ class Session {
         po.host_hold_timeout = std::chrono::milliseconds(req_.policy.approvals.timeout_ms + 1000);
       }
       net::DnsStubOptions dso;
-      if (broker_) dso.name_check = broker_->DnsNameCheck(req_.events);
+      if (broker_) dso.name_check = broker_->DnsNameCheck(events_);
       proxy_ = std::make_unique<net::EgressProxy>(ctx_, *egress_rules_, resolver_.get(),
-                                                  req_.events, po);
-      dns_ = std::make_unique<net::DnsStub>(ctx_, *egress_rules_, resolver_.get(), req_.events,
+                                                  events_, po);
+      dns_ = std::make_unique<net::DnsStub>(ctx_, *egress_rules_, resolver_.get(), events_,
                                             dso);
       out_->egress.enabled = true;
       out_->egress.credentials = broker_ != nullptr;
@@ -158,7 +159,7 @@ class Session {
       prompter_ = std::make_unique<TerminalPrompter>(term_->output_fd());
     }
     Result<std::unique_ptr<ApprovalsRuntime>> rt = ApprovalsRuntime::Start(
-        ctx_, req_.policy, plan_, req_.approvals, prompter_.get(), sb_.pid, req_.events);
+        ctx_, req_.policy, plan_, req_.approvals, prompter_.get(), sb_.pid, events_);
     if (!rt.ok()) {
       setup_error_ = true;
       out_->kind = Outcome::Kind::kSetupFailed;
@@ -174,7 +175,7 @@ class Session {
   }
 
   void Emit(std::string_view type, nlohmann::json data) {
-    if (req_.events) req_.events->Emit(type, std::move(data));
+    if (events_) events_->Emit(type, std::move(data));
   }
 
   void WaitSignal() {
@@ -238,7 +239,7 @@ class Session {
           NotifierConfig nc = NotifierConfig::From(plan_, out_->mounts);
           if (approvals_) nc.approvals = approvals_->files();
           notifier_ = std::make_unique<Notifier>(std::move(nc));
-          notifier_->Start(std::move(fd), req_.events);
+          notifier_->Start(std::move(fd), events_);
         }
         break;
       case enforce::MsgType::kSetupError:
@@ -464,6 +465,7 @@ class Session {
   }
 
   const RunRequest& req_;
+  EventSink* events_;  // the audit sink, or null
   const enforce::LaunchPlan& plan_;
   const net::EgressRules* egress_rules_;
   const net::ResolverOverrides* overrides_;
@@ -494,13 +496,13 @@ class Session {
 
 // What the limits did: usage and OOM kills read from the cgroup before it is removed, and a
 // limit.hit event for each limit the run ran into.
-void CollectLimits(const RunRequest& req, const enforce::LaunchPlan& plan, enforce::Cgroup* cg,
-                   Outcome* out) {
+void CollectLimits(const RunRequest& req, EventSink* events, const enforce::LaunchPlan& plan,
+                   enforce::Cgroup* cg, Outcome* out) {
   LimitsOutcome& lo = out->limits;
   // `explains_sigkill`: the hit is the likely cause of a run that ended by SIGKILL, and its
   // message replaces the generic "the sandbox was killed by signal 9" (see the memory hit).
   auto hit = [&](LimitHit h, bool explains_sigkill = false) {
-    if (req.events) req.events->Emit("limit.hit", h.data);
+    if (events) events->Emit("limit.hit", h.data);
     bool killed = out->kind == Outcome::Kind::kSignaled && out->signal == SIGKILL;
     if (out->message.empty() || (explains_sigkill && killed)) out->message = h.message;
     lo.hits.push_back(std::move(h));
@@ -617,9 +619,6 @@ Status FetchAndSendCredentials(const RunRequest& req, const RunCredentialsOption
   Result<net::CredentialSetup> prepared = PrepareRunCredentials(req.policy, *plan, options);
   if (!prepared.ok()) return prepared.status();
   *creds = std::move(prepared).value();
-  if (req.add_secret) {
-    for (const std::string& s : creds->secrets) req.add_secret(s);
-  }
   ApplyCredentialsToPlan(*creds, plan);
   std::string bundle;
   if (plan->late_file_op >= 0) {
@@ -745,14 +744,27 @@ Outcome Run(const RunRequest& req) {
     if (!sent.ok()) return refuse_after_clone(sent);
     TraceMark("seccomp compiled and sent");
   }
+  // Init is busy building the root now: the audit trail is opened meanwhile.
+  EventSink* events = req.events;
+  std::function<void(const std::string&)> add_secret = req.add_secret;
+  if (req.open_audit) {
+    Result<AuditAttachment> audit = req.open_audit();
+    if (!audit.ok()) return refuse_after_clone(audit.status());
+    events = audit->events;
+    add_secret = std::move(audit->add_secret);
+  }
+  // The redactor knows every secret before the first record (on_started, then the session).
+  if (add_secret) {
+    for (const std::string& secret : creds.secrets) add_secret(secret);
+  }
   if (req.on_started) req.on_started(*plan, out.notes, features);
   {
     if (plan->net.enabled) RaiseFileLimit();
     Session session(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
-                    &overrides, creds.broker.get());
+                    &overrides, creds.broker.get(), events);
     session.Serve();
   }
-  CollectLimits(req, *plan, cgroup.get(), &out);
+  CollectLimits(req, events, *plan, cgroup.get(), &out);
   if (cgroup) TraceMark("cgroup removed");
   out.duration_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/events.h"
+#include "common/status.h"
 #include "enforce/mount.h"
 #include "enforce/plan.h"
 #include "enforce/probe.h"
@@ -20,6 +21,12 @@
 #include "supervisor/approvals_run.h"
 
 namespace ward::supervisor {
+
+// Where a run's events and secrets go once its audit trail is open (see `open_audit`).
+struct AuditAttachment {
+  EventSink* events = nullptr;
+  std::function<void(const std::string&)> add_secret;
+};
 
 struct RunRequest {
   policy::Policy policy;
@@ -37,6 +44,11 @@ struct RunRequest {
   std::optional<enforce::KernelFeatures> features;
   // Called with each brokered secret before anything runs (the audit redactor).
   std::function<void(const std::string&)> add_secret;
+  // Opens the audit trail right after the clone, on the supervisor's thread, while sandbox
+  // init builds the root: a mkdir and two creates (a journal commit or two) are then off the
+  // start-up's critical path. Its sink and secret hook replace `events` and `add_secret`. A
+  // failure kills the half-made sandbox before anything in it ran, and refuses the run.
+  std::function<Result<AuditAttachment>()> open_audit;
   // Called once the sandbox exists (after the clone, before the command runs), on the
   // supervisor's thread: the place for work that may start threads or should overlap with
   // the sandbox's own setup (the audit session's start record).

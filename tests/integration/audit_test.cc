@@ -68,6 +68,28 @@ TEST_F(AuditTest, EachRunWritesAVerifiableSession) {
   EXPECT_EQ(cli.status, 0) << cli.out << cli.err;
 }
 
+// The session's files are made after the clone; a run refused before it (here a bad --resolve)
+// still leaves a verifiable session that says what was refused and why.
+TEST_F(AuditTest, ARunRefusedBeforeTheSandboxExistsIsRecordedWithItsReason) {
+  RunResult r = Probe({"write", ws_ + "/should-not-exist"}, {"--resolve", "no-address-here"},
+                      WithState());
+  EXPECT_EQ(r.status, 125) << r.out << r.err;
+  EXPECT_NE(r.err.find("--resolve"), std::string::npos) << r.err;
+  EXPECT_FALSE(PathExists(ws_ + "/should-not-exist"));
+  auto sessions = audit::ListSessions(state_ + "/ward");
+  ASSERT_EQ(sessions.size(), 1u);
+  EXPECT_TRUE(sessions[0].ended);
+  audit::VerifyReport v = audit::VerifySession(sessions[0].dir);
+  EXPECT_EQ(v.state, audit::VerifyReport::State::kIntact) << v.detail;
+  auto recs = Records(sessions[0].dir);
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0]["type"], "session.start");
+  EXPECT_NE(recs[0]["data"].value("refused", "").find("--resolve"), std::string::npos)
+      << recs[0].dump();
+  EXPECT_EQ(recs[1]["type"], "session.end");
+  EXPECT_EQ(recs[1]["data"]["status"], "refused") << recs[1].dump();
+}
+
 TEST_F(AuditTest, TheSandboxCannotSeeOrReachTheAuditDirectory) {
   Probe({"exit", "0"}, {}, WithState());  // make sure it exists
   RunResult r = Probe({"stat", state_ + "/ward"}, {}, WithState());
