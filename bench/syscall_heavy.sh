@@ -1,6 +1,10 @@
 #!/bin/sh
 # Syscall-heavy work under ward against bare: `find /usr -type f | wc -l` and `git status` in a
 # large repository (generated: 20,000 files). Target: ward / bare <= 1.05 (medians).
+# Reference rows (FLOOR=0 skips them): the same work under only a seccomp filter shaped like
+# ward's, only a Landlock ruleset on the same roots, and both, applied by bench/layer_floor.c
+# without ward: what the kernel charges for the two layers themselves, against which ward's own
+# share is the rest.
 # Each measured command runs the work LOOPS times (default 5) in one shell, bare or inside one
 # sandbox: the ratio is the cost of the layers on the work itself (Landlock, seccomp, the
 # mount view, the cgroup), with ward's start-up (measured by bench/startup.sh) spread over the
@@ -10,6 +14,7 @@ set -eu
 WARD=${1:-build/bin/ward}
 RUNS=${2:-15}
 WARD=$(cd "$(dirname "$WARD")" && pwd)/$(basename "$WARD")
+here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d /tmp/ward-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 repo=$dir/repo
@@ -39,12 +44,21 @@ if [ -n "${RUN_AS:-}" ]; then
   pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups env HOME=$dir"
   cp "$WARD" "$dir/ward"; chmod 755 "$dir/ward"; WARD=$dir/ward
 fi
+set -- -n find-bare "sh -c '$FIND'" \
+       -n find-ward "$WARD run --no-audit -- sh -c '$FIND'" \
+       -n git-bare "sh -c '$GIT'" \
+       -n git-ward "$WARD run --no-audit -- sh -c '$GIT'"
+if [ "${FLOOR:-1}" != 0 ] && cc -O2 -o "$dir/layer_floor" "$here/layer_floor.c" -lseccomp 2>/dev/null; then
+  chmod 755 "$dir/layer_floor"
+  # The roots ward's default profile reads, and the repository (the workspace) read-write.
+  roots="/usr /etc /opt /bin /sbin /lib /lib64 /dev +$repo"
+  for layer in seccomp landlock both; do
+    set -- "$@" -n "find-$layer" "$dir/layer_floor $layer $roots -- sh -c '$FIND'" \
+                -n "git-$layer" "$dir/layer_floor $layer $roots -- sh -c '$GIT'"
+  done
+fi
 # shellcheck disable=SC2086
-$pre hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$out" \
-  -n find-bare "sh -c '$FIND'" \
-  -n find-ward "$WARD run --no-audit -- sh -c '$FIND'" \
-  -n git-bare "sh -c '$GIT'" \
-  -n git-ward "$WARD run --no-audit -- sh -c '$GIT'" >&2
+$pre hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$out" "$@" >&2
 python3 - "$out" <<'PY'
 import json, sys
 r = {x["command"]: x["median"] * 1000 for x in json.load(open(sys.argv[1]))["results"]}
@@ -52,4 +66,9 @@ for k, v in r.items(): print(f"{k:<10} {v:8.2f} ms (median)")
 print(f"loops per command: {__import__('os').environ.get('LOOPS', '5')}")
 print(f"find: ward / bare = {r['find-ward'] / r['find-bare']:.3f}")
 print(f"git status: ward / bare = {r['git-ward'] / r['git-bare']:.3f}")
+if 'find-both' in r:
+    print("the layers alone, without ward (bench/layer_floor.c), / bare:")
+    for w in ('find', 'git'):
+        row = '  '.join(f"{l} {r[f'{w}-{l}'] / r[f'{w}-bare']:.3f}" for l in ('seccomp', 'landlock', 'both'))
+        print(f"  {w:<5} {row}  -> ward / (both layers) = {r[f'{w}-ward'] / r[f'{w}-both']:.3f}")
 PY
