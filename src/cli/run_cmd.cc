@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include <optional>
-#include <thread>
 
 #include "audit/session_log.h"
 #include "audit/sessions.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
+#include "common/cpu.h"
 #include "common/trace.h"
 #include "enforce/probe.h"
 #include "policy/decide.h"
@@ -144,16 +144,11 @@ int RunCommand(RunCommandOptions& opts) {
     std::fprintf(stderr, "ward: no command given (usage: ward run [OPTIONS] -- COMMAND [ARGS...])\n");
     return 125;
   }
-  // The kernel probe (a few syscalls and file reads) overlaps with loading the policy. Its
-  // thread is joined before the supervisor forks or clones anything.
+  // The kernel probe (a few syscalls and file reads) overlaps with loading the policy, on
+  // another CPU (common/cpu.h). Its thread is joined before the supervisor forks or clones
+  // anything.
   enforce::KernelFeatures features;
-  std::thread probe([&features] { features = enforce::ProbeKernel(/*probe_user_ns=*/false); });
-  struct Joiner {
-    std::thread& t;
-    ~Joiner() {
-      if (t.joinable()) t.join();
-    }
-  } join_probe{probe};
+  ElsewhereThread probe([&features] { features = enforce::ProbeKernel(/*probe_user_ns=*/false); });
   supervisor::Outcome out;
   std::unique_ptr<audit::SessionLog> log;
   Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
@@ -271,7 +266,7 @@ int RunCommand(RunCommandOptions& opts) {
         sink->Emit("session.start", std::move(start));
         TraceMark("session.start written");
       };
-      probe.join();
+      probe.Join();
       TraceMark("kernel probed (in parallel)");
       req.features = features;
       out = supervisor::Run(req);

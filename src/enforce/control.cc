@@ -31,7 +31,7 @@ int SendControl(int sock, const ControlMsg& msg, int fd) {
   }
 }
 
-int RecvControl(int sock, ControlMsg* msg, UniqueFd* fd) {
+int RecvControl(int sock, ControlMsg* msg, UniqueFd* fd, int flags) {
   struct iovec iov = {msg, sizeof *msg};
   struct msghdr mh = {};
   mh.msg_iov = &iov;
@@ -42,7 +42,7 @@ int RecvControl(int sock, ControlMsg* msg, UniqueFd* fd) {
   if (fd) fd->reset();
   ssize_t n;
   do {
-    n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+    n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | flags);
   } while (n < 0 && errno == EINTR);
   if (n < 0) return -errno;
   if (n == 0) return 0;

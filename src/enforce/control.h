@@ -51,6 +51,6 @@ struct ControlMsg {
 // Async-signal-safe (used after fork). Returns 0 or -errno.
 int SendControl(int sock, const ControlMsg& msg, int fd = -1);
 // Blocks for one message; *fd receives an attached fd (or -1). Returns 1, 0 on EOF, or -errno.
-int RecvControl(int sock, ControlMsg* msg, UniqueFd* fd);
+int RecvControl(int sock, ControlMsg* msg, UniqueFd* fd, int flags = 0);
 
 }  // namespace ward::enforce

@@ -7,7 +7,9 @@
 #include <linux/sched.h>
 #include <poll.h>
 #include <pty.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu.h"
 #include "common/linux.h"
 #include "common/trace.h"
 #include "enforce/caps.h"
@@ -184,14 +187,32 @@ int ExecCommand(const ExecArgs& a) {
   _exit(e == ENOENT ? 127 : 126);
 }
 
+// Init's receive during its setup: the next message from the supervisor, sleeping on the kick
+// eventfd rather than on the socket (see Sandbox::kick). Returns like RecvControl: 0 when the
+// supervisor is gone.
+int AwaitControl(int ctl, int kick, ControlMsg* m, UniqueFd* fd) {
+  while (true) {
+    int r = RecvControl(ctl, m, fd, MSG_DONTWAIT);
+    if (r != -EAGAIN && r != -EWOULDBLOCK) return r;
+    // Only hang-ups of the socket wake this poll (no POLLIN asked): its data wakeups do not.
+    struct pollfd p[2] = {{kick, POLLIN, 0}, {ctl, 0, 0}};
+    if (poll(p, 2, -1) < 0 && errno != EINTR) return -errno;
+    if (p[0].revents & POLLIN) {
+      uint64_t n;
+      (void)!read(kick, &n, sizeof n);
+    }
+    if (p[1].revents & (POLLHUP | POLLERR)) return RecvControl(ctl, m, fd, MSG_DONTWAIT);
+  }
+}
+
 // The late setup's layout in its memfd: u64 length of the file content, the content, then the
 // environment's entries, each followed by a NUL.
-bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
+bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* mount,
                       std::vector<std::string>* env) {
   ChildError err;
   ControlMsg m;
   UniqueFd fd;
-  int r = RecvControl(ctl, &m, &fd);
+  int r = AwaitControl(ctl, kick, &m, &fd);
   if (r != 1) return false;  // the supervisor is gone, or failed and is killing us
   if (m.type != MsgType::kLateSetup || !fd || m.value < static_cast<int32_t>(sizeof(uint64_t))) {
     err.Set("credentials", EPROTO, "receiving the late setup");
@@ -223,7 +244,8 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
 }
 
 // Sandbox init: pid 1 of the new namespaces. Never returns.
-[[noreturn]] void InitMain(const LaunchPlan& plan, int ctl, const std::vector<int>& join_fds) {
+[[noreturn]] void InitMain(const LaunchPlan& plan, int ctl, int kick,
+                           const std::vector<int>& join_fds, const cpu_set_t* cpus) {
   // Into the run's cgroup (v1) before anything else: nothing here forks before it is inside.
   for (int fd : join_fds) {
     if (write(fd, "0", 1) != 1) {
@@ -232,16 +254,21 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
       ReportAndExit(ctl, err);
     }
   }
-  // Keep only 0, 1, 2 and the control socket.
-  if (ctl > 3) sys::CloseRange(3, ctl - 1, 0);
-  sys::CloseRange(ctl + 1, UINT_MAX, 0);
+  // Keep only 0, 1, 2, the control socket and the kick eventfd.
+  const int lo = ctl < kick ? ctl : kick, hi = ctl < kick ? kick : ctl;
+  if (lo > 3) sys::CloseRange(3, lo - 1, 0);
+  if (hi > lo + 1) sys::CloseRange(lo + 1, hi - 1, 0);
+  sys::CloseRange(hi + 1, UINT_MAX, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   WipeProcessArgs("ward-init");
 
   ControlMsg go;
   UniqueFd unused;
-  if (RecvControl(ctl, &go, &unused) != 1 || go.type != MsgType::kGo) _exit(125);
+  if (AwaitControl(ctl, kick, &go, &unused) != 1 || go.type != MsgType::kGo) _exit(125);
   TraceMark("init: go");
+  // Every CPU the supervisor may use again (StartSandbox kept init off the supervisor's CPU
+  // until now); the command inherits this.
+  if (cpus) sched_setaffinity(0, sizeof *cpus, cpus);
 
   // Brokered credentials: the environment with the phantoms and the CA bundle, made by the
   // supervisor after the clone (their secrets were never in this process's memory).
@@ -250,7 +277,7 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
   const MountSpec* mount = &plan.mount;
   const std::vector<std::string>* env = &plan.process.env;
   if (plan.await_late_setup) {
-    if (!ReceiveLateSetup(plan, ctl, &late_mount, &late_env)) _exit(125);
+    if (!ReceiveLateSetup(plan, ctl, kick, &late_mount, &late_env)) _exit(125);
     mount = &late_mount;
     env = &late_env;
     TraceMark("init: late setup received");
@@ -345,7 +372,7 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
   if (plan.seccomp_enabled && plan.seccomp.insns.empty()) {
     ControlMsg m;
     UniqueFd none;
-    int r = RecvControl(ctl, &m, &none);
+    int r = AwaitControl(ctl, kick, &m, &none);
     if (r != 1) _exit(125);  // the supervisor is gone (or failed and is killing us)
     if (m.type != MsgType::kSeccomp || m.value <= 0 ||
         static_cast<size_t>(m.value) > kBpfMaxInsns) {
@@ -472,6 +499,15 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, MountSpec* mount,
           m.value = status;
           getrusage(RUSAGE_CHILDREN, &m.usage);
           SendControl(ctl, m);
+          if (plan.limits.cgroup.version == 0) {
+            // Init's exit (its copy of the supervisor's memory, the namespaces) is work the
+            // supervisor need not wait for, but the socket's wakeup moved the supervisor onto
+            // this CPU: sleep until it hangs up (or dies, and pdeathsig ends this) and exit
+            // then. With a cgroup the supervisor waits for init's exit to remove it: go now.
+            char b;
+            while (read(ctl, &b, sizeof b) > 0 || errno == EINTR) {
+            }
+          }
           _exit(0);
         }
       }
@@ -508,12 +544,29 @@ std::string DescribeChildError(const ChildError& e) {
   return s;
 }
 
+namespace {
+
+// Wakes init for the message just sent (see Sandbox::kick). 0 or -errno.
+int Kick(const Sandbox& sb) {
+  const uint64_t one = 1;
+  ssize_t n;
+  do {
+    n = write(sb.kick.get(), &one, sizeof one);
+  } while (n < 0 && errno == EINTR);
+  return n == static_cast<ssize_t>(sizeof one) ? 0 : -(n < 0 ? errno : EIO);
+}
+
+}  // namespace
+
 Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return Errno("socketpair");
   }
   UniqueFd parent_end(sv[0]), child_end(sv[1]);
+  UniqueFd kick(eventfd(0, EFD_CLOEXEC));
+  if (!kick) return Errno("eventfd");
+  const CpuPlacement cpus = CurrentCpuPlacement();
   int pidfd = -1;
   struct clone_args args = {};
   args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
@@ -541,7 +594,13 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   }
   if (pid == 0) {
     parent_end.reset();
-    InitMain(plan, child_end.release(), join_fds);
+    InitMain(plan, child_end.release(), kick.get(), join_fds,
+             cpus.has_others ? &cpus.allowed : nullptr);
+  }
+  if (cpus.has_others) {
+    // Init builds the root while the supervisor compiles the filter and opens the audit trail:
+    // it starts on another CPU (common/cpu.h) and allows every CPU again once told to go.
+    sched_setaffinity(static_cast<pid_t>(pid), sizeof cpus.others, &cpus.others);
   }
   Sandbox sb;
   sb.pid = static_cast<pid_t>(pid);
@@ -565,12 +624,13 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   }
   ControlMsg go;
   go.type = MsgType::kGo;
-  if (int rc = SendControl(parent_end.get(), go); rc != 0) {
+  sb.control = std::move(parent_end);
+  sb.kick = std::move(kick);
+  if (int rc = SendControl(sb.control.get(), go); rc != 0 || (rc = Kick(sb)) != 0) {
     sys::PidfdSendSignal(sb.pidfd.get(), SIGKILL, nullptr, 0);
     waitpid(sb.pid, nullptr, 0);
     return ErrnoError("starting sandbox init", -rc);
   }
-  sb.control = std::move(parent_end);
   return sb;
 }
 
@@ -602,7 +662,7 @@ Status SendLateSetup(const Sandbox& sb, const std::vector<std::string>& env,
   ControlMsg m;
   m.type = MsgType::kLateSetup;
   m.value = static_cast<int32_t>(blob.size());
-  if (int rc = SendControl(sb.control.get(), m, fd.get()); rc != 0) {
+  if (int rc = SendControl(sb.control.get(), m, fd.get()); rc != 0 || (rc = Kick(sb)) != 0) {
     return ErrnoError("sending the late setup to sandbox init", -rc);
   }
   return Ok();
@@ -627,6 +687,7 @@ Status SendSeccompProgram(const Sandbox& sb, const SeccompProgram& program) {
   if (n != static_cast<ssize_t>(len)) {
     return ErrnoError("sending the seccomp filter to sandbox init", n < 0 ? errno : EIO);
   }
+  if (int rc = Kick(sb); rc != 0) return ErrnoError("waking sandbox init", -rc);
   return Ok();
 }
 

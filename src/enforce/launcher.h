@@ -29,6 +29,12 @@ struct Sandbox {
   pid_t pid = -1;  // sandbox init, as seen from the supervisor
   UniqueFd pidfd;
   UniqueFd control;
+  // An eventfd written after each message init waits for during its setup (go, the late setup,
+  // the seccomp program). Init sleeps on it, not on the control socket: a unix socket's wakeup
+  // is a "sync" one, which moves the sleeper onto the sender's CPU in the expectation that the
+  // sender is about to sleep, and the supervisor is not (it goes on to compile the filter and
+  // open the audit trail): init would wait for the supervisor's CPU while another sat idle.
+  UniqueFd kick;
 };
 
 // Clones sandbox init into new user, mount, pid, net, ipc, uts and cgroup namespaces, writes

@@ -138,6 +138,22 @@ TEST_F(RunTest, EnvironmentIsBuiltFromAnAllowList) {
   EXPECT_EQ(r.out, "ok " + home_ + "\n");
 }
 
+// Sandbox init starts off the supervisor's CPU (common/cpu.h) and must hand the command every
+// CPU the caller may use.
+TEST_F(RunTest, TheCommandMayUseEveryCpuTheCallerMay) {
+  auto allowed_line = [](const std::string& status) {
+    size_t at = status.find("Cpus_allowed_list:");
+    return at == std::string::npos ? std::string() : status.substr(at, status.find('\n', at) - at);
+  };
+  std::string mine = allowed_line(ReadFile("/proc/self/status"));
+  ASSERT_FALSE(mine.empty());
+  for (int i = 0; i < 10; ++i) {  // a race between the two sides would show in some runs
+    RunResult r = Shell("cat /proc/self/status", {});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(allowed_line(r.out), mine);
+  }
+}
+
 TEST_F(RunTest, StdinAndStdoutPassThrough) {
   RunOptions o = Defaults();
   o.stdin_data = "line from stdin\n";

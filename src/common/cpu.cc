@@ -1,0 +1,51 @@
+#include "common/cpu.h"
+
+#include <system_error>
+
+namespace ward {
+
+CpuPlacement CurrentCpuPlacement() {
+  CpuPlacement p;
+  CPU_ZERO(&p.allowed);
+  CPU_ZERO(&p.others);
+  if (sched_getaffinity(0, sizeof p.allowed, &p.allowed) != 0) return p;
+  const int here = sched_getcpu();
+  if (here < 0 || !CPU_ISSET(here, &p.allowed)) return p;
+  p.others = p.allowed;
+  CPU_CLR(here, &p.others);
+  p.has_others = CPU_COUNT(&p.others) > 0;
+  return p;
+}
+
+ElsewhereThread::ElsewhereThread(std::function<void()> fn) : fn_(std::move(fn)) {
+  const CpuPlacement cpus = CurrentCpuPlacement();
+  pthread_attr_t attr;
+  int rc = pthread_attr_init(&attr);
+  if (rc == 0 && cpus.has_others) {
+    // Not pthread_setaffinity_np on a running thread: one that already ended has a tid of 0,
+    // which would pin the caller instead.
+    pthread_attr_setaffinity_np(&attr, sizeof cpus.others, &cpus.others);
+  }
+  if (rc == 0) {
+    rc = pthread_create(&thread_, &attr, &Trampoline, this);
+    pthread_attr_destroy(&attr);
+  }
+  if (rc != 0 && cpus.has_others) rc = pthread_create(&thread_, nullptr, &Trampoline, this);
+  if (rc != 0) throw std::system_error(rc, std::generic_category(), "pthread_create");
+  joinable_ = true;
+}
+
+ElsewhereThread::~ElsewhereThread() { Join(); }
+
+void ElsewhereThread::Join() {
+  if (!joinable_) return;
+  pthread_join(thread_, nullptr);
+  joinable_ = false;
+}
+
+void* ElsewhereThread::Trampoline(void* self) {
+  static_cast<ElsewhereThread*>(self)->fn_();
+  return nullptr;
+}
+
+}  // namespace ward

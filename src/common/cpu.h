@@ -1,0 +1,41 @@
+// Where work started from this thread runs. A new thread or process starts on its parent's CPU,
+// and the scheduler may take a millisecond to move it while the parent keeps that CPU busy: on a
+// small machine, work meant to overlap with the parent's then runs after it instead. Such work
+// is started off the current CPU (best effort; nothing depends on it but speed).
+#pragma once
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <functional>
+
+namespace ward {
+
+struct CpuPlacement {
+  cpu_set_t allowed;  // every CPU this thread may use
+  cpu_set_t others;   // the same without the CPU it is on now
+  bool has_others = false;
+};
+
+// The calling thread's CPUs; has_others is false on a single allowed CPU or on an error.
+CpuPlacement CurrentCpuPlacement();
+
+// A thread that starts on another CPU than its creator's (its affinity is set before it runs,
+// through pthread attributes; on one CPU it is an ordinary thread). Joined by Join() or the
+// destructor.
+class ElsewhereThread {
+ public:
+  explicit ElsewhereThread(std::function<void()> fn);
+  ~ElsewhereThread();
+  ElsewhereThread(const ElsewhereThread&) = delete;
+  ElsewhereThread& operator=(const ElsewhereThread&) = delete;
+  void Join();
+
+ private:
+  static void* Trampoline(void* self);
+  std::function<void()> fn_;
+  pthread_t thread_{};
+  bool joinable_ = false;
+};
+
+}  // namespace ward
