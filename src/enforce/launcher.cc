@@ -536,15 +536,6 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
           m.value = status;
           getrusage(RUSAGE_CHILDREN, &m.usage);
           SendControl(ctl, m);
-          if (plan.limits.cgroup.version == 0) {
-            // Init's exit (its copy of the supervisor's memory, the namespaces) is work the
-            // supervisor need not wait for, but the socket's wakeup moved the supervisor onto
-            // this CPU: sleep until it hangs up (or dies, and pdeathsig ends this) and exit
-            // then. With a cgroup the supervisor waits for init's exit to remove it: go now.
-            char b;
-            while (read(ctl, &b, sizeof b) > 0 || errno == EINTR) {
-            }
-          }
           _exit(0);
         }
       }
