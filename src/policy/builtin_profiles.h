@@ -9,6 +9,7 @@ namespace ward::policy {
 struct BuiltinProfile {
   std::string_view name;
   std::string_view text;
+  std::string_view sha256;  // of text, lowercase hex, computed when the binary was built
 };
 
 const std::vector<BuiltinProfile>& BuiltinProfiles();

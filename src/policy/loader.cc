@@ -340,13 +340,15 @@ class Loader {
   struct Resolved {
     Source src;
     std::string text;
+    std::string sha256;  // known for built-in profiles (hashed at build time), else computed
   };
 
   Result<Resolved> Builtin(const std::string& name, const Origin& at) {
     std::vector<std::string> names;
     for (const BuiltinProfile& p : BuiltinProfiles()) {
       if (p.name == name) {
-        return Resolved{Source{"builtin:" + name, "builtin", name}, std::string(p.text)};
+        return Resolved{Source{"builtin:" + name, "builtin", name}, std::string(p.text),
+                        std::string(p.sha256)};
       }
       names.emplace_back(p.name);
     }
@@ -442,7 +444,8 @@ class Loader {
     stack_.pop_back();
 
     WARD_TRY(ApplyProfile(tbl, r.src));
-    policy_.sources.push_back(ProfileSource{r.src.name, r.src.kind, Sha256Hex(r.text)});
+    policy_.sources.push_back(
+        ProfileSource{r.src.name, r.src.kind, r.sha256.empty() ? Sha256Hex(r.text) : r.sha256});
     done_.insert(id);
     return Ok();
   }

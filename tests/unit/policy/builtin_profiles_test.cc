@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "common/sha256.h"
 #include "policy/builtin_profiles.h"
 #include "policy/decide.h"
 #include "policy/json.h"
@@ -32,6 +33,21 @@ TEST(BuiltinProfiles, TheExpectedOnesShip) {
   for (const char* want : {"default", "claude-code", "codex", "opencode", "aider"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
+}
+
+// The audit trail records each profile's digest; for built-ins it was computed at build time.
+TEST(BuiltinProfiles, TheDigestMadeAtBuildTimeIsTheTextsDigest) {
+  ASSERT_FALSE(BuiltinProfiles().empty());
+  for (const BuiltinProfile& p : BuiltinProfiles()) {
+    EXPECT_EQ(p.sha256, Sha256Hex(p.text)) << p.name;
+  }
+  Result<Policy> r = LoadBuiltin("default");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  ASSERT_FALSE(r->sources.empty());
+  EXPECT_EQ(r->sources.back().name, "default");
+  auto text = std::find_if(BuiltinProfiles().begin(), BuiltinProfiles().end(),
+                           [](const BuiltinProfile& p) { return p.name == "default"; })->text;
+  EXPECT_EQ(r->sources.back().sha256, Sha256Hex(text));
 }
 
 TEST(BuiltinProfiles, EveryOneLoadsCleanly) {
