@@ -17,6 +17,21 @@ CpuPlacement CurrentCpuPlacement() {
   return p;
 }
 
+StayOnThisCpu::StayOnThisCpu() : placement_(CurrentCpuPlacement()) {
+  if (!placement_.has_others) return;
+  cpu_set_t here = placement_.allowed;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &placement_.others)) CPU_CLR(cpu, &here);
+  }
+  pinned_ = sched_setaffinity(0, sizeof here, &here) == 0;
+}
+
+void StayOnThisCpu::Release() {
+  if (!pinned_) return;
+  sched_setaffinity(0, sizeof placement_.allowed, &placement_.allowed);
+  pinned_ = false;
+}
+
 ElsewhereThread::ElsewhereThread(std::function<void()> fn) : fn_(std::move(fn)) {
   const CpuPlacement cpus = CurrentCpuPlacement();
   pthread_attr_t attr;

@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
+#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -148,6 +149,21 @@ std::string RunName() {
   return buf;
 }
 
+// Reapers told to exit by Destroy, not waited for there (a process's exit costs a fraction of a
+// millisecond the run need not wait for): reaped without blocking by later calls.
+std::mutex finished_reapers_mu;
+std::vector<pid_t> finished_reapers;
+
+void ReapFinishedReapers() {
+  std::lock_guard<std::mutex> lock(finished_reapers_mu);
+  std::erase_if(finished_reapers, [](pid_t pid) {
+    int r;
+    while ((r = waitpid(pid, nullptr, WNOHANG)) < 0 && errno == EINTR) {
+    }
+    return r != 0;  // reaped, or no longer our child
+  });
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Cgroup>> Cgroup::Create(const CgroupSpec& spec) {
@@ -160,7 +176,6 @@ Result<std::unique_ptr<Cgroup>> Cgroup::Create(const CgroupSpec& spec) {
     (void)cg->Destroy();
     return std::move(st).With(std::string("cgroup v") + std::to_string(spec.version));
   }
-  cg->StartReaper();
   return cg;
 }
 
@@ -273,6 +288,8 @@ std::vector<int> Cgroup::self_join_fds() const {
 }
 
 void Cgroup::StartReaper() {
+  if (reaper_ > 0 || destroyed_ || paths_.empty()) return;
+  ReapFinishedReapers();
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return;  // the sweep of the next run remains
   // The supervisor's exit is watched through a pidfd as well as the pipe: a process forked
@@ -370,12 +387,13 @@ Status Cgroup::Destroy() {
     }
     // Without "done" the reaper sees EOF and keeps trying on its own.
     reaper_pipe_.reset();
-    if (gone) {
-      while (waitpid(reaper_, nullptr, 0) < 0 && errno == EINTR) {
-      }
+    {
+      std::lock_guard<std::mutex> lock(finished_reapers_mu);
+      finished_reapers.push_back(reaper_);
     }
     reaper_ = -1;
   }
+  ReapFinishedReapers();
   if (!gone) {
     std::string left;
     for (const auto& p : paths_) {

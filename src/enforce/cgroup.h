@@ -29,9 +29,7 @@ struct CgroupUsage {
 class Cgroup {
  public:
   // Creates the run's cgroup(s) (named "ward-<supervisor pid>-<random>") and writes the limits.
-  // Removes stale empty cgroups of dead supervisors first, and forks a small reaper process that
-  // tears the cgroup down if this process dies without doing so. Must be called while the
-  // process is single-threaded.
+  // Removes stale empty cgroups of dead supervisors first.
   static Result<std::unique_ptr<Cgroup>> Create(const CgroupSpec& spec);
   ~Cgroup();
   Cgroup(const Cgroup&) = delete;
@@ -54,13 +52,18 @@ class Cgroup {
   Status Destroy();
   // The directories of the run, for messages.
   std::vector<std::string> paths() const { return paths_; }
+  // Forks a small reaper process that tears the cgroup down if this process dies without doing
+  // so. Must be called while the process is single-threaded (the supervisor calls it right
+  // after the clone, while sandbox init builds the root: the fork is off the start-up's path).
+  // Destroy tells it to exit and does not wait for that; it is reaped by a later Destroy or
+  // StartReaper (WNOHANG), or by whoever inherits it when this process exits.
+  void StartReaper();
 
  private:
   Cgroup() = default;
   Status Init(const CgroupSpec& spec);
   Status MakeDir(const std::string& parent, const std::string& name);
   Status EnableV2Controllers(const CgroupSpec& spec);
-  void StartReaper();
 
   int version_ = 0;
   std::vector<std::string> paths_;  // created directories, absolute

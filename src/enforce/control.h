@@ -27,6 +27,7 @@ enum class MsgType : uint32_t {
                    // filter compiled while init built the root; see SendSeccompProgram)
   kLateSetup,      // supervisor -> init: a memfd of `value` bytes with the command's environment
                    // and a file's content (see SendLateSetup)
+  kNetns,          // supervisor -> init: the sandbox's network namespace (see StartSandboxNet)
 };
 
 enum class FdKind : uint32_t {

@@ -193,10 +193,12 @@ struct CommandStart {
   const ExecArgs* exec_args;
   const SeccompProgram* seccomp;
   int ctl, exec_pipe_read, exec_pipe_write, sfd, pty_slave;
+  const cpu_set_t* cpus;  // every CPU init may use: init kept the child on its own CPU to start
 };
 
 int CommandEntry(void* arg) {
   const CommandStart* s = static_cast<const CommandStart*>(arg);
+  if (s->cpus) sched_setaffinity(0, sizeof *s->cpus, s->cpus);
   close(s->exec_pipe_read);
   close(s->sfd);
   CommandMain(*s->plan, *s->exec_args, *s->seccomp, s->ctl, s->exec_pipe_write, s->pty_slave);
@@ -334,45 +336,10 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
     err.Set("uts", errno, "sethostname");
     ReportAndExit(ctl, err);
   }
-  int rc = BringUpLoopback();
-  if (rc != 0) {
-    err.Set("net", -rc, "bringing up lo");
-    ReportAndExit(ctl, err);
-  }
-  if (plan.net.enabled) {
-    // The sandbox's only way out: listening sockets inside this namespace, served from outside.
-    struct {
-      int type;
-      uint16_t port;
-      FdKind kind;
-      bool wanted;
-    } socks[] = {{SOCK_STREAM, plan.net.proxy_port, FdKind::kNetProxy, true},
-                 {SOCK_DGRAM, 53, FdKind::kNetDnsUdp, plan.net.dns},
-                 {SOCK_STREAM, 53, FdKind::kNetDnsTcp, plan.net.dns}};
-    for (const auto& sk : socks) {
-      if (!sk.wanted) continue;
-      int fd = socket(AF_INET, sk.type | SOCK_CLOEXEC, 0);
-      struct sockaddr_in sa = {};
-      sa.sin_family = AF_INET;
-      sa.sin_port = htons(sk.port);
-      sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      int one = 1;
-      if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-          bind(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof sa) != 0 ||
-          (sk.type == SOCK_STREAM && listen(fd, 1024) != 0)) {
-        err.Set("net", errno, "creating the proxy and DNS sockets");
-        ReportAndExit(ctl, err);
-      }
-      ControlMsg m;
-      m.type = MsgType::kFd;
-      m.fd_kind = sk.kind;
-      SendControl(ctl, m, fd);
-      close(fd);
-    }
-  }
   MountReport report;
   std::vector<UniqueFd> detached;  // closed once the command runs (see ApplyMounts)
-  if (!ApplyMounts(*mount, &report, &err, &detached)) ReportAndExit(ctl, err);
+  PendingSysctls sysctls;           // written once in the network namespace
+  if (!ApplyMounts(*mount, &report, &err, &detached, &sysctls)) ReportAndExit(ctl, err);
   TraceMark("init: root built");
   {
     ControlMsg m;
@@ -407,6 +374,25 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
     SendControl(ctl, m, pty_master);
     close(pty_master);
   }
+
+  // The network namespace, made by the supervisor while the root was being built (see
+  // CreateSandboxNet): joined before the sysctls forbid new namespaces and before the command.
+  {
+    ControlMsg m;
+    UniqueFd netns;
+    int r = AwaitControl(ctl, kick, &m, &netns);
+    if (r != 1) _exit(125);  // the supervisor is gone (or failed and is killing us)
+    if (m.type != MsgType::kNetns || !netns) {
+      err.Set("net", EPROTO, "receiving the network namespace");
+      ReportAndExit(ctl, err);
+    }
+    if (setns(netns.get(), CLONE_NEWNET) != 0) {
+      err.Set("net", errno, "joining the network namespace");
+      ReportAndExit(ctl, err);
+    }
+    TraceMark("init: network namespace joined");
+  }
+  if (!WriteSysctls(&sysctls, &err)) ReportAndExit(ctl, err);
 
   // The filter, when the supervisor compiled it while the root was being built.
   SeccompProgram deferred;
@@ -459,8 +445,12 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
   }
   const ExecArgs exec_args = PrepareExec(plan.process, *env);
   TraceMark("init: forking the command");
-  CommandStart start{&plan, &exec_args, &seccomp, ctl, exec_pipe[0], exec_pipe[1], sfd, pty_slave};
+  // Init sleeps until the command execs: the command starts on init's CPU (see StayOnThisCpu).
+  StayOnThisCpu pin;
+  CommandStart start{&plan,        &exec_args, &seccomp, ctl,          exec_pipe[0],
+                     exec_pipe[1], sfd,        pty_slave, pin.allowed()};
   pid_t cmd = SpawnCommand(&start);
+  pin.Release();
   if (cmd < 0) {
     err.Set("fork", errno);
     ReportAndExit(ctl, err);
@@ -597,8 +587,9 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   const CpuPlacement cpus = CurrentCpuPlacement();
   int pidfd = -1;
   struct clone_args args = {};
-  args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-               CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD;
+  // Not CLONE_NEWNET: the network namespace is made off init's path (StartSandboxNet).
+  args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+               CLONE_NEWCGROUP | CLONE_PIDFD;
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   if (cgroup && cgroup->clone_fd() >= 0) {
@@ -617,7 +608,7 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   }
   if (pid < 0) {
     int e = errno;
-    return ErrnoError("creating namespaces (clone3 with user, mount, pid, net, ipc, uts, cgroup)",
+    return ErrnoError("creating namespaces (clone3 with user, mount, pid, ipc, uts, cgroup)",
                       e);
   }
   if (pid == 0) {
@@ -660,6 +651,19 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
     return ErrnoError("starting sandbox init", -rc);
   }
   return sb;
+}
+
+Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan) {
+  Result<SandboxNet> net = CreateSandboxNet(sb->pidfd.get(), plan.net);
+  if (!net.ok()) return net.status();
+  sb->egress_sockets = std::move(net->sockets);
+  ControlMsg m;
+  m.type = MsgType::kNetns;
+  if (int rc = SendControl(sb->control.get(), m, net->netns.get());
+      rc != 0 || (rc = Kick(*sb)) != 0) {
+    return ErrnoError("sending the network namespace to sandbox init", -rc);
+  }
+  return Ok();
 }
 
 Status SendLateSetup(const Sandbox& sb, const std::vector<std::string>& env,

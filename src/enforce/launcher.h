@@ -6,11 +6,13 @@
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
 #include "common/unique_fd.h"
 #include "enforce/child_error.h"
+#include "enforce/control.h"
 #include "enforce/spec.h"
 
 namespace ward::enforce {
@@ -35,12 +37,21 @@ struct Sandbox {
   // sender is about to sleep, and the supervisor is not (it goes on to compile the filter and
   // open the audit trail): init would wait for the supervisor's CPU while another sat idle.
   UniqueFd kick;
+  // Listening sockets inside the sandbox's network namespace, for the supervisor to serve (the
+  // proxy and the DNS stub; see StartSandboxNet).
+  std::vector<std::pair<FdKind, UniqueFd>> egress_sockets;
 };
 
-// Clones sandbox init into new user, mount, pid, net, ipc, uts and cgroup namespaces, writes
-// its id maps and tells it to proceed. With a cgroup, init is in it before it may proceed
-// (cloned into it on v2, moved into it on v1). The caller must be single-threaded.
+// Clones sandbox init into new user, mount, pid, ipc, uts and cgroup namespaces, writes its id
+// maps and tells it to proceed. With a cgroup, init is in it before it may proceed (cloned into
+// it on v2, moved into it on v1). The caller must be single-threaded.
 Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup = nullptr);
+
+// The sandbox's network namespace, owned by init's user namespace, made from here while init
+// builds the root (see CreateSandboxNet), and sent to init, which joins it before its sysctls
+// and the command. Its listening sockets go to sb->egress_sockets. After StartSandbox and the
+// late setup, before the seccomp program; the caller must be single-threaded.
+Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan);
 
 // A plan planned with PlanInput::compile_seccomp = false starts without its filter: init builds
 // the root meanwhile and waits, before it forks the command, for the program sent here (the

@@ -84,8 +84,11 @@ class Builder {
     if (sys::MountSetattr(root_.get(), "", AT_EMPTY_PATH, &attr) != 0) {
       return error_->Set("mount", errno, "making the root read-only");
     }
-    return PivotRoot() && WriteSysctls();
+    return PivotRoot();
   }
+
+  // The sysctls opened while /proc/sys was writable (see OpenSysctls), not yet written.
+  PendingSysctls TakeSysctls() { return std::move(sysctls_); }
 
  private:
   // Detached clones of every host path to bind, taken before anything covers the host tree.
@@ -435,17 +438,6 @@ class Builder {
     return true;
   }
 
-  bool WriteSysctls() {
-    for (const auto& [fd, s] : sysctls_) {
-      if (write(fd.get(), s->value.data(), s->value.size()) !=
-          static_cast<ssize_t>(s->value.size())) {
-        return error_->Set("sysctl", errno, "/proc/sys/", s->path.c_str());
-      }
-    }
-    sysctls_.clear();
-    return true;
-  }
-
   // Covers an entry with an empty, unreadable file or an empty read-only directory. The first
   // cover of each kind is made in full and kept detached as a template; later ones are clones
   // of it (one open_tree instead of a new tmpfs or a clone plus mount_setattr each): /proc
@@ -624,7 +616,7 @@ class Builder {
   std::vector<UniqueFd> sources_;
   std::vector<UniqueFd> dev_sources_;
   std::set<uint64_t> owned_mounts_;
-  std::vector<std::pair<UniqueFd, const Sysctl*>> sysctls_;
+  PendingSysctls sysctls_;
   UniqueFd file_cover_, dir_cover_;  // detached templates of the masks (see Cover)
   std::set<std::pair<dev_t, ino_t>> pinned_;
   std::set<std::pair<dev_t, ino_t>> already_protected_;
@@ -634,10 +626,26 @@ class Builder {
 }  // namespace
 
 bool ApplyMounts(const MountSpec& spec, MountReport* report, ChildError* error,
-                 std::vector<UniqueFd>* detached) {
+                 std::vector<UniqueFd>* detached, PendingSysctls* sysctls) {
   Builder b(spec, report, error);
   if (!b.Run()) return false;
   if (detached) b.HandOverDetached(detached);
+  if (sysctls) {
+    *sysctls = b.TakeSysctls();
+    return true;
+  }
+  PendingSysctls own = b.TakeSysctls();
+  return WriteSysctls(&own, error);
+}
+
+bool WriteSysctls(PendingSysctls* sysctls, ChildError* error) {
+  for (const auto& [fd, s] : *sysctls) {
+    if (write(fd.get(), s->value.data(), s->value.size()) !=
+        static_cast<ssize_t>(s->value.size())) {
+      return error->Set("sysctl", errno, "/proc/sys/", s->path.c_str());
+    }
+  }
+  sysctls->clear();
   return true;
 }
 

@@ -3,6 +3,7 @@
 // holds every capability of its new user namespace and nothing outside it.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "common/unique_fd.h"
@@ -25,11 +26,19 @@ struct MountReport {
   unsigned long long base_ino[kMaxBases] = {};
 };
 
+// The spec's sysctls, opened while /proc/sys was still writable, not yet written.
+using PendingSysctls = std::vector<std::pair<UniqueFd, const Sysctl*>>;
+
 // Returns false and fills *error on the first failure. Leaves the process in the new root with
 // cwd "/". With `detached`, the detached mounts still open at the end (the templates of the
 // covers) are handed over instead of closed: closing one waits for an RCU grace period, which
-// the caller can pay later, off the start-up's path.
+// the caller can pay later, off the start-up's path. With `sysctls`, the sysctls are handed
+// over unwritten (init writes them once it is in its network namespace, see kNetns); without,
+// they are written last.
 bool ApplyMounts(const MountSpec& spec, MountReport* report, ChildError* error,
-                 std::vector<UniqueFd>* detached = nullptr);
+                 std::vector<UniqueFd>* detached = nullptr, PendingSysctls* sysctls = nullptr);
+
+// Writes sysctls handed over by ApplyMounts; false and *error on the first failure.
+bool WriteSysctls(PendingSysctls* sysctls, ChildError* error);
 
 }  // namespace ward::enforce

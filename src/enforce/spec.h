@@ -137,8 +137,8 @@ struct LimitsSpec {
   std::vector<LimitLine> lines;
 };
 
-// Egress: sandbox init creates these listening sockets inside the sandbox's network
-// namespace and hands them to the supervisor, which serves them (proxy and DNS stub).
+// Egress: listening sockets made inside the sandbox's network namespace, in the supervisor's
+// fd table (CreateSandboxNet), which serves them (proxy and DNS stub).
 struct NetSpec {
   bool enabled = false;
   uint16_t proxy_port = 3128;  // 127.0.0.1:<port> inside: HTTP CONNECT, absolute-URI, SOCKS5

@@ -68,6 +68,8 @@ class Session {
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&forwarded, s);
     pthread_sigmask(SIG_UNBLOCK, &forwarded, nullptr);
     if (req_.policy.approvals.enabled) StartApprovals();
+    for (auto& [kind, fd] : sb_.egress_sockets) ServeEgress(kind, std::move(fd));
+    sb_.egress_sockets.clear();
     WaitControl();
     pidfd_.async_wait(asio::posix::descriptor_base::wait_read,
                       [this](const asio::error_code&) { OnInitExit(); });
@@ -93,8 +95,8 @@ class Session {
   }
 
  private:
-  // The proxy and the DNS stub, on this loop, for the sockets init created inside the
-  // sandbox's network namespace. Upstream connections and lookups happen out here.
+  // The proxy and the DNS stub, on this loop, for the sockets made inside the sandbox's network
+  // namespace (enforce::StartSandboxNet). Upstream connections and lookups happen out here.
   void ServeEgress(enforce::FdKind kind, UniqueFd fd) {
     if (!egress_rules_) return;
     if (!resolver_) {
@@ -231,10 +233,6 @@ class Session {
       case enforce::MsgType::kFd:
         if (m.fd_kind == enforce::FdKind::kPtyMaster && fd) {
           StartPty(std::move(fd));
-        } else if (fd && (m.fd_kind == enforce::FdKind::kNetProxy ||
-                          m.fd_kind == enforce::FdKind::kNetDnsUdp ||
-                          m.fd_kind == enforce::FdKind::kNetDnsTcp)) {
-          ServeEgress(m.fd_kind, std::move(fd));
         } else if (m.fd_kind == enforce::FdKind::kNotifyListener && fd) {
           NotifierConfig nc = NotifierConfig::From(plan_, out_->mounts);
           if (approvals_) nc.approvals = approvals_->files();
@@ -284,6 +282,7 @@ class Session {
       case enforce::MsgType::kTerminate:
       case enforce::MsgType::kSeccomp:
       case enforce::MsgType::kLateSetup:
+      case enforce::MsgType::kNetns:
         break;
     }
   }
@@ -739,10 +738,20 @@ Outcome Run(const RunRequest& req) {
     if (!sent.ok()) return refuse_after_clone(sent);
     TraceMark("credentials prepared and sent");
   }
+  {
+    Status sent = enforce::StartSandboxNet(&*sb, *plan);
+    if (!sent.ok()) return refuse_after_clone(sent);
+    TraceMark("network namespace made and sent");
+  }
   if (plan->seccomp_enabled) {
     Status sent = CompileAndSendSeccomp(*sb, &*plan);
     if (!sent.ok()) return refuse_after_clone(sent);
     TraceMark("seccomp compiled and sent");
+  }
+  // While init builds the root, and before the audit trail starts its threads.
+  if (cgroup) {
+    cgroup->StartReaper();
+    TraceMark("cgroup reaper started");
   }
   // Init is busy building the root now: the audit trail is opened meanwhile.
   EventSink* events = req.events;

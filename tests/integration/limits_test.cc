@@ -488,6 +488,7 @@ TEST_F(LimitsTest, CgroupReaperRemovesTheCgroupOfAKilledSupervisor) {
     close(report[0]);
     Result<std::unique_ptr<enforce::Cgroup>> cg = enforce::Cgroup::Create(spec);
     if (!cg.ok()) _exit(3);
+    (*cg)->StartReaper();
     // It does not exec, so it keeps every descriptor the stand-in had (the reaper must not
     // depend on them being closed).
     pid_t inside = fork();

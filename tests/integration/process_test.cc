@@ -1,6 +1,7 @@
 // Process layers: capabilities, no_new_privs, seccomp, pid namespace, init, teardown.
 #include <dirent.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -123,6 +124,18 @@ TEST_F(ProcessTest, PidNamespaceAndHostname) {
   EXPECT_EQ(Probe({"pidns"}).out, "ok pid=2 ppid=1\n");
   EXPECT_EQ(Probe({"hostname"}).out, "ok ward\n");
   EXPECT_EQ(Probe({"kill", "1", "15"}).out, "err EPERM kill\n");  // init is out of reach
+}
+
+// The network namespace is made by the supervisor while init builds the root; like every other
+// namespace it must be the sandbox's own, owned by the sandbox's user namespace (where root
+// inside holds its capabilities), not by the caller's.
+TEST_F(ProcessTest, EveryNamespaceIsNewAndOwnedByTheSandboxUserNamespace) {
+  RunResult r = Probe({"ns-owners"});
+  ASSERT_EQ(r.status, 0) << r.out;
+  ASSERT_EQ(r.out.rfind("ok net=", 0), 0u) << r.out;
+  struct stat host;
+  ASSERT_EQ(stat("/proc/self/ns/net", &host), 0);
+  EXPECT_NE(r.out, "ok net=" + std::to_string(host.st_ino) + "\n");
 }
 
 TEST_F(ProcessTest, CoreDumpsAreOff) {

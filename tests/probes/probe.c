@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <linux/io_uring.h>
 #include <linux/keyctl.h>
+#include <linux/nsfs.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
@@ -540,6 +541,31 @@ int main(int argc, char** argv) {
     int fd = open(a1, O_WRONLY | O_CLOEXEC);
     if (fd < 0) return Err(errno, "open");
     return Result(write(fd, a2, strlen(a2)), "write");
+  }
+  if (!strcmp(v, "ns-owners")) {
+    /* Every namespace of the sandbox is owned by its own user namespace (NS_GET_USERNS fails
+       with EPERM for an owner outside it); prints the network namespace's inode. */
+    struct stat own, st;
+    if (stat("/proc/self/ns/user", &own) != 0) return Err(errno, "stat user ns");
+    const char* kinds[] = {"net", "mnt", "pid", "ipc", "uts", "cgroup"};
+    ino_t net = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; ++i) {
+      char path[64];
+      snprintf(path, sizeof path, "/proc/self/ns/%s", kinds[i]);
+      int fd = open(path, O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return Err(errno, kinds[i]);
+      struct stat nst;
+      if (fstat(fd, &nst) == 0 && i == 0) net = nst.st_ino;
+      int owner = ioctl(fd, NS_GET_USERNS);
+      close(fd);
+      if (owner < 0) return Err(errno, kinds[i]);
+      int same = fstat(owner, &st) == 0 && st.st_ino == own.st_ino && st.st_dev == own.st_dev;
+      close(owner);
+      if (!same) return Err(EXDEV, kinds[i]);
+    }
+    char d[64];
+    snprintf(d, sizeof d, "net=%lu", (unsigned long)net);
+    return Ok(d);
   }
   if (!strcmp(v, "pidns")) {
     char d[64];

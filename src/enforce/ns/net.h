@@ -1,9 +1,32 @@
-// Network namespace setup inside the sandbox: only `lo` exists, and it is brought up.
+// The sandbox's network namespace: only `lo` exists, brought up, and (when the plan has the
+// egress proxy) the proxy's and DNS stub's listening sockets on 127.0.0.1, served from outside.
 #pragma once
+
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "common/unique_fd.h"
+#include "enforce/control.h"
+#include "enforce/spec.h"
 
 namespace ward::enforce {
 
-// Child side. Returns 0 or -errno.
+// Returns 0 or -errno.
 int BringUpLoopback();
+
+struct SandboxNet {
+  UniqueFd netns;  // for init's setns (see MsgType::kNetns)
+  std::vector<std::pair<FdKind, UniqueFd>> sockets;  // listening inside, served from outside
+};
+
+// Makes the sandbox's network namespace from the supervisor while init builds the root.
+// Creating one is the costliest namespace by far (every network subsystem registers itself:
+// ~0.6 ms here), and inside clone3 it held up sandbox init's start. A short-lived helper task
+// joins init's user namespace, so that the new namespace is owned by it exactly as if init had
+// made it, unshares the network namespace, brings up lo and opens the sockets `net` plans.
+// Init joins the namespace before it writes its sysctls (user.max_net_namespaces = 0 among
+// them) and before the command starts. The caller must be single-threaded.
+Result<SandboxNet> CreateSandboxNet(int init_pidfd, const NetSpec& net);
 
 }  // namespace ward::enforce
