@@ -105,10 +105,11 @@ std::string Redactor::ScrubLocked(std::string_view s) const {
 
 nlohmann::json Redactor::Apply(nlohmann::json j) const {
   std::shared_lock lock(mu_);
-  return ApplyLocked(std::move(j), 0);
+  ApplyLocked(j, 0);
+  return j;
 }
 
-nlohmann::json Redactor::RedactEnv(nlohmann::json env, int depth) const {
+void Redactor::RedactEnv(nlohmann::json& env, int depth) const {
   if (env.is_object()) {
     for (auto it = env.begin(); it != env.end(); ++it) {
       if (NameLooksSecret(it.key()) && !it.value().is_null()) it.value() = kRedacted;
@@ -123,38 +124,71 @@ nlohmann::json Redactor::RedactEnv(nlohmann::json env, int depth) const {
       }
     }
   }
-  return ApplyLocked(std::move(env), depth);
+  ApplyLocked(env, depth);
 }
 
-nlohmann::json Redactor::ApplyLocked(nlohmann::json j, int depth) const {
-  if (depth > kMaxJsonDepth) return "[too deep]";
+bool Redactor::NeedsScrubLocked(std::string_view s) const {
+  for (const std::string& secret : secrets_) {
+    if (secret.size() <= s.size() && s.find(secret) != std::string_view::npos) return true;
+  }
+  // A "://" without a password in it leaves the string as it is; ScrubLocked decides.
+  return s.find("://") != std::string_view::npos;
+}
+
+void Redactor::ApplyLocked(nlohmann::json& j, int depth) const {
+  if (depth > kMaxJsonDepth) {
+    j = "[too deep]";
+    return;
+  }
   switch (j.type()) {
-    case nlohmann::json::value_t::string:
-      return ScrubLocked(j.get_ref<const std::string&>());
-    case nlohmann::json::value_t::array: {
-      nlohmann::json out = nlohmann::json::array();
-      for (auto& item : j) out.push_back(ApplyLocked(std::move(item), depth + 1));
-      return out;
+    case nlohmann::json::value_t::string: {
+      const std::string& s = j.get_ref<const std::string&>();
+      if (NeedsScrubLocked(s)) j = ScrubLocked(s);
+      return;
     }
+    case nlohmann::json::value_t::array:
+      for (auto& item : j) ApplyLocked(item, depth + 1);
+      return;
     case nlohmann::json::value_t::object: {
+      bool keys_change = false;
+      for (auto it = j.begin(); it != j.end() && !keys_change; ++it) {
+        keys_change = NeedsScrubLocked(it.key()) && ScrubLocked(it.key()) != it.key();
+      }
+      if (!keys_change) {
+        for (auto it = j.begin(); it != j.end(); ++it) {
+          if (it.key() == "env") {
+            RedactEnv(it.value(), depth + 1);
+          } else {
+            ApplyLocked(it.value(), depth + 1);
+          }
+        }
+        return;
+      }
       nlohmann::json out = nlohmann::json::object();
       for (auto it = j.begin(); it != j.end(); ++it) {
         std::string key = ScrubLocked(it.key());
-        nlohmann::json value = it.key() == "env" ? RedactEnv(std::move(it.value()), depth + 1)
-                                                 : ApplyLocked(std::move(it.value()), depth + 1);
+        nlohmann::json value = std::move(it.value());
+        if (it.key() == "env") {
+          RedactEnv(value, depth + 1);
+        } else {
+          ApplyLocked(value, depth + 1);
+        }
         // Two keys that scrub to the same text must not overwrite each other.
         std::string unique = key;
         for (int n = 2; out.contains(unique); ++n) unique = key + "#" + std::to_string(n);
         out[unique] = std::move(value);
       }
-      return out;
+      j = std::move(out);
+      return;
     }
     case nlohmann::json::value_t::binary:
-      return "[binary]";  // never serialised into the log as raw bytes
+      j = "[binary]";  // never serialised into the log as raw bytes
+      return;
     case nlohmann::json::value_t::discarded:
-      return nullptr;
+      j = nullptr;
+      return;
     default:
-      return j;
+      return;
   }
 }
 

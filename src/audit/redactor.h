@@ -34,9 +34,11 @@ class Redactor {
   std::string Scrub(std::string_view s) const;
 
  private:
-  nlohmann::json ApplyLocked(nlohmann::json j, int depth) const;
+  // In place: a session.start record holds ~1000 values, nearly all of which stay as they are.
+  void ApplyLocked(nlohmann::json& j, int depth) const;
   std::string ScrubLocked(std::string_view s) const;
-  nlohmann::json RedactEnv(nlohmann::json env, int depth) const;
+  bool NeedsScrubLocked(std::string_view s) const;  // ScrubLocked would change s
+  void RedactEnv(nlohmann::json& env, int depth) const;
 
   mutable std::shared_mutex mu_;
   std::vector<std::string> secrets_;

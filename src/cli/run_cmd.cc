@@ -9,7 +9,10 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <functional>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include "audit/session_log.h"
 #include "audit/sessions.h"
@@ -27,14 +30,44 @@
 namespace ward::cli {
 namespace {
 
+// The audit session's first record (session.start: the whole effective policy, the plan and the
+// eight axes, ~20 KB) takes the supervisor about a millisecond to build. It is built on a thread
+// of its own while the supervisor serves the sandbox; every other record waits for it, so it
+// stays first in the hash chain.
+class StartRecordFirst final : public EventSink {
+ public:
+  explicit StartRecordFirst(audit::SessionLog* log) : log_(log) {}
+  ~StartRecordFirst() override { Wait(); }
+  StartRecordFirst(const StartRecordFirst&) = delete;
+  StartRecordFirst& operator=(const StartRecordFirst&) = delete;
+
+  void Start(std::function<void()> build) {
+    std::lock_guard lock(mu_);
+    thread_ = std::thread(std::move(build));
+  }
+  void Wait() {
+    std::lock_guard lock(mu_);
+    if (thread_.joinable()) thread_.join();
+  }
+  void Emit(std::string_view type, nlohmann::json data) override {
+    Wait();
+    log_->Emit(type, std::move(data));
+  }
+
+ private:
+  audit::SessionLog* log_;
+  std::mutex mu_;
+  std::thread thread_;
+};
+
 struct RunCommandOptions {
   RunOptions run;
   int json_status_fd = -1;
   std::vector<std::string> command;
-  std::vector<std::string> labels;  // KEY=VALUE, recorded in the audit session
-  std::string audit_dir;            // overrides the state directory
-  bool audit_fsync = false;         // fsync the log when the run ends
-  std::vector<std::string> resolve; // HOST:ADDR[,ADDR] for the proxy's resolution
+  std::vector<std::string> labels;       // KEY=VALUE, recorded in the audit session
+  std::string audit_dir;                 // overrides the state directory
+  bool audit_fsync = false;              // fsync the log when the run ends
+  std::vector<std::string> resolve;      // HOST:ADDR[,ADDR] for the proxy's resolution
   std::vector<std::string> upstream_ca;  // extra CAs for the credential broker's upstreams
   // The session id to use (audit session and approval socket) instead of a fresh one; set by
   // `ward serve` so it knows each exec's approval socket. Only NewSessionId's format.
@@ -43,10 +76,14 @@ struct RunCommandOptions {
 
 nlohmann::json EgressToJson(const supervisor::Outcome::Egress& e) {
   if (!e.enabled) return nullptr;
-  nlohmann::json j = {{"connections", e.connections}, {"allowed", e.allowed},
-                      {"denied", e.denied},           {"bytes_up", e.bytes_up},
-                      {"bytes_down", e.bytes_down},   {"dns_queries", e.dns_queries},
-                      {"dns_answered", e.dns_answered}, {"dns_nxdomain", e.dns_nxdomain}};
+  nlohmann::json j = {{"connections", e.connections},
+                      {"allowed", e.allowed},
+                      {"denied", e.denied},
+                      {"bytes_up", e.bytes_up},
+                      {"bytes_down", e.bytes_down},
+                      {"dns_queries", e.dns_queries},
+                      {"dns_answered", e.dns_answered},
+                      {"dns_nxdomain", e.dns_nxdomain}};
   if (e.credentials) {
     j["credentials"] = {{"intercepted", e.intercepted},
                         {"uses", e.credential_uses},
@@ -95,9 +132,8 @@ Result<std::unique_ptr<audit::SessionLog>> CreateAuditSession(const RunCommandOp
   o.fsync_on_close = opts.audit_fsync;
   Result<std::unique_ptr<audit::SessionLog>> log = audit::SessionLog::Create(o);
   if (!log.ok()) {
-    return Status(log.status().code(),
-                  "cannot write the audit trail: " + log.status().ToString() +
-                      " (fix it, or run with --no-audit to go without one)");
+    return Status(log.status().code(), "cannot write the audit trail: " + log.status().ToString() +
+                                           " (fix it, or run with --no-audit to go without one)");
   }
   return log;
 }
@@ -109,8 +145,8 @@ Status CheckAuditDirHidden(const RunCommandOptions& opts, const policy::Policy& 
   policy::PathDecision d = policy::DecidePath(pol, state);
   if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) {
     return Error(Code::kFailedPrecondition,
-                 "the audit directory " + state + " would be visible inside the sandbox (" +
-                     d.via + "); move it (XDG_STATE_HOME) or run with --no-audit");
+                 "the audit directory " + state + " would be visible inside the sandbox (" + d.via +
+                     "); move it (XDG_STATE_HOME) or run with --no-audit");
   }
   return Ok();
 }
@@ -141,7 +177,8 @@ void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
 
 int RunCommand(RunCommandOptions& opts) {
   if (opts.command.empty()) {
-    std::fprintf(stderr, "ward: no command given (usage: ward run [OPTIONS] -- COMMAND [ARGS...])\n");
+    std::fprintf(stderr,
+                 "ward: no command given (usage: ward run [OPTIONS] -- COMMAND [ARGS...])\n");
     return 125;
   }
   // The kernel probe (a few syscalls and file reads) overlaps with loading the policy, on
@@ -151,6 +188,7 @@ int RunCommand(RunCommandOptions& opts) {
   ElsewhereThread probe([&features] { features = enforce::ProbeKernel(/*probe_user_ns=*/false); });
   supervisor::Outcome out;
   std::unique_ptr<audit::SessionLog> log;
+  std::optional<StartRecordFirst> events;  // log's sink during the run (after log: dies first)
   Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
   if (!opts.session_id.empty() && !audit::IsNewSessionIdFormat(opts.session_id)) {
     out.kind = supervisor::Outcome::Kind::kRefused;
@@ -225,51 +263,56 @@ int RunCommand(RunCommandOptions& opts) {
           log = std::move(made).value();
           TraceMark("audit session opened");
           audit::SessionLog* sink = log.get();
+          events.emplace(sink);
           return supervisor::AuditAttachment{
-              sink, [sink](const std::string& s) { sink->redactor().AddSecret(s); }};
+              &*events, [sink](const std::string& s) { sink->redactor().AddSecret(s); }};
         };
       }
     }
     if (labels_ok) {
       char cwd[4096] = "";
       if (getcwd(cwd, sizeof cwd) == nullptr) cwd[0] = '\0';
-      req.on_started = [&](const enforce::LaunchPlan& plan, const enforce::PlanNotes& notes,
-                           const enforce::KernelFeatures& features) {
+      req.on_started = [&](const enforce::LaunchPlan& run_plan, const enforce::PlanNotes& run_notes,
+                           const enforce::KernelFeatures& run_features) {
         audit::SessionLog* sink = log.get();
-        if (sink == nullptr) return;
+        if (sink == nullptr || !events) return;
         sink->StartFlusher();
-        supervisor::ExplainInput in;
-        in.policy = &req.policy;
-        in.argv = req.argv;
-        in.env = req.env;
-        in.version = WARD_VERSION;
-        in.approval_channels = supervisor::ApprovalChannelNames(
-            req.approvals, isatty(0) == 1 && (isatty(1) == 1 || isatty(2) == 1));
-        Result<nlohmann::json> ex = supervisor::ExplainPlan(in, features, plan, notes);
-        nlohmann::json start = {{"ward_version", WARD_VERSION},
-                                {"command", req.argv},
-                                {"cwd", cwd},
-                                {"uid", getuid()},
-                                {"gid", getgid()},
-                                {"labels", labels},
-                                {"kernel", FeaturesToJson(features)},
-                                {"degraded", notes.degraded}};
-        if (supervisor::AnyCredentialEnabled(req.policy)) {
-          start["credentials"] = supervisor::EnabledCredentialsJson(req.policy);
-        }
-        if (ex.ok()) {
-          start["policy"] = (*ex)["policy"];
-          start["layers"] = (*ex)["layers"];
-          start["axes"] = (*ex)["axes"];
-          start["plan"] = (*ex)["plan"];
-        }
-        sink->Emit("session.start", std::move(start));
-        TraceMark("session.start written");
+        // Copies: the thread may outlive the supervisor's plan; the request outlives it.
+        events->Start([&, sink, plan = run_plan, notes = run_notes, features = run_features] {
+          supervisor::ExplainInput in;
+          in.policy = &req.policy;
+          in.argv = req.argv;
+          in.env = req.env;
+          in.version = WARD_VERSION;
+          in.approval_channels = supervisor::ApprovalChannelNames(
+              req.approvals, isatty(0) == 1 && (isatty(1) == 1 || isatty(2) == 1));
+          Result<nlohmann::json> ex = supervisor::ExplainPlan(in, features, plan, notes);
+          nlohmann::json start = {{"ward_version", WARD_VERSION},
+                                  {"command", req.argv},
+                                  {"cwd", cwd},
+                                  {"uid", getuid()},
+                                  {"gid", getgid()},
+                                  {"labels", labels},
+                                  {"kernel", FeaturesToJson(features)},
+                                  {"degraded", notes.degraded}};
+          if (supervisor::AnyCredentialEnabled(req.policy)) {
+            start["credentials"] = supervisor::EnabledCredentialsJson(req.policy);
+          }
+          if (ex.ok()) {
+            start["policy"] = (*ex)["policy"];
+            start["layers"] = (*ex)["layers"];
+            start["axes"] = (*ex)["axes"];
+            start["plan"] = (*ex)["plan"];
+          }
+          sink->Emit("session.start", std::move(start));
+          TraceMark("session.start written");
+        });
       };
       probe.Join();
       TraceMark("kernel probed (in parallel)");
       req.features = features;
       out = supervisor::Run(req);
+      if (events) events->Wait();
       if (!log && !audit_tried && req.open_audit &&
           out.kind == supervisor::Outcome::Kind::kRefused) {
         // Refused before the clone: the trail still records what was refused and why.
@@ -291,17 +334,17 @@ int RunCommand(RunCommandOptions& opts) {
                                       {"refused", out.message}});
         }
         TraceMark("run finished");
-        log->Emit("session.end",
-                  {{"status", supervisor::OutcomeKindName(out.kind)},
-                   {"exit_code", out.exit_code},
-                   {"signal", out.signal == 0 ? nlohmann::json(nullptr) : nlohmann::json(out.signal)},
-                   {"message", out.message},
-                   {"duration_ms", static_cast<int64_t>(out.duration_ms)},
-                   {"rusage", RusageToJson(out.rusage)},
-                   {"notifications", out.notifications},
-                   {"protected_denials", out.protected_denials},
-                   {"limits", supervisor::LimitsOutcomeToJson(out.limits)},
-                   {"egress", EgressToJson(out.egress)}});
+        log->Emit("session.end", {{"status", supervisor::OutcomeKindName(out.kind)},
+                                  {"exit_code", out.exit_code},
+                                  {"signal", out.signal == 0 ? nlohmann::json(nullptr)
+                                                             : nlohmann::json(out.signal)},
+                                  {"message", out.message},
+                                  {"duration_ms", static_cast<int64_t>(out.duration_ms)},
+                                  {"rusage", RusageToJson(out.rusage)},
+                                  {"notifications", out.notifications},
+                                  {"protected_denials", out.protected_denials},
+                                  {"limits", supervisor::LimitsOutcomeToJson(out.limits)},
+                                  {"egress", EgressToJson(out.egress)}});
         TraceMark("session.end emitted");
         Status closed = log->Close();
         TraceMark("audit session closed");

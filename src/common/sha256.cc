@@ -1,6 +1,11 @@
 #include "common/sha256.h"
 
+#include <atomic>
 #include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace ward {
 namespace {
@@ -23,7 +28,9 @@ Sha256::Sha256()
     : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
          0x5be0cd19} {}
 
-void Sha256::Block(const uint8_t* p) {
+namespace {
+
+void BlockPortable(uint32_t* h_, const uint8_t* p) {
   uint32_t w[64];
   for (int i = 0; i < 16; ++i) {
     w[i] = (uint32_t(p[4 * i]) << 24) | (uint32_t(p[4 * i + 1]) << 16) |
@@ -61,6 +68,74 @@ void Sha256::Block(const uint8_t* p) {
   h_[7] += h;
 }
 
+#if defined(__x86_64__)
+// The SHA extensions keep the state as two vectors, (a, b, e, f) and (c, d, g, h), in lanes
+// 3..0; each sha256rnds2 does two rounds, sha256msg1/msg2 extend the message schedule.
+__attribute__((target("sha,sse4.1"))) void BlocksShaNi(uint32_t* h, const uint8_t* p, size_t n) {
+  const __m128i kByteSwap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i abcd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h));
+  __m128i efgh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 4));
+  abcd = _mm_shuffle_epi32(abcd, 0xB1);                // lanes (from 3): c d a b
+  efgh = _mm_shuffle_epi32(efgh, 0x1B);                // e f g h
+  __m128i abef = _mm_alignr_epi8(abcd, efgh, 8);       // a b e f
+  __m128i cdgh = _mm_blend_epi16(efgh, abcd, 0xF0);    // c d g h
+  for (; n > 0; --n, p += 64) {
+    const __m128i abef_in = abef, cdgh_in = cdgh;
+    __m128i w[4];
+    for (int i = 0; i < 4; ++i) {
+      w[i] = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * i)),
+                              kByteSwap);
+    }
+    for (int r = 0; r < 16; ++r) {
+      __m128i cur = w[r & 3];
+      if (r >= 4) {
+        // W[t] = W[t-16] + s0(W[t-15]) + W[t-7] + s1(W[t-2]), four at a time.
+        __m128i x = _mm_sha256msg1_epu32(w[r & 3], w[(r + 1) & 3]);
+        x = _mm_add_epi32(x, _mm_alignr_epi8(w[(r + 3) & 3], w[(r + 2) & 3], 4));
+        cur = w[r & 3] = _mm_sha256msg2_epu32(x, w[(r + 3) & 3]);
+      }
+      __m128i msg = _mm_add_epi32(cur, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK + 4 * r)));
+      cdgh = _mm_sha256rnds2_epu32(cdgh, abef, msg);
+      abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(msg, 0x0E));
+    }
+    abef = _mm_add_epi32(abef, abef_in);
+    cdgh = _mm_add_epi32(cdgh, cdgh_in);
+  }
+  __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+  __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm_blend_epi16(feba, dchg, 0xF0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), _mm_alignr_epi8(dchg, feba, 8));
+}
+
+bool CpuHasSha() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+}
+#else
+bool CpuHasSha() { return false; }
+#endif
+
+std::atomic<bool> force_portable{false};
+
+}  // namespace
+
+bool Sha256::Accelerated() {
+  static const bool has = CpuHasSha();
+  return has && !force_portable.load(std::memory_order_relaxed);
+}
+
+void Sha256::UsePortableForTesting(bool portable) { force_portable.store(portable); }
+
+void Sha256::Blocks(const uint8_t* p, size_t n) {
+#if defined(__x86_64__)
+  if (Accelerated()) {
+    BlocksShaNi(h_, p, n);
+    return;
+  }
+#endif
+  for (; n > 0; --n, p += 64) BlockPortable(h_, p);
+}
+
 void Sha256::Update(std::string_view data) {
   const auto* p = reinterpret_cast<const uint8_t*>(data.data());
   size_t n = data.size();
@@ -72,14 +147,14 @@ void Sha256::Update(std::string_view data) {
     p += take;
     n -= take;
     if (buf_len_ == sizeof buf_) {
-      Block(buf_);
+      Blocks(buf_, 1);
       buf_len_ = 0;
     }
   }
-  while (n >= 64) {
-    Block(p);
-    p += 64;
-    n -= 64;
+  if (n >= 64) {
+    Blocks(p, n / 64);
+    p += n / 64 * 64;
+    n %= 64;
   }
   if (n > 0) {
     std::memcpy(buf_, p, n);

@@ -17,7 +17,7 @@ TEST(Sha256, KnownVectors) {
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
-TEST(Sha256, AgreesWithOpenSslOnEveryLengthAndSplit) {
+void AgreesWithOpenSsl() {
   std::mt19937 rng(7);
   for (size_t len = 0; len < 300; ++len) {
     std::string data(len, '\0');
@@ -40,6 +40,18 @@ TEST(Sha256, AgreesWithOpenSslOnEveryLengthAndSplit) {
     auto d = s.Final();
     EXPECT_EQ(0, memcmp(d.data(), md, 32)) << len << " cut " << cut;
   }
+}
+
+TEST(Sha256, AgreesWithOpenSslOnEveryLengthAndSplit) { AgreesWithOpenSsl(); }
+
+// Both block functions: the SHA extensions where the CPU has them, and the portable code.
+TEST(Sha256, ThePortableCodeAgreesToo) {
+  Sha256::UsePortableForTesting(true);
+  EXPECT_FALSE(Sha256::Accelerated());
+  AgreesWithOpenSsl();
+  EXPECT_EQ(Sha256Hex(std::string(1000000, 'a')),
+            "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  Sha256::UsePortableForTesting(false);
 }
 
 }  // namespace
