@@ -373,11 +373,18 @@ CgroupUsage Cgroup::ReadUsage() const {
   return u;
 }
 
-Status Cgroup::Destroy() {
+Status Cgroup::Destroy(int last_pidfd) {
   if (destroyed_) return Ok();
   destroyed_ = true;
   clone_fd_.reset();
   join_fds_.clear();
+  if (last_pidfd >= 0) {
+    // Readable once it has exited, and then it has left the cgroup (cgroup_exit runs before
+    // the process becomes a zombie). Teardown below still kills and polls, with its timeout.
+    struct pollfd pfd = {last_pidfd, POLLIN, 0};
+    while (poll(&pfd, 1, kTeardownMs) < 0 && errno == EINTR) {
+    }
+  }
   bool gone = Teardown(paths_, version_, kTeardownMs);
   if (reaper_ > 0) {
     if (gone) {

@@ -48,8 +48,10 @@ class Cgroup {
   // SIGKILL to everything inside (cgroup.kill where the kernel has it).
   void KillAll();
   CgroupUsage ReadUsage() const;
-  // Kills what is left, waits until it is gone and removes the directories. Idempotent.
-  Status Destroy();
+  // Kills what is left, waits until it is gone and removes the directories. Idempotent. With
+  // `last_pidfd` (the pidfd of the process expected to leave last, sandbox init), waits for
+  // its exit first rather than polling the directories.
+  Status Destroy(int last_pidfd = -1);
   // The directories of the run, for messages.
   std::vector<std::string> paths() const { return paths_; }
   // Forks a small reaper process that tears the cgroup down if this process dies without doing

@@ -496,7 +496,7 @@ class Session {
 // What the limits did: usage and OOM kills read from the cgroup before it is removed, and a
 // limit.hit event for each limit the run ran into.
 void CollectLimits(const RunRequest& req, EventSink* events, const enforce::LaunchPlan& plan,
-                   enforce::Cgroup* cg, Outcome* out) {
+                   enforce::Cgroup* cg, int init_pidfd, Outcome* out) {
   LimitsOutcome& lo = out->limits;
   // `explains_sigkill`: the hit is the likely cause of a run that ended by SIGKILL, and its
   // message replaces the generic "the sandbox was killed by signal 9" (see the memory hit).
@@ -542,7 +542,7 @@ void CollectLimits(const RunRequest& req, EventSink* events, const enforce::Laun
                 {"backend", lo.backend}};
       hit(std::move(h));
     }
-    Status st = cg->Destroy();
+    Status st = cg->Destroy(init_pidfd);
     if (!st.ok()) lo.teardown_error = st.ToString();
   }
   if (out->kind == Outcome::Kind::kSignaled && out->signal == SIGXFSZ &&
@@ -767,13 +767,15 @@ Outcome Run(const RunRequest& req) {
     for (const std::string& secret : creds.secrets) add_secret(secret);
   }
   if (req.on_started) req.on_started(*plan, out.notes, features);
+  // The run ends on init's report, before init's own exit; the cgroup is removed after it.
+  UniqueFd init_pidfd(cgroup ? dup(sb->pidfd.get()) : -1);
   {
     if (plan->net.enabled) RaiseFileLimit();
     Session session(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
                     &overrides, creds.broker.get(), events);
     session.Serve();
   }
-  CollectLimits(req, events, *plan, cgroup.get(), &out);
+  CollectLimits(req, events, *plan, cgroup.get(), init_pidfd.get(), &out);
   if (cgroup) TraceMark("cgroup removed");
   out.duration_ms =
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();
