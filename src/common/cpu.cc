@@ -11,6 +11,7 @@ CpuPlacement CurrentCpuPlacement() {
   if (sched_getaffinity(0, sizeof p.allowed, &p.allowed) != 0) return p;
   const int here = sched_getcpu();
   if (here < 0 || !CPU_ISSET(here, &p.allowed)) return p;
+  p.here = here;
   p.others = p.allowed;
   CPU_CLR(here, &p.others);
   p.has_others = CPU_COUNT(&p.others) > 0;
@@ -19,10 +20,9 @@ CpuPlacement CurrentCpuPlacement() {
 
 StayOnThisCpu::StayOnThisCpu() : placement_(CurrentCpuPlacement()) {
   if (!placement_.has_others) return;
-  cpu_set_t here = placement_.allowed;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &placement_.others)) CPU_CLR(cpu, &here);
-  }
+  cpu_set_t here;
+  CPU_ZERO(&here);
+  CPU_SET(placement_.here, &here);
   pinned_ = sched_setaffinity(0, sizeof here, &here) == 0;
 }
 

@@ -14,6 +14,7 @@ namespace ward {
 struct CpuPlacement {
   cpu_set_t allowed;  // every CPU this thread may use
   cpu_set_t others;   // the same without the CPU it is on now
+  int here = -1;      // the CPU it is on now
   bool has_others = false;
 };
 
