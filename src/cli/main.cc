@@ -32,12 +32,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("ward ") + WARD_VERSION);
   app.require_subcommand(1);
   int exit_code = 0;
-  ward::cli::AddRunCommand(app, &exit_code);
   // `ward run` wraps every tool call: its start-up does not pay for building the other
-  // subcommands' parsers.
-  if (argc < 2 || std::string_view(argv[1]) != "run") {
-    AddOtherCommands(app, &exit_code);
-  }
+  // subcommands' parsers, and its kernel probe overlaps with parsing its own.
+  const bool run = argc >= 2 && std::string_view(argv[1]) == "run";
+  ward::cli::AddRunCommand(app, &exit_code, /*probe_now=*/run);
+  if (!run) AddOtherCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

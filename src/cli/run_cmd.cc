@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <functional>
@@ -60,7 +59,30 @@ class StartRecordFirst final : public EventSink {
   std::thread thread_;
 };
 
+// The kernel probe (a few syscalls and file reads) runs on another CPU (common/cpu.h) while the
+// command line is parsed and the policy loaded. Its result is taken while the thread may still
+// be ending; the thread is joined before the supervisor clones the sandbox (before_clone).
+class KernelProbe {
+ public:
+  KernelProbe()
+      : thread_([this] {
+          TraceMark("probe: begin");
+          features_ = enforce::ProbeKernel(/*probe_user_ns=*/false);
+          TraceMark("probe: end");
+        }) {}
+  const enforce::KernelFeatures& Features() {
+    thread_.Wait();
+    return features_;
+  }
+  void Join() { thread_.Join(); }
+
+ private:
+  enforce::KernelFeatures features_;
+  ElsewhereThread thread_;  // after features_: runs once it exists, joined before it goes
+};
+
 struct RunCommandOptions {
+  std::unique_ptr<KernelProbe> probe;  // started early, or by RunCommand
   RunOptions run;
   int json_status_fd = -1;
   std::vector<std::string> command;
@@ -181,11 +203,8 @@ int RunCommand(RunCommandOptions& opts) {
                  "ward: no command given (usage: ward run [OPTIONS] -- COMMAND [ARGS...])\n");
     return 125;
   }
-  // The kernel probe (a few syscalls and file reads) overlaps with loading the policy, on
-  // another CPU (common/cpu.h). Its thread is joined before the supervisor forks or clones
-  // anything.
-  enforce::KernelFeatures features;
-  ElsewhereThread probe([&features] { features = enforce::ProbeKernel(/*probe_user_ns=*/false); });
+  // Started by AddRunCommand when main knew `run` was coming; otherwise now.
+  if (!opts.probe) opts.probe = std::make_unique<KernelProbe>();
   supervisor::Outcome out;
   std::unique_ptr<audit::SessionLog> log;
   std::optional<StartRecordFirst> events;  // log's sink during the run (after log: dies first)
@@ -299,18 +318,17 @@ int RunCommand(RunCommandOptions& opts) {
             start["credentials"] = supervisor::EnabledCredentialsJson(req.policy);
           }
           if (ex.ok()) {
-            start["policy"] = (*ex)["policy"];
-            start["layers"] = (*ex)["layers"];
-            start["axes"] = (*ex)["axes"];
-            start["plan"] = (*ex)["plan"];
+            for (const char* key : {"policy", "layers", "axes", "plan"}) {
+              start[key] = std::move((*ex)[key]);
+            }
           }
           sink->Emit("session.start", std::move(start));
           TraceMark("session.start written");
         });
       };
-      probe.Join();
+      req.features = opts.probe->Features();
+      req.before_clone = [&opts] { opts.probe->Join(); };
       TraceMark("kernel probed (in parallel)");
-      req.features = features;
       out = supervisor::Run(req);
       if (events) events->Wait();
       if (!log && !audit_tried && req.open_audit &&
@@ -370,8 +388,9 @@ int RunCommand(RunCommandOptions& opts) {
 
 }  // namespace
 
-void AddRunCommand(CLI::App& app, int* exit_code) {
+void AddRunCommand(CLI::App& app, int* exit_code, bool probe_now) {
   auto opts = std::make_shared<RunCommandOptions>();
+  if (probe_now) opts->probe = std::make_unique<KernelProbe>();
   CLI::App* sub = app.add_subcommand("run", "Run COMMAND inside the sandbox");
   AddRunOptions(sub, &opts->run);
   sub->add_option("--json-status", opts->json_status_fd,

@@ -1,5 +1,7 @@
 #include "common/cpu.h"
 
+#include <time.h>
+
 #include <system_error>
 
 namespace ward {
@@ -44,6 +46,7 @@ ElsewhereThread::ElsewhereThread(std::function<void()> fn) : fn_(std::move(fn)) 
   if (rc == 0) {
     rc = pthread_create(&thread_, &attr, &Trampoline, this);
     pthread_attr_destroy(&attr);
+    elsewhere_ = rc == 0 && cpus.has_others;
   }
   if (rc != 0 && cpus.has_others) rc = pthread_create(&thread_, nullptr, &Trampoline, this);
   if (rc != 0) throw std::system_error(rc, std::generic_category(), "pthread_create");
@@ -58,8 +61,25 @@ void ElsewhereThread::Join() {
   joinable_ = false;
 }
 
+void ElsewhereThread::Wait() {
+  if (!joinable_) return;
+  if (elsewhere_) {
+    // Only while the thread has a CPU of its own: polling on a shared one would delay it.
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+      if (done_.load(std::memory_order_acquire)) return;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((now.tv_sec - start.tv_sec) * 1'000'000'000L + (now.tv_nsec - start.tv_nsec) <
+             kWaitPollNs);
+  }
+  Join();
+}
+
 void* ElsewhereThread::Trampoline(void* self) {
-  static_cast<ElsewhereThread*>(self)->fn_();
+  auto* t = static_cast<ElsewhereThread*>(self);
+  t->fn_();
+  t->done_.store(true, std::memory_order_release);
   return nullptr;
 }
 

@@ -1,5 +1,6 @@
 #include "common/trace.h"
 
+#include <sys/resource.h>
 #include <time.h>
 
 #include <cstdio>
@@ -16,7 +17,8 @@ double NowMs() {
 
 struct TraceState {
   bool enabled;
-  bool absolute;  // WARD_TRACE_TIMING=2: also print the clock, to line marks up with an outside timer
+  bool absolute;  // WARD_TRACE_TIMING=2: also print the clock, to line marks up with an outside
+                  // timer
   double start;
   TraceState() {
     const char* v = std::getenv("WARD_TRACE_TIMING");
@@ -43,7 +45,9 @@ void TraceMark(const char* what) {
   if (s.absolute) {
     std::fprintf(stderr, "ward: +%.3f ms %s (CLOCK_MONOTONIC %.3f ms)\n", now - s.start, what, now);
   } else {
-    std::fprintf(stderr, "ward: +%.3f ms %s\n", now - s.start, what);
+    struct rusage ru;
+    getrusage(RUSAGE_THREAD, &ru);
+    std::fprintf(stderr, "ward: +%.3f ms %s [%ld]\n", now - s.start, what, ru.ru_minflt);
   }
 }
 

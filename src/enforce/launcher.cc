@@ -473,6 +473,7 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
       m.value = cmd;
     }
     SendControl(ctl, m);
+    TraceMark("init: started sent");
   }
   detached.clear();
   // Init keeps nothing it does not need: no capabilities, no new privileges.
@@ -513,6 +514,7 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
         pid_t w;
         while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
           if (w != cmd) continue;
+          TraceMark("init: command reaped");
           // The command is done: everything it left behind dies, and is reaped here (orphans
           // are re-parented to init before their parent can be reaped, so ECHILD means this
           // namespace holds no other process). Only then does the supervisor hear of the end:
@@ -521,6 +523,7 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
           while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
             kill(-1, SIGKILL);
           }
+          TraceMark("init: emptied");
           ControlMsg m;
           m.type = MsgType::kExited;
           m.value = status;

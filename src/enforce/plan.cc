@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
 
 #include "enforce/limits.h"
+#include "policy/paths.h"
 
 namespace ward::enforce {
 namespace {
@@ -27,8 +29,24 @@ std::vector<std::string> Components(const std::string& p) {
   return out;
 }
 
-bool PathLess(const std::string& a, const std::string& b) {
-  return Components(a) < Components(b);
+// The next component of `p` at or after `*i` (empty at the end), skipping repeated slashes.
+std::string_view NextComponent(std::string_view p, size_t* i) {
+  while (*i < p.size() && p[*i] == '/') ++*i;
+  size_t j = *i;
+  while (j < p.size() && p[j] != '/') ++j;
+  std::string_view c = p.substr(*i, j - *i);
+  *i = j;
+  return c;
+}
+
+// Component by component, so that a directory sorts right before what is below it.
+bool PathLess(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  while (true) {
+    std::string_view ca = NextComponent(a, &i), cb = NextComponent(b, &j);
+    if (ca.empty() || cb.empty()) return ca.empty() && !cb.empty();
+    if (ca != cb) return ca < cb;
+  }
 }
 
 // The policy's deny rules, prepared once per plan: a rule matches `path` when path is at or
@@ -79,20 +97,7 @@ struct Bind {
 
 }  // namespace
 
-std::string NormalizePath(const std::string& path) {
-  std::vector<std::string> out;
-  for (const std::string& c : Components(path)) {
-    if (c == ".") continue;
-    if (c == "..") {
-      if (!out.empty()) out.pop_back();
-      continue;
-    }
-    out.push_back(c);
-  }
-  std::string s;
-  for (const auto& c : out) s += "/" + c;
-  return s.empty() ? "/" : s;
-}
+std::string NormalizePath(const std::string& path) { return policy::NormalizePath(path); }
 
 bool PathIsWithin(const std::string& path, const std::string& dir) {
   if (dir == "/") return true;

@@ -7,28 +7,24 @@
 namespace ward::policy {
 
 std::string NormalizePath(std::string_view abs_path) {
-  std::vector<std::string_view> parts;
+  // Built in place: ".." drops what follows the output's last '/'.
+  std::string out;
+  out.reserve(abs_path.size());
   size_t i = 0;
   while (i < abs_path.size()) {
     while (i < abs_path.size() && abs_path[i] == '/') ++i;
     size_t j = i;
     while (j < abs_path.size() && abs_path[j] != '/') ++j;
     std::string_view comp = abs_path.substr(i, j - i);
-    if (comp.empty() || comp == ".") {
-      // skip
-    } else if (comp == "..") {
-      if (!parts.empty()) parts.pop_back();
-    } else {
-      parts.push_back(comp);
+    if (comp == "..") {
+      out.resize(out.empty() ? 0 : out.rfind('/'));
+    } else if (!comp.empty() && comp != ".") {
+      out += '/';
+      out += comp;
     }
     i = j;
   }
-  if (parts.empty()) return "/";
-  std::string out;
-  for (std::string_view p : parts) {
-    out += '/';
-    out += p;
-  }
+  if (out.empty()) out.push_back('/');
   return out;
 }
 

@@ -714,6 +714,7 @@ Outcome Run(const RunRequest& req) {
     out.limits.cgroup = cgroup->paths();
     TraceMark("cgroup created");
   }
+  if (req.before_clone) req.before_clone();
   Result<enforce::Sandbox> sb = enforce::StartSandbox(*plan, cgroup.get());
   if (!sb.ok()) {
     out.kind = Outcome::Kind::kRefused;

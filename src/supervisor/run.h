@@ -42,6 +42,9 @@ struct RunRequest {
   // The kernel's features when the caller probed them already (ward run overlaps the probe
   // with loading the policy); else Run probes.
   std::optional<enforce::KernelFeatures> features;
+  // Called right before the sandbox is cloned. A clone copies only the calling thread, and
+  // with it any lock another thread holds at that moment: the caller joins its threads here.
+  std::function<void()> before_clone;
   // Called with each brokered secret before anything runs (the audit redactor).
   std::function<void(const std::string&)> add_secret;
   // Opens the audit trail right after the clone, on the supervisor's thread, while sandbox

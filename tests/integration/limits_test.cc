@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -528,7 +529,8 @@ class LimitsEventsTest : public LimitsTest {
  protected:
   // Runs the probe under `flags` with supervisor::Run in this process and collects events.
   supervisor::Outcome RunInProcess(policy::RunFlags flags, const std::vector<std::string>& args,
-                                   MemoryEventSink* sink) {
+                                   MemoryEventSink* sink,
+                                   std::function<void()> before_clone = nullptr) {
     flags.read.push_back(StageDir());
     policy::Context ctx;
     ctx.home = home_;
@@ -552,6 +554,7 @@ class LimitsEventsTest : public LimitsTest {
     req.argv.insert(req.argv.end(), args.begin(), args.end());
     req.env = {"PATH=/usr/bin:/bin", "HOME=" + home_};
     req.events = sink;
+    req.before_clone = std::move(before_clone);
     // The harness dropped from root to the test user, which leaves this process non-dumpable;
     // the supervisor must be able to write its child's id maps, as an exec'ed ward can.
     prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
@@ -588,6 +591,36 @@ class LimitsEventsTest : public LimitsTest {
     return hits;
   }
 };
+
+// This process's children, all threads' together.
+int CountChildren() {
+  int n = 0;
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  while (struct dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/children");
+    std::string pid;
+    while (in >> pid) ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+TEST_F(LimitsEventsTest, BeforeCloneIsCalledOnceBeforeTheSandboxExists) {
+  MemoryEventSink sink;
+  const int children = CountChildren();
+  ASSERT_GE(children, 0);
+  int calls = 0;
+  int children_then = -1;
+  supervisor::Outcome out = RunInProcess(policy::RunFlags(), {"exit", "0"}, &sink, [&] {
+    ++calls;
+    children_then = CountChildren();
+  });
+  EXPECT_EQ(out.kind, supervisor::Outcome::Kind::kExited) << out.message;
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(children_then, children) << "sandbox init already existed";
+}
 
 TEST_F(LimitsEventsTest, TimeoutEmitsLimitHit) {
   MemoryEventSink sink;

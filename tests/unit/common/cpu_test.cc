@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <vector>
 
 namespace ward {
 namespace {
@@ -42,6 +43,22 @@ TEST(ElsewhereThreadTest, RunsOffTheCreatorsCpuAndLeavesTheCreatorAlone) {
     EXPECT_EQ(count.load(), n > 1 ? n - 1 : n);
     cpu_set_t after = MyCpus();
     EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "iteration " << i;
+  }
+}
+
+TEST(ElsewhereThreadTest, WaitReturnsOnceTheFunctionHasReturnedAndSeesWhatItWrote) {
+  // Quick functions (Wait polls) and one longer than the polling (Wait sleeps in a join).
+  for (long us : {0L, 200L, ElsewhereThread::kWaitPollNs / 1000 + 3000}) {
+    std::vector<int> written;  // plain memory: Wait must order it
+    ElsewhereThread t([&written, us] {
+      usleep(static_cast<useconds_t>(us));
+      written.assign(1000, 7);
+    });
+    t.Wait();
+    ASSERT_EQ(written.size(), 1000u) << us << " µs";
+    EXPECT_EQ(written.back(), 7);
+    t.Wait();  // again, and after it the join: both return at once
+    t.Join();
   }
 }
 
