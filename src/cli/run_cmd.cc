@@ -303,6 +303,7 @@ int RunCommand(RunCommandOptions& opts) {
           in.argv = req.argv;
           in.env = req.env;
           in.version = WARD_VERSION;
+          in.record_only = true;
           in.approval_channels = supervisor::ApprovalChannelNames(
               req.approvals, isatty(0) == 1 && (isatty(1) == 1 || isatty(2) == 1));
           Result<nlohmann::json> ex = supervisor::ExplainPlan(in, features, plan, notes);

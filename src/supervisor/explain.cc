@@ -160,51 +160,54 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
     }
     layer("resource limits", all_enforced,
           enforce::LimitsSummary(plan.limits) + "; RLIMIT_CORE 0 (no core dumps)");
-    j["limits"] = lines;
+    if (!in.record_only) j["limits"] = lines;
   }
   j["layers"] = layers;
 
   // --- rules and the layers that enforce them ---------------------------------------------
-  json rules = json::array();
-  for (const auto& op : plan.mount.ops) {
-    if (op.kind != enforce::MountOp::Kind::kBind) continue;
-    json by = json::array({op.writable ? "mount: read-write bind" : "mount: read-only bind"});
-    if (plan.landlock.enabled) {
-      by.push_back(op.writable ? "landlock: all file rights" : "landlock: read and execute");
+  if (!in.record_only) {
+    json rules = json::array();
+    for (const auto& op : plan.mount.ops) {
+      if (op.kind != enforce::MountOp::Kind::kBind) continue;
+      json by = json::array({op.writable ? "mount: read-write bind" : "mount: read-only bind"});
+      if (plan.landlock.enabled) {
+        by.push_back(op.writable ? "landlock: all file rights" : "landlock: read and execute");
+      }
+      rules.push_back({{"rule", std::string(op.writable ? "write " : "read ") + op.target},
+                       {"why", op.why},
+                       {"enforced_by", by}});
     }
-    rules.push_back({{"rule", std::string(op.writable ? "write " : "read ") + op.target},
-                     {"why", op.why},
-                     {"enforced_by", by}});
+    for (const auto& m : plan.mount.masks) {
+      rules.push_back(
+          {{"rule", "deny " + m.target},
+           {"why", m.why},
+           {"enforced_by", json::array({"mount: covered by an empty read-only mount"})}});
+    }
+    rules.push_back({{"rule", "deny everything else"},
+                     {"why", "deny by construction"},
+                     {"enforced_by", json::array({"mount: not in the sandbox's view",
+                                                  "landlock: no rule outside the view"})}});
+    if (!plan.mount.protect.relpaths.empty()) {
+      rules.push_back(
+          {{"rule", "protected paths below writable roots"},
+           {"why", "filesystem.protected"},
+           {"enforced_by",
+            json::array({"mount: existing ones are read-only binds (their directories pinned)",
+                         "seccomp user notification: the supervisor refuses to create absent "
+                         "ones and performs every other creation itself"})}});
+    }
+    rules.push_back({{"rule", plan.net.enabled ? "egress through the proxy only" : "no network"},
+                     {"why", "network.allow / network.deny"},
+                     {"enforced_by",
+                      json::array({"network namespace: only lo",
+                                   plan.landlock.abi >= 4 ? "landlock: TCP ports" : "",
+                                   "seccomp: socket families unix, inet, inet6 only"})}});
+    rules.push_back({{"rule", "environment from an allow list"},
+                     {"why", "env.pass / env.set"},
+                     {"enforced_by", json::array({"supervisor: builds the environment"})}});
+    j["rules"] = rules;
+    j["credentials"] = EnabledCredentialsJson(p);
   }
-  for (const auto& m : plan.mount.masks) {
-    rules.push_back({{"rule", "deny " + m.target},
-                     {"why", m.why},
-                     {"enforced_by", json::array({"mount: covered by an empty read-only mount"})}});
-  }
-  rules.push_back({{"rule", "deny everything else"},
-                   {"why", "deny by construction"},
-                   {"enforced_by", json::array({"mount: not in the sandbox's view",
-                                                "landlock: no rule outside the view"})}});
-  if (!plan.mount.protect.relpaths.empty()) {
-    rules.push_back(
-        {{"rule", "protected paths below writable roots"},
-         {"why", "filesystem.protected"},
-         {"enforced_by",
-          json::array({"mount: existing ones are read-only binds (their directories pinned)",
-                       "seccomp user notification: the supervisor refuses to create absent "
-                       "ones and performs every other creation itself"})}});
-  }
-  rules.push_back({{"rule", plan.net.enabled ? "egress through the proxy only" : "no network"},
-                   {"why", "network.allow / network.deny"},
-                   {"enforced_by",
-                    json::array({"network namespace: only lo",
-                                 plan.landlock.abi >= 4 ? "landlock: TCP ports" : "",
-                                 "seccomp: socket families unix, inet, inet6 only"})}});
-  rules.push_back({{"rule", "environment from an allow list"},
-                   {"why", "env.pass / env.set"},
-                   {"enforced_by", json::array({"supervisor: builds the environment"})}});
-  j["rules"] = rules;
-  j["credentials"] = EnabledCredentialsJson(p);
 
   // --- the eight axes ----------------------------------------------------------------------
   std::vector<std::string> env_names;
@@ -259,7 +262,9 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
                   "grants only through the approval broker outside the sandbox"},
       {"approvals", p.approvals.enabled}};
   j["axes"] = axes;
-  j["seccomp"] = {{"denied", sc.denied_names}, {"trapped", sc.notified_names}};
+  if (!in.record_only) {
+    j["seccomp"] = {{"denied", sc.denied_names}, {"trapped", sc.notified_names}};
+  }
   return j;
 }
 

@@ -21,6 +21,9 @@ struct ExplainInput {
   std::string version;
   // With approvals on: the channels that would be asked ("socket", "webhook", "terminal").
   std::vector<std::string> approval_channels;
+  // Only what the audit's session.start record keeps: policy, plan, layers and axes (the
+  // rules, limits and syscall names are derived from those and not built).
+  bool record_only = false;
 };
 
 // Builds the explanation (JSON). Fails when the run would be refused, with that reason.

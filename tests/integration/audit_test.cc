@@ -59,6 +59,12 @@ TEST_F(AuditTest, EachRunWritesAVerifiableSession) {
   EXPECT_TRUE(start.contains("policy"));
   EXPECT_TRUE(start.contains("axes"));
   EXPECT_TRUE(start.contains("layers"));
+  ASSERT_TRUE(start.contains("plan"));
+  EXPECT_FALSE(start["plan"]["mounts"].empty());
+  // The record's explanation is built without the sections it does not keep; the figures the
+  // axes show are still there.
+  EXPECT_GT(start["axes"]["escape_resistance"]["syscalls_denied"].get<int>(), 0);
+  EXPECT_FALSE(start["axes"]["authority_scope"]["writable_roots"].empty());
   EXPECT_EQ(start["uid"], getuid());
   // The caller's secrets are not in it.
   std::string text = ReadFile(sessions[0].dir + "/events.jsonl");
