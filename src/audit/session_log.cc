@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <system_error>
 
 #include "audit/record.h"
 
@@ -221,6 +222,11 @@ void SessionLog::StartFlusher() {
   flusher_ = std::thread([this] { FlusherLoop(); });
 }
 
+void SessionLog::StartFlusherOnDemand() {
+  std::lock_guard lock(mu_);
+  flusher_on_demand_ = true;
+}
+
 Status SessionLog::Discard() {
   {
     std::lock_guard lock(mu_);
@@ -289,9 +295,26 @@ void SessionLog::Emit(std::string_view type, nlohmann::json data) {
       ++next_seq_;
       auto now = std::chrono::steady_clock::now();
       if (was_empty) batch_since_ = now;
+      const bool sync = IsSyncType(type);
+      // On demand (StartFlusherOnDemand), the flusher starts with the second ordinary record
+      // within an interval; records written through on their own (sync types) do not count.
+      bool start_flusher = false;
+      if (!flusher_running_ && flusher_on_demand_ && !sync) {
+        start_flusher = last_through_ != std::chrono::steady_clock::time_point() &&
+                        now - last_through_ < flush_interval_;
+        last_through_ = now;
+      }
+      if (start_flusher) {
+        try {
+          flusher_ = std::thread([this] { FlusherLoop(); });
+          flusher_running_ = true;
+        } catch (const std::system_error&) {
+          // No thread to be had: records keep being written through.
+        }
+      }
       // The next Emit also flushes an overdue batch, in case the flusher is starved.
-      flush_now = !flusher_running_ || IsSyncType(type) || now - batch_since_ >= flush_interval_;
-      if (was_empty && !flush_now) cv_.notify_one();
+      flush_now = !flusher_running_ || sync || now - batch_since_ >= flush_interval_;
+      if (was_empty && !flush_now && !start_flusher) cv_.notify_one();
     }
     if (flush_now) (void)Flush();
   } catch (...) {

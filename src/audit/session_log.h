@@ -72,6 +72,11 @@ class SessionLog final : public ward::EventSink {
   // Starts the background flusher if it is not running (idempotent). Until then every Emit
   // writes through.
   void StartFlusher();
+  // Lets the flusher start when it has work: records keep being written through until one
+  // comes within flush_interval of the last one written through (a burst), which starts the
+  // flusher and is batched. A short run (a few records far apart) never makes a thread, and
+  // Close() has none to wake and join.
+  void StartFlusherOnDemand();
 
   // Everything emitted so far reaches the file (write(2)) and the head. Returns health().
   Status Flush();
@@ -134,6 +139,8 @@ class SessionLog final : public ward::EventSink {
   Status health_;
   bool closed_ = false;
   bool flusher_running_ = false;
+  bool flusher_on_demand_ = false;                      // see StartFlusherOnDemand
+  std::chrono::steady_clock::time_point last_through_;  // the last write-through Emit
   bool fsync_on_close_ = false;
   bool stop_ = false;
   int64_t dropped_ = 0;

@@ -295,7 +295,7 @@ int RunCommand(RunCommandOptions& opts) {
                            const enforce::KernelFeatures& run_features) {
         audit::SessionLog* sink = log.get();
         if (sink == nullptr || !events) return;
-        sink->StartFlusher();
+        sink->StartFlusherOnDemand();
         // Copies: the thread may outlive the supervisor's plan; the request outlives it.
         events->Start([&, sink, plan = run_plan, notes = run_notes, features = run_features] {
           supervisor::ExplainInput in;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -121,6 +122,55 @@ TEST(SessionLogTest, OrdinaryEventsAreBatchedThenWrittenWithinTheInterval) {
   auto elapsed = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(ReadLines(EventsPath(log->dir())).size(), 1u);
   EXPECT_GE(elapsed, std::chrono::milliseconds(150));
+}
+
+int Threads() {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
+TEST(SessionLogTest, OnDemandTheFlusherStartsWithABurstOnly) {
+  TempDir tmp;
+  SessionLog::Options o;
+  o.state_dir = tmp.path();
+  o.session_id = "s";
+  o.flush_interval = std::chrono::milliseconds(300);
+  o.start_flusher = false;
+  auto made = SessionLog::Create(o);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::unique_ptr<SessionLog> log = std::move(made).value();
+  const int threads = Threads();
+  log->StartFlusherOnDemand();
+  const std::string events = EventsPath(log->dir());
+  // Records far apart (or of the types always written at once) are written through, and no
+  // thread is made for them.
+  log->Emit("session.start", {{"i", 0}});
+  log->Emit("exec", {{"i", 1}});
+  EXPECT_EQ(ReadLines(events).size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  log->Emit("net.deny", {{"i", 2}});
+  EXPECT_EQ(ReadLines(events).size(), 3u);
+  EXPECT_EQ(Threads(), threads);
+  // A second ordinary record within the interval: the flusher starts and batches it.
+  auto t0 = std::chrono::steady_clock::now();
+  log->Emit("net.deny", {{"i", 3}});
+  EXPECT_EQ(Threads(), threads + 1);
+  if (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(250)) {
+    EXPECT_EQ(ReadLines(events).size(), 3u);
+  }
+  while (ReadLines(events).size() < 4 &&
+         std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(ReadLines(events).size(), 4u);
+  log->Emit("session.end", {{"i", 4}});
+  ASSERT_TRUE(log->Close().ok());
+  EXPECT_EQ(ReadLines(events).size(), 5u);
+  EXPECT_EQ(VerifySession(log->dir()).state, State::kIntact);
 }
 
 TEST(SessionLogTest, FlushWritesEverythingAtOnce) {
