@@ -1,6 +1,7 @@
 #include "supervisor/run.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -86,6 +87,7 @@ class Session {
     ctx_.run();
     StopEgress();
     term_->Restore();
+    listener_.reset();
     if (notifier_) {
       notifier_->Stop();
       out_->notifications = notifier_->handled();
@@ -234,10 +236,7 @@ class Session {
         if (m.fd_kind == enforce::FdKind::kPtyMaster && fd) {
           StartPty(std::move(fd));
         } else if (m.fd_kind == enforce::FdKind::kNotifyListener && fd) {
-          NotifierConfig nc = NotifierConfig::From(plan_, out_->mounts);
-          if (approvals_) nc.approvals = approvals_->files();
-          notifier_ = std::make_unique<Notifier>(std::move(nc));
-          notifier_->Start(std::move(fd), events_);
+          AwaitFirstNotification(std::move(fd));
         }
         break;
       case enforce::MsgType::kSetupError:
@@ -285,6 +284,34 @@ class Session {
       case enforce::MsgType::kNetns:
         break;
     }
+  }
+
+  // The notifier's thread starts with the first trapped syscall: a run that creates nothing
+  // makes no thread, and its end wakes and joins none. Until then the listener waits on this
+  // loop; the trapped thread waits in the kernel meanwhile.
+  void AwaitFirstNotification(UniqueFd listener) {
+    listener_.emplace(ctx_, listener.release());
+    listener_->async_wait(asio::posix::descriptor_base::wait_read,
+                          [this](const asio::error_code& ec) {
+                            if (ec || !listener_) return;
+                            // Readable also when the sandbox is gone (POLLHUP): only a pending
+                            // notification (POLLIN) starts the thread.
+                            struct pollfd p = {listener_->native_handle(), POLLIN, 0};
+                            if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) {
+                              listener_.reset();
+                              return;
+                            }
+                            UniqueFd fd(listener_->release());
+                            listener_.reset();
+                            StartNotifier(std::move(fd));
+                          });
+  }
+
+  void StartNotifier(UniqueFd listener) {
+    NotifierConfig nc = NotifierConfig::From(plan_, out_->mounts);
+    if (approvals_) nc.approvals = approvals_->files();
+    notifier_ = std::make_unique<Notifier>(std::move(nc));
+    notifier_->Start(std::move(listener), events_);
   }
 
   void StartPty(UniqueFd master) {
@@ -479,6 +506,7 @@ class Session {
   asio::signal_set signals_;
   std::optional<asio::posix::stream_descriptor> pty_;
   std::optional<asio::posix::stream_descriptor> stdin_;
+  std::optional<asio::posix::stream_descriptor> listener_;  // until the first notification
   std::unique_ptr<TerminalPrompter> prompter_;    // outlives the broker's terminal channel
   std::unique_ptr<ApprovalsRuntime> approvals_;  // before notifier_: it outlives it
   std::unique_ptr<Notifier> notifier_;

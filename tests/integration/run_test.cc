@@ -1,6 +1,12 @@
 // `ward run` end to end: exit statuses, --json-status, workspace handling, environment.
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -161,6 +167,97 @@ TEST_F(RunTest, StdinAndStdoutPassThrough) {
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out, "line from stdin\n");
   EXPECT_NE(r.err.find("err"), std::string::npos);
+}
+
+
+// The supervisor's threads while the sandbox runs: the main one only, until the command makes
+// a file (a trapped syscall, which starts the notifier's thread). Audit records far apart
+// start no flusher thread either.
+class SupervisorThreadsTest : public RunTest {
+ protected:
+  // Starts `ward run -- sh -c SCRIPT` in the workspace; the script's stdin is `*stdin_w`, and
+  // its stdout `*stdout_r`.
+  pid_t StartWard(const std::string& script, int* stdin_w, int* stdout_r) {
+    int in[2], out[2];
+    EXPECT_EQ(pipe2(in, O_CLOEXEC), 0);
+    EXPECT_EQ(pipe2(out, O_CLOEXEC), 0);
+    RunOptions o = Defaults();
+    std::vector<std::string> env;
+    for (const auto& [k, v] : o.env) env.push_back(k + "=" + v);
+    std::vector<std::string> argv = {WardBin(), "run", "--", "sh", "-c", script};
+    pid_t pid = fork();
+    if (pid == 0) {
+      std::vector<char*> a, e;
+      for (auto& s : argv) a.push_back(s.data());
+      a.push_back(nullptr);
+      for (auto& s : env) e.push_back(s.data());
+      e.push_back(nullptr);
+      int null = open("/dev/null", O_RDWR);
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      dup2(null, 2);
+      if (chdir(ws_.c_str()) != 0) _exit(126);
+      execve(a[0], a.data(), e.data());
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    *stdin_w = in[1];
+    *stdout_r = out[0];
+    return pid;
+  }
+
+  // The script's first line of output (it says it runs).
+  static std::string FirstLine(int fd) {
+    std::string line;
+    char c;
+    while (read(fd, &c, 1) == 1 && c != '\n') line += c;
+    return line;
+  }
+
+  static int Threads(pid_t pid) {
+    DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
+    if (d == nullptr) return -1;
+    int n = 0;
+    while (struct dirent* e = readdir(d)) n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+  }
+
+  // Waits (up to 10 s) until the supervisor has exactly `want` threads.
+  static bool ReachesThreads(pid_t pid, int want) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (Threads(pid) == want) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+
+  static int Finish(pid_t pid, int stdin_w, int stdout_r) {
+    close(stdin_w);  // the script's `read` ends
+    close(stdout_r);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+};
+
+TEST_F(SupervisorThreadsTest, AQuietRunKeepsOneThreadAndAFileStartsTheNotifier) {
+  int w = -1, r = -1;
+  pid_t pid = StartWard("echo running; read x || true", &w, &r);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(FirstLine(r), "running");
+  // The start record's thread ends; nothing else was made.
+  EXPECT_TRUE(ReachesThreads(pid, 1)) << Threads(pid) << " threads";
+  EXPECT_EQ(Finish(pid, w, r), 0);
+
+  pid = StartWard("echo made > made.txt; echo running; read x || true", &w, &r);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(FirstLine(r), "running");
+  EXPECT_TRUE(ReachesThreads(pid, 2)) << Threads(pid) << " threads";
+  EXPECT_EQ(Finish(pid, w, r), 0);
+  EXPECT_EQ(ReadFile(ws_ + "/made.txt"), "made\n");
 }
 
 }  // namespace
