@@ -11,7 +11,10 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <system_error>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "audit/session_log.h"
 #include "audit/sessions.h"
@@ -31,8 +34,8 @@ namespace {
 
 // The audit session's first record (session.start: the whole effective policy, the plan and the
 // eight axes, ~20 KB) takes the supervisor about a millisecond to build. It is built on a thread
-// of its own while the supervisor serves the sandbox; every other record waits for it, so it
-// stays first in the hash chain.
+// of its own while the supervisor serves the sandbox; records emitted meanwhile are queued and
+// follow it, in order, so it stays first in the hash chain and no emitter waits for it.
 class StartRecordFirst final : public EventSink {
  public:
   explicit StartRecordFirst(audit::SessionLog* log) : log_(log) {}
@@ -41,21 +44,50 @@ class StartRecordFirst final : public EventSink {
   StartRecordFirst& operator=(const StartRecordFirst&) = delete;
 
   void Start(std::function<void()> build) {
-    std::lock_guard lock(mu_);
-    thread_ = std::thread(std::move(build));
+    {
+      std::lock_guard lock(mu_);
+      building_ = true;
+    }
+    try {
+      thread_ = std::thread([this, build] {
+        build();
+        Release();
+      });
+    } catch (const std::system_error&) {
+      build();  // no thread to be had: built here, before anything else is emitted
+      Release();
+    }
   }
+  // Returns once the start record and everything queued behind it reached the log.
   void Wait() {
-    std::lock_guard lock(mu_);
+    std::lock_guard lock(join_mu_);
     if (thread_.joinable()) thread_.join();
   }
   void Emit(std::string_view type, nlohmann::json data) override {
-    Wait();
+    {
+      std::lock_guard lock(mu_);
+      if (building_) {
+        queued_.emplace_back(std::string(type), std::move(data));
+        return;
+      }
+    }
     log_->Emit(type, std::move(data));
   }
 
  private:
+  // The start record is written: what was queued follows it, then Emit writes directly.
+  void Release() {
+    std::lock_guard lock(mu_);
+    for (auto& [type, data] : queued_) log_->Emit(type, std::move(data));
+    queued_.clear();
+    building_ = false;
+  }
+
   audit::SessionLog* log_;
-  std::mutex mu_;
+  std::mutex mu_;  // building_ and queued_
+  bool building_ = false;
+  std::vector<std::pair<std::string, nlohmann::json>> queued_;
+  std::mutex join_mu_;
   std::thread thread_;
 };
 

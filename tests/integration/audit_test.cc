@@ -54,6 +54,8 @@ TEST_F(AuditTest, EachRunWritesAVerifiableSession) {
   auto recs = Records(sessions[0].dir);
   ASSERT_GE(recs.size(), 3u);
   EXPECT_EQ(recs.front()["type"], "session.start");
+  // The command's start, emitted while session.start may still be being built, follows it.
+  EXPECT_EQ(recs[1]["type"], "exec");
   EXPECT_EQ(recs.back()["type"], "session.end");
   const auto& start = recs.front()["data"];
   EXPECT_TRUE(start.contains("policy"));
