@@ -287,7 +287,7 @@ std::vector<int> Cgroup::self_join_fds() const {
   return fds;
 }
 
-void Cgroup::StartReaper() {
+void Cgroup::StartReaper(int keep_fd) {
   if (reaper_ > 0 || destroyed_ || paths_.empty()) return;
   ReapFinishedReapers();
   int p[2];
@@ -316,12 +316,14 @@ void Cgroup::StartReaper() {
       dup2(null, 1);
       dup2(null, 2);
     }
-    // Keep only the pipe and the pidfd, as 3 and 4.
+    // Keep only the pipe, the pidfd and keep_fd, as 3, 4 and 5.
     int pipe_fd = fcntl(p[0], F_DUPFD, 10);
     int pidfd = self ? fcntl(self.get(), F_DUPFD, 10) : -1;
+    int kept = keep_fd >= 0 ? fcntl(keep_fd, F_DUPFD, 10) : -1;
     if (pipe_fd < 0 || dup2(pipe_fd, 3) != 3) _exit(1);
     if (pidfd >= 0 && dup2(pidfd, 4) != 4) _exit(1);
-    sys::CloseRange(pidfd >= 0 ? 5 : 4, UINT_MAX, 0);
+    if (kept >= 0 && dup2(kept, 5) != 5) _exit(1);
+    sys::CloseRange(kept >= 0 ? 6 : pidfd >= 0 ? 5 : 4, UINT_MAX, 0);
     struct pollfd pfds[2] = {{3, POLLIN, 0}, {pidfd >= 0 ? 4 : -1, POLLIN, 0}};
     while (poll(pfds, 2, -1) < 0 && errno == EINTR) {
     }

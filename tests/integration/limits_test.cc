@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <mqueue.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/ipc.h>
@@ -461,6 +462,40 @@ TEST_F(LimitsTest, CgroupV2CloneIntoKillAndTeardown) {
   Status st = (*cg)->Destroy();
   EXPECT_TRUE(st.ok()) << st.ToString();
   EXPECT_FALSE(PathExists(dir));
+}
+
+// The reaper holds the descriptor it is given (ward run: the sandbox's mount namespace) until
+// it exits, and it exits once the cgroup is torn down.
+TEST_F(LimitsTest, CgroupReaperHoldsItsKeptDescriptorUntilTheCgroupIsGone) {
+  enforce::KernelFeatures f = enforce::ProbeKernel(false);
+  enforce::CgroupSpec spec;
+  if (f.cgroup.v2_mounted && f.cgroup.v2_delegated) {
+    spec.version = 2;
+    spec.v2_parent = f.cgroup.v2_parent;
+    spec.v2_parent_is_own = f.cgroup.v2_parent_is_own;
+  } else if (f.cgroup.v1_pids_writable) {
+    spec.version = 1;
+    spec.v1_pids_parent = f.cgroup.v1_pids_dir;
+    spec.pids = 50;
+  } else {
+    GTEST_SKIP() << "no writable cgroup for this identity";
+  }
+  Result<std::unique_ptr<enforce::Cgroup>> cg = enforce::Cgroup::Create(spec);
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+  // The kept descriptor is a pipe's write end: its read end sees EOF once no one holds it.
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  (*cg)->StartReaper(p[1]);
+  close(p[1]);
+  auto at_eof = [&] {
+    struct pollfd pfd = {p[0], POLLIN, 0};
+    return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLHUP);
+  };
+  usleep(100 * 1000);
+  EXPECT_FALSE(at_eof()) << "the reaper let go of the descriptor before the cgroup was gone";
+  ASSERT_TRUE((*cg)->Destroy(-1).ok());
+  EXPECT_TRUE(WaitUntil(at_eof, 10)) << "the reaper still holds the descriptor";
+  close(p[0]);
 }
 
 TEST_F(LimitsTest, CgroupReaperRemovesTheCgroupOfAKilledSupervisor) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -258,6 +259,43 @@ TEST_F(SupervisorThreadsTest, AQuietRunKeepsOneThreadAndAFileStartsTheNotifier) 
   EXPECT_TRUE(ReachesThreads(pid, 2)) << Threads(pid) << " threads";
   EXPECT_EQ(Finish(pid, w, r), 0);
   EXPECT_EQ(ReadFile(ws_ + "/made.txt"), "made\n");
+}
+
+// A root run with a cgroup: the cgroup's reaper holds the sandbox's mount namespace, so that
+// its teardown happens in the reaper's exit after the run, not in init's exit, which the
+// cgroup's removal waits for.
+TEST_F(SupervisorThreadsTest, TheCgroupReaperHoldsTheSandboxsMountNamespace) {
+  if (!RunningAsRoot()) GTEST_SKIP() << "only a root run has a cgroup here";
+  int w = -1, r = -1;
+  pid_t pid = StartWard("echo running; read x || true", &w, &r);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(FirstLine(r), "running");
+  std::string init_mnt, reaper_fd;
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
+                         "/children");
+  std::string child;
+  auto link = [](const std::string& path) {
+    char buf[256];
+    ssize_t n = readlink(path.c_str(), buf, sizeof buf);
+    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+  };
+  while (children >> child) {
+    std::string comm = ReadFile("/proc/" + child + "/comm");
+    if (comm.rfind("ward-init", 0) == 0) init_mnt = link("/proc/" + child + "/ns/mnt");
+    if (comm.rfind("ward-cgroup", 0) == 0) reaper_fd = link("/proc/" + child + "/fd/5");
+  }
+  EXPECT_EQ(Finish(pid, w, r), 0);
+  ASSERT_FALSE(init_mnt.empty()) << "no sandbox init among ward's children";
+  if (reaper_fd.empty()) {
+    nlohmann::json check = nlohmann::json::parse(RunWard({"check", "--json"}, Defaults()).out,
+                                                 nullptr, /*allow_exceptions=*/false);
+    if (check.is_object() && check["limits"]["backend"].is_string() &&
+        check["limits"]["backend"].get<std::string>().rfind("cgroup", 0) != 0) {
+      GTEST_SKIP() << "this host gives the run no cgroup";
+    }
+  }
+  EXPECT_EQ(reaper_fd, init_mnt);
+  EXPECT_EQ(init_mnt.rfind("mnt:[", 0), 0u) << init_mnt;
 }
 
 }  // namespace
