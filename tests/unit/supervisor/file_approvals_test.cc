@@ -35,8 +35,8 @@ class DecideTest : public ::testing::Test {
                       Op(K::kProc, "/proc"),
                       Op(K::kBind, "/usr"),
                       Op(K::kBind, "/etc"),
-                      Op(K::kBind, "/work/proj", true),
-                      Op(K::kBind, "/work/proj/vendor"),
+                      Op(K::kBind, "/code/proj", true),
+                      Op(K::kBind, "/code/proj/vendor"),
                       Op(K::kSymlink, "/var/tmp", false, "/tmp"),
                       Op(K::kSymlink, "/lib", false, "usr/lib"),
                       Op(K::kFile, "/etc/resolv.conf")};
@@ -52,10 +52,10 @@ class DecideTest : public ::testing::Test {
 
 TEST_F(DecideTest, AllowedAccessContinues) {
   EXPECT_EQ(V("/usr/bin/ls"), FileVerdict::kContinue);
-  EXPECT_EQ(V("/work/proj/src/a.c", true), FileVerdict::kContinue);
-  EXPECT_EQ(V("/work/proj"), FileVerdict::kContinue);
+  EXPECT_EQ(V("/code/proj/src/a.c", true), FileVerdict::kContinue);
+  EXPECT_EQ(V("/code/proj"), FileVerdict::kContinue);
   EXPECT_EQ(V("/"), FileVerdict::kContinue);                                // ward's root
-  EXPECT_EQ(V("/work"), FileVerdict::kContinue);                            // a directory of it
+  EXPECT_EQ(V("/code"), FileVerdict::kContinue);                            // a directory of it
   EXPECT_EQ(V("/lib/x86_64-linux-gnu/libc.so.6"), FileVerdict::kContinue);  // via ward's link
 }
 
@@ -76,13 +76,13 @@ TEST_F(DecideTest, DenyRulesAreRefusedWithoutAsking) {
 
 TEST_F(DecideTest, OutsideTheViewOrBeyondItsAccessIsAsked) {
   EXPECT_EQ(V("/srv/data.csv"), FileVerdict::kAsk);
-  EXPECT_EQ(V("/work/other/file"), FileVerdict::kAsk);
+  EXPECT_EQ(V("/code/other/file"), FileVerdict::kAsk);
   EXPECT_EQ(V("/usr/bin/ls", true), FileVerdict::kAsk);          // read-only bind
-  EXPECT_EQ(V("/work/proj/vendor/x", true), FileVerdict::kAsk);  // nested read-only bind
+  EXPECT_EQ(V("/code/proj/vendor/x", true), FileVerdict::kAsk);  // nested read-only bind
   EXPECT_EQ(V("/etc/resolv.conf", true), FileVerdict::kAsk);
-  EXPECT_EQ(V("/workspace"), FileVerdict::kAsk);  // component-wise, not a string prefix
+  EXPECT_EQ(V("/codespace"), FileVerdict::kAsk);  // component-wise, not a string prefix
   // ".." cannot climb out of a view path into an askable one and back.
-  FileDecision d = DecideFileAccess(view_, "/work/proj/../../srv/x", false);
+  FileDecision d = DecideFileAccess(view_, "/code/proj/../../srv/x", false);
   EXPECT_EQ(d.verdict, FileVerdict::kAsk);
   EXPECT_EQ(d.path, "/srv/x");
 }
