@@ -21,6 +21,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -464,9 +465,8 @@ TEST_F(LimitsTest, CgroupV2CloneIntoKillAndTeardown) {
   EXPECT_FALSE(PathExists(dir));
 }
 
-// The reaper holds the descriptor it is given (ward run: the sandbox's mount namespace) until
-// it exits, and it exits once the cgroup is torn down.
-TEST_F(LimitsTest, CgroupReaperHoldsItsKeptDescriptorUntilTheCgroupIsGone) {
+// A cgroup this identity may create (v2 delegated, else v1 pids), or none.
+std::optional<enforce::CgroupSpec> WritableCgroupSpec() {
   enforce::KernelFeatures f = enforce::ProbeKernel(false);
   enforce::CgroupSpec spec;
   if (f.cgroup.v2_mounted && f.cgroup.v2_delegated) {
@@ -478,8 +478,17 @@ TEST_F(LimitsTest, CgroupReaperHoldsItsKeptDescriptorUntilTheCgroupIsGone) {
     spec.v1_pids_parent = f.cgroup.v1_pids_dir;
     spec.pids = 50;
   } else {
-    GTEST_SKIP() << "no writable cgroup for this identity";
+    return std::nullopt;
   }
+  return spec;
+}
+
+// The reaper holds the descriptor it is given (ward run: the sandbox's mount namespace) until
+// it exits, and it exits once the cgroup is torn down.
+TEST_F(LimitsTest, CgroupReaperHoldsItsKeptDescriptorUntilTheCgroupIsGone) {
+  std::optional<enforce::CgroupSpec> writable = WritableCgroupSpec();
+  if (!writable) GTEST_SKIP() << "no writable cgroup for this identity";
+  const enforce::CgroupSpec spec = *writable;
   Result<std::unique_ptr<enforce::Cgroup>> cg = enforce::Cgroup::Create(spec);
   ASSERT_TRUE(cg.ok()) << cg.status().ToString();
   // The kept descriptor is a pipe's write end: its read end sees EOF once no one holds it.
@@ -499,19 +508,9 @@ TEST_F(LimitsTest, CgroupReaperHoldsItsKeptDescriptorUntilTheCgroupIsGone) {
 }
 
 TEST_F(LimitsTest, CgroupReaperRemovesTheCgroupOfAKilledSupervisor) {
-  enforce::KernelFeatures f = enforce::ProbeKernel(false);
-  enforce::CgroupSpec spec;
-  if (f.cgroup.v2_mounted && f.cgroup.v2_delegated) {
-    spec.version = 2;
-    spec.v2_parent = f.cgroup.v2_parent;
-    spec.v2_parent_is_own = f.cgroup.v2_parent_is_own;
-  } else if (f.cgroup.v1_pids_writable) {
-    spec.version = 1;
-    spec.v1_pids_parent = f.cgroup.v1_pids_dir;
-    spec.pids = 50;
-  } else {
-    GTEST_SKIP() << "no writable cgroup for this identity";
-  }
+  std::optional<enforce::CgroupSpec> writable = WritableCgroupSpec();
+  if (!writable) GTEST_SKIP() << "no writable cgroup for this identity";
+  const enforce::CgroupSpec spec = *writable;
   // A stand-in supervisor: creates the cgroup, puts a waiting process in it, reports the
   // directory, and is then killed without tearing anything down. Its orphans (the reaper and
   // the process inside) come back to this process, which reaps them.
