@@ -323,7 +323,9 @@ void Cgroup::StartReaper(int keep_fd) {
     if (pipe_fd < 0 || dup2(pipe_fd, 3) != 3) _exit(1);
     if (pidfd >= 0 && dup2(pidfd, 4) != 4) _exit(1);
     if (kept >= 0 && dup2(kept, 5) != 5) _exit(1);
-    sys::CloseRange(kept >= 0 ? 6 : pidfd >= 0 ? 5 : 4, UINT_MAX, 0);
+    if (pidfd < 0) close(4);
+    if (kept < 0) close(5);
+    sys::CloseRange(6, UINT_MAX, 0);
     struct pollfd pfds[2] = {{3, POLLIN, 0}, {pidfd >= 0 ? 4 : -1, POLLIN, 0}};
     while (poll(pfds, 2, -1) < 0 && errno == EINTR) {
     }

@@ -16,19 +16,6 @@
 namespace ward::enforce {
 namespace {
 
-std::vector<std::string> Components(const std::string& p) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < p.size()) {
-    while (i < p.size() && p[i] == '/') ++i;
-    size_t j = p.find('/', i);
-    if (j == std::string::npos) j = p.size();
-    if (j > i) out.push_back(p.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
 // The next component of `p` at or after `*i` (empty at the end), skipping repeated slashes.
 std::string_view NextComponent(std::string_view p, size_t* i) {
   while (*i < p.size() && p[*i] == '/') ++*i;
@@ -37,6 +24,15 @@ std::string_view NextComponent(std::string_view p, size_t* i) {
   std::string_view c = p.substr(*i, j - *i);
   *i = j;
   return c;
+}
+
+std::vector<std::string> Components(std::string_view p) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  for (std::string_view c = NextComponent(p, &i); !c.empty(); c = NextComponent(p, &i)) {
+    out.emplace_back(c);
+  }
+  return out;
 }
 
 // Component by component, so that a directory sorts right before what is below it.
@@ -100,9 +96,7 @@ struct Bind {
 std::string NormalizePath(const std::string& path) { return policy::NormalizePath(path); }
 
 bool PathIsWithin(const std::string& path, const std::string& dir) {
-  if (dir == "/") return true;
-  if (path.size() < dir.size() || path.compare(0, dir.size(), dir) != 0) return false;
-  return path.size() == dir.size() || path[dir.size()] == '/';
+  return policy::PathIsWithin(path, dir);
 }
 
 Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures& features,
