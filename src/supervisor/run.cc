@@ -291,19 +291,28 @@ class Session {
   // loop; the trapped thread waits in the kernel meanwhile.
   void AwaitFirstNotification(UniqueFd listener) {
     listener_.emplace(ctx_, listener.release());
+    WaitForNotification();
+  }
+
+  void WaitForNotification() {
     listener_->async_wait(asio::posix::descriptor_base::wait_read,
                           [this](const asio::error_code& ec) {
                             if (ec || !listener_) return;
-                            // Readable also when the sandbox is gone (POLLHUP): only a pending
-                            // notification (POLLIN) starts the thread.
+                            // Only a pending notification (POLLIN) starts the thread. The
+                            // sandbox's end (POLLHUP alone) ends the wait; any other wakeup
+                            // waits again: closing the listener would fail every later
+                            // trapped syscall with ENOSYS.
                             struct pollfd p = {listener_->native_handle(), POLLIN, 0};
-                            if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN)) {
+                            int n = poll(&p, 1, 0);
+                            if (n == 1 && (p.revents & POLLIN)) {
+                              UniqueFd fd(listener_->release());
                               listener_.reset();
-                              return;
+                              StartNotifier(std::move(fd));
+                            } else if (n == 1 && (p.revents & (POLLHUP | POLLERR))) {
+                              listener_.reset();
+                            } else {
+                              WaitForNotification();
                             }
-                            UniqueFd fd(listener_->release());
-                            listener_.reset();
-                            StartNotifier(std::move(fd));
                           });
   }
 
