@@ -1,13 +1,16 @@
-/* Interleaved spawn timing for bench/startup_ab.sh.
+/* Interleaved spawn timing for bench/startup_ab.sh and bench/syscall_heavy.sh (INTERLEAVE=1).
  *
- *   interleave N CMD_A... :: CMD_B... [:: CMD_C...]
+ *   interleave [-w WARMUP] N CMD_A... :: CMD_B... [:: CMD_C...]
  *
- * Runs every command N times, one spawn of each per iteration, in forward order on even
- * iterations and reverse order on odd ones, so that a drift of the machine (another tenant, a
- * CPU's frequency, the page cache) is shared by all commands instead of falling on whichever
- * hyperfine batch happened to run during it. Each command's stdout and stderr go to /dev/null.
+ * Runs every command WARMUP times (default 1) untimed, to fill caches and let a first run's
+ * one-off work (a git index refresh, say) happen, then N times: one spawn of each command per
+ * iteration, in forward order on even iterations and reverse order on odd ones, so that a
+ * drift of the machine (another tenant, a CPU's frequency, the page cache) is shared by all
+ * commands instead of falling on whichever hyperfine batch happened to run during it. Each
+ * command's stdout and stderr go to /dev/null.
  * Prints one line per command: the median wall time, its ratio to the first command's median,
- * the 25th and 75th percentiles and the number of runs that did not exit 0. Exits 1 if any did.
+ * the 25th and 75th percentiles and the number of runs, warm-up included, that did not exit 0.
+ * Exits 1 if any did.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +24,7 @@
 
 extern char** environ;
 
-enum { kMaxCommands = 8 };
+enum { kMaxCommands = 16 };
 
 static int CompareDoubles(const void* a, const void* b) {
   double x = *(const double*)a, y = *(const double*)b;
@@ -35,19 +38,31 @@ static double NowMs(void) {
 }
 
 int main(int argc, char** argv) {
-  if (argc < 3) {
-    fprintf(stderr, "usage: %s N CMD... [:: CMD...]\n", argv[0]);
+  int warmup = 1;
+  int first_arg = 1;
+  if (argc > 2 && strcmp(argv[1], "-w") == 0) {
+    char* end;
+    long w = strtol(argv[2], &end, 10);
+    if (*argv[2] == '\0' || *end != '\0' || w < 0 || w > 1000) {
+      fprintf(stderr, "interleave: -w takes a number of runs from 0 to 1000, not '%s'\n", argv[2]);
+      return 2;
+    }
+    warmup = (int)w;
+    first_arg = 3;
+  }
+  if (argc < first_arg + 2) {
+    fprintf(stderr, "usage: %s [-w WARMUP] N CMD... [:: CMD...]\n", argv[0]);
     return 2;
   }
-  const int n = atoi(argv[1]);
+  const int n = atoi(argv[first_arg]);
   if (n < 1) {
-    fprintf(stderr, "interleave: N must be a positive number, not '%s'\n", argv[1]);
+    fprintf(stderr, "interleave: N must be a positive number, not '%s'\n", argv[first_arg]);
     return 2;
   }
   char** cmds[kMaxCommands];
   int ncmds = 0;
-  cmds[ncmds++] = &argv[2];
-  for (int i = 2; i < argc; i++) {
+  cmds[ncmds++] = &argv[first_arg + 1];
+  for (int i = first_arg + 1; i < argc; i++) {
     if (strcmp(argv[i], "::") != 0) continue;
     if (ncmds == kMaxCommands) {
       fprintf(stderr, "interleave: at most %d commands\n", kMaxCommands);
@@ -77,9 +92,9 @@ int main(int argc, char** argv) {
   posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
 
-  for (int i = 0; i < n; i++) {
+  for (int i = -warmup; i < n; i++) {
     for (int k = 0; k < ncmds; k++) {
-      const int c = (i % 2 == 0) ? k : ncmds - 1 - k;
+      const int c = (i % 2 == 0) ? k : ncmds - 1 - k;  // i may be negative: warm-up
       pid_t pid;
       int status = 0;
       const double start = NowMs();
@@ -94,8 +109,9 @@ int main(int argc, char** argv) {
           return 2;
         }
       }
-      times[c][i] = NowMs() - start;
+      const double elapsed = NowMs() - start;
       if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failures[c]++;
+      if (i >= 0) times[c][i] = elapsed;
     }
   }
 

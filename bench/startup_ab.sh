@@ -35,7 +35,7 @@ if [ -n "${RUN_AS:-}" ]; then
 fi
 cd "$dir/ws"
 # shellcheck disable=SC2086
-$pre "$dir/interleave" "$N" "$@" | tee "$dir/out"
+$pre "$dir/interleave" -w 5 "$N" "$@" | tee "$dir/out"
 python3 - "$dir/out" "${OLD:+old}" <<'PY'
 import sys
 med = [float(line.split()[0]) for line in open(sys.argv[1])]

@@ -9,7 +9,11 @@
 # sandbox: the ratio is the cost of the layers on the work itself (Landlock, seccomp, the
 # mount view, the cgroup), with ward's start-up (measured by bench/startup.sh) spread over the
 # loops. LOOPS=1 gives the single-call figure, start-up included.
-#   bench/syscall_heavy.sh [WARD] [RUNS]      env: LOOPS, RUN_AS=<uid> (run unprivileged)
+# INTERLEAVE=1 runs the commands interleaved instead of in hyperfine's batches (see
+# bench/interleave.c), which a noisy machine's drift cannot skew; RUNS is then the number of
+# iterations.
+#   bench/syscall_heavy.sh [WARD] [RUNS]      env: LOOPS, RUN_AS=<uid> (run unprivileged),
+#                                                  INTERLEAVE=1
 set -eu
 WARD=${1:-build/bin/ward}
 RUNS=${2:-15}
@@ -39,7 +43,10 @@ FIND=$(loop 'find /usr -type f | wc -l >/dev/null')
 GIT=$(loop 'git status --porcelain >/dev/null')
 pre=""
 if [ -n "${RUN_AS:-}" ]; then
-  chown -R "$RUN_AS" "$dir"
+  # The user's own group too, as in a real checkout: a file of a group that is not mapped into
+  # the sandbox (supplementary groups are dropped) shows there as the overflow group, and git
+  # then refreshes its whole index at each switch between the host and ward.
+  chown -R "$RUN_AS:$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS")" "$dir"
   chmod 755 "$dir"
   pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups env HOME=$dir"
   cp "$WARD" "$dir/ward"; chmod 755 "$dir/ward"; WARD=$dir/ward
@@ -57,8 +64,35 @@ if [ "${FLOOR:-1}" != 0 ] && cc -O2 -o "$dir/layer_floor" "$here/layer_floor.c" 
                 -n "git-$layer" "$dir/layer_floor $layer $roots -- sh -c '$GIT'"
   done
 fi
-# shellcheck disable=SC2086
-$pre hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$out" "$@" >&2
+if [ "${INTERLEAVE:-0}" = 1 ]; then
+  # One run of each command per iteration, the order reversed every other iteration
+  # (bench/interleave.c): a drift of the machine falls on every command alike. Each command is
+  # started by `sh -c`, the same small cost for all.
+  cc -O2 -o "$dir/interleave" "$here/interleave.c"
+  chmod 755 "$dir/interleave"
+  names=""
+  argv=""
+  n=0
+  while [ $# -gt 0 ]; do
+    names="$names $2"
+    n=$((n + 1))
+    printf '%s' "$3" > "$dir/cmd$n"
+    argv="$argv${argv:+ :: }sh -c \"\$(cat $dir/cmd$n)\""
+    shift 3
+  done
+  # shellcheck disable=SC2086
+  eval "$pre \"\$dir/interleave\" -w 2 \"\$RUNS\" $argv" > "$dir/interleaved" || {
+    cat "$dir/interleaved" >&2; echo "a command failed" >&2; exit 1; }
+  python3 - "$dir/interleaved" $names > "$out" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+print(json.dumps({"results": [{"command": n, "median": float(l.split()[0]) / 1000}
+                              for n, l in zip(sys.argv[2:], lines)]}))
+PY
+else
+  # shellcheck disable=SC2086
+  $pre hyperfine -N --warmup 2 --runs "$RUNS" --export-json "$out" "$@" >&2
+fi
 python3 - "$out" <<'PY'
 import json, sys
 r = {x["command"]: x["median"] * 1000 for x in json.load(open(sys.argv[1]))["results"]}
