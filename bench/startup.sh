@@ -48,6 +48,7 @@ while [ "$round" -le "$ROUNDS" ]; do
       set -- "$@" -n codex-helper "$PEERS/bin/codex-linux-sandbox --sandbox-policy-cwd $dir/ws --command-cwd $dir/ws --permission-profile '$RO' -- true"
     fi
     if [ -x "$PEERS/bin/codex-sbx" ]; then
+      # shellcheck disable=SC2086  # RUN_AS unset: `id -u` alone, this user's id
       set -- "$@" -n codex "env CODEX_HOME=/var/tmp/peers-codex-home-$(id -u ${RUN_AS:-}) $PEERS/bin/codex-sbx sandbox -- true"
     fi
   fi

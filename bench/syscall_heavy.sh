@@ -83,6 +83,7 @@ if [ "${INTERLEAVE:-0}" = 1 ]; then
   # shellcheck disable=SC2086
   eval "$pre \"\$dir/interleave\" -w 2 \"\$RUNS\" $argv" > "$dir/interleaved" || {
     cat "$dir/interleaved" >&2; echo "a command failed" >&2; exit 1; }
+  # shellcheck disable=SC2086  # the names are split on purpose: one argument each
   python3 - "$dir/interleaved" $names > "$out" <<'PY'
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()
