@@ -38,17 +38,22 @@ git add -A >/dev/null && git commit -qm init
 echo x >> src/d1/f1.txt
 out=$dir/result.json
 LOOPS=${LOOPS:-5}
-loop() { echo "i=0; while [ \$i -lt $LOOPS ]; do $1; i=\$((i+1)); done"; }
+# A failing iteration fails the command (a loop's status would otherwise be its last
+# assignment's), so that a layer which breaks the work cannot pass for a fast one.
+loop() { echo "i=0; while [ \$i -lt $LOOPS ]; do $1 || exit 1; i=\$((i+1)); done"; }
 FIND=$(loop 'find /usr -type f | wc -l >/dev/null')
 GIT=$(loop 'git status --porcelain >/dev/null')
-pre=""
+# Every command gets the same empty HOME: git reads its config there, and a HOME the
+# Landlock-only reference rows cannot read (root's, say) would make git fail there.
+mkdir -p "$dir/home"
+pre="env HOME=$dir/home"
 if [ -n "${RUN_AS:-}" ]; then
   # The user's own group too, as in a real checkout: a file of a group that is not mapped into
   # the sandbox (supplementary groups are dropped) shows there as the overflow group, and git
   # then refreshes its whole index at each switch between the host and ward.
   chown -R "$RUN_AS:$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS")" "$dir"
   chmod 755 "$dir"
-  pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups env HOME=$dir"
+  pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups env HOME=$dir/home"
   cp "$WARD" "$dir/ward"; chmod 755 "$dir/ward"; WARD=$dir/ward
 fi
 set -- -n find-bare "sh -c '$FIND'" \
@@ -58,7 +63,7 @@ set -- -n find-bare "sh -c '$FIND'" \
 if [ "${FLOOR:-1}" != 0 ] && cc -O2 -o "$dir/layer_floor" "$here/layer_floor.c" -lseccomp 2>/dev/null; then
   chmod 755 "$dir/layer_floor"
   # The roots ward's default profile reads, and the repository (the workspace) read-write.
-  roots="/usr /etc /opt /bin /sbin /lib /lib64 /dev +$repo"
+  roots="/usr /etc /opt /bin /sbin /lib /lib64 /dev $dir/home +$repo"
   for layer in seccomp landlock both; do
     set -- "$@" -n "find-$layer" "$dir/layer_floor $layer $roots -- sh -c '$FIND'" \
                 -n "git-$layer" "$dir/layer_floor $layer $roots -- sh -c '$GIT'"
