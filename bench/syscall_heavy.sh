@@ -51,9 +51,10 @@ if [ -n "${RUN_AS:-}" ]; then
   # The user's own group too, as in a real checkout: a file of a group that is not mapped into
   # the sandbox (supplementary groups are dropped) shows there as the overflow group, and git
   # then refreshes its whole index at each switch between the host and ward.
-  chown -R "$RUN_AS:$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS")" "$dir"
+  gid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS")
+  chown -R "$RUN_AS:$gid" "$dir"
   chmod 755 "$dir"
-  pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups env HOME=$dir/home"
+  pre="setpriv --reuid=$RUN_AS --regid=$gid --clear-groups env HOME=$dir/home"
   cp "$WARD" "$dir/ward"; chmod 755 "$dir/ward"; WARD=$dir/ward
 fi
 set -- -n find-bare "sh -c '$FIND'" \
@@ -75,18 +76,20 @@ if [ "${INTERLEAVE:-0}" = 1 ]; then
   # started by `sh -c`, the same small cost for all.
   cc -O2 -o "$dir/interleave" "$here/interleave.c"
   chmod 755 "$dir/interleave"
+  # The (-n NAME COMMAND) triples become `sh -c COMMAND` runs separated by `::`.
   names=""
-  argv=""
-  n=0
-  while [ $# -gt 0 ]; do
+  n=$(($# / 3))
+  sep=""
+  while [ "$n" -gt 0 ]; do
     names="$names $2"
-    n=$((n + 1))
-    printf '%s' "$3" > "$dir/cmd$n"
-    argv="$argv${argv:+ :: }sh -c \"\$(cat $dir/cmd$n)\""
+    cmd=$3
     shift 3
+    set -- "$@" $sep sh -c "$cmd"
+    sep="::"
+    n=$((n - 1))
   done
   # shellcheck disable=SC2086
-  eval "$pre \"\$dir/interleave\" -w 2 \"\$RUNS\" $argv" > "$dir/interleaved" || {
+  $pre "$dir/interleave" -w 2 "$RUNS" "$@" > "$dir/interleaved" || {
     cat "$dir/interleaved" >&2; echo "a command failed" >&2; exit 1; }
   # shellcheck disable=SC2086  # the names are split on purpose: one argument each
   python3 - "$dir/interleaved" $names > "$out" <<'PY'
