@@ -23,6 +23,7 @@
 #include "common/cpu.h"
 #include "common/trace.h"
 #include "enforce/probe.h"
+#include "libssl/loader.h"
 #include "policy/decide.h"
 #include "policy/env.h"
 #include "supervisor/credentials.h"
@@ -254,6 +255,12 @@ int RunCommand(RunCommandOptions& opts) {
     TraceMark("policy loaded");
     supervisor::RunRequest req;
     req.policy = std::move(pol).value();
+    // A run that brokers credentials or asks a webhook needs OpenSSL: opening it overlaps with
+    // the planning below (joined before the clone, see libssl::Preload).
+    std::optional<libssl::Preload> tls_preload;
+    if (supervisor::AnyCredentialEnabled(req.policy) || !opts.run.approver.empty()) {
+      tls_preload.emplace();
+    }
     req.argv = opts.command;
     req.resolve = opts.resolve;
     req.approvals.approver = opts.run.approver;
@@ -360,7 +367,10 @@ int RunCommand(RunCommandOptions& opts) {
         });
       };
       req.features = opts.probe->Features();
-      req.before_clone = [&opts] { opts.probe->Join(); };
+      req.before_clone = [&opts, &tls_preload] {
+        opts.probe->Join();
+        if (tls_preload) tls_preload->Join();
+      };
       TraceMark("kernel probed (in parallel)");
       out = supervisor::Run(req);
       if (events) events->Wait();

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 
+#include "libssl/loader.h"
 #include "net/credentials_phantom.h"
 #include "net/credentials_source.h"
 #include "net/text_util.h"
@@ -191,6 +192,10 @@ CredentialBroker::~CredentialBroker() = default;
 
 Result<std::unique_ptr<CredentialBroker>> CredentialBroker::Create(
     std::vector<CredentialSpec> specs, BrokerOptions options) {
+  // Phantoms, the session CA and the upstream TLS all need OpenSSL (src/libssl/loader.h).
+  if (const std::string& e = libssl::Load(); !e.empty()) {
+    return Error(Code::kFailedPrecondition, "the credential broker needs OpenSSL: " + e);
+  }
   std::unique_ptr<CredentialBroker> b(new CredentialBroker());
   b->options_ = std::move(options);
   std::set<std::string> names, routes;

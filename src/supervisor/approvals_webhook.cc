@@ -35,6 +35,7 @@
 #include <optional>
 
 #include "common/unique_fd.h"
+#include "libssl/loader.h"
 #include "net/http_parser.h"
 #include "net/idna.h"
 
@@ -520,6 +521,10 @@ asio::awaitable<void> RunCall(std::shared_ptr<WebhookChannel::Call> call, Webhoo
 Result<std::unique_ptr<WebhookChannel>> WebhookChannel::Create(asio::io_context& io,
                                                                WebhookOptions options) {
   WARD_ASSIGN_OR_RETURN(WebhookUrl url, ParseWebhookUrl(options.url));
+  // Signing (HMAC), nonces and HTTPS all need OpenSSL (src/libssl/loader.h).
+  if (const std::string& e = libssl::Load(); !e.empty()) {
+    return Error(Code::kFailedPrecondition, "the approval webhook needs OpenSSL: " + e);
+  }
   if (options.secret.size() < kMinWebhookSecretBytes) {
     return InvalidArgument("webhook secret is shorter than " +
                            std::to_string(kMinWebhookSecretBytes) + " bytes");

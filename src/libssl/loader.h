@@ -1,0 +1,46 @@
+// OpenSSL, loaded when a run first needs it. Only TLS interception (the credential broker) and
+// approval webhooks use OpenSSL; linked into the binary, its tables cost every start of ward,
+// `ward run -- true` included, about a hundred copy-on-write page faults while the dynamic loader
+// relocates them. So ward calls OpenSSL through small stubs (one per function in functions.h),
+// and the first call, or Load(), opens the system's libssl and resolves every stub at once.
+//
+// Fail closed: a feature that needs OpenSSL calls Load() first and refuses with its message when
+// the library is missing. A stub reached without a successful load prints what failed and
+// aborts (a supervisor that cannot do TLS must not carry on as if it could).
+#pragma once
+
+#include <string>
+#include <thread>
+
+namespace ward::libssl {
+
+// Loads libssl (and with it libcrypto) and resolves every function ward calls. Once per
+// process, thread-safe; later calls return the first outcome. "" when loaded, else what failed
+// (naming the library or the missing function).
+const std::string& Load();
+
+// Starts Load() on a thread of its own, for a run that will need TLS, so that opening the
+// library overlaps with the run's other set-up. Join() waits for that thread: it must be gone
+// before the supervisor clones sandbox init (a clone copies only the calling thread, and init
+// must not inherit the dynamic loader's or the allocator's locks held by another).
+class Preload {
+ public:
+  Preload();
+  ~Preload() { Join(); }
+  Preload(const Preload&) = delete;
+  Preload& operator=(const Preload&) = delete;
+  void Join();
+
+ private:
+  std::thread thread_;
+};
+
+// The library's file name (the SONAME, e.g. "libssl.so.3").
+const char* LibraryName();
+
+namespace internal {
+// Tests only, before the first Load(): load this file instead (to see a missing library refused).
+void UseLibraryForTest(const char* name);
+}  // namespace internal
+
+}  // namespace ward::libssl
