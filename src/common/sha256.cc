@@ -4,6 +4,7 @@
 #include <cstring>
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -107,9 +108,14 @@ __attribute__((target("sha,sse4.1"))) void BlocksShaNi(uint32_t* h, const uint8_
   _mm_storeu_si128(reinterpret_cast<__m128i*>(h + 4), _mm_alignr_epi8(dchg, feba, 8));
 }
 
+// CPUID asked directly, when ward first hashes: __builtin_cpu_supports would link libgcc's
+// CPU-model constructor, which runs a dozen CPUID instructions at every start of ward, and
+// each one traps to the hypervisor in a VM (~7 us here).
 bool CpuHasSha() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("sha") && __builtin_cpu_supports("sse4.1");
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSE4_1)) return false;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (b & bit_SHA) != 0;
 }
 #else
 bool CpuHasSha() { return false; }

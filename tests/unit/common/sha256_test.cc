@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
+#include <fstream>
 #include <random>
+#include <string>
 
 namespace ward {
 namespace {
@@ -52,6 +54,27 @@ TEST(Sha256, ThePortableCodeAgreesToo) {
   EXPECT_EQ(Sha256Hex(std::string(1000000, 'a')),
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
   Sha256::UsePortableForTesting(false);
+}
+
+// The SHA extensions are used exactly when the kernel reports them (and SSE4.1) for this CPU.
+TEST(Sha256, UsesTheShaExtensionsExactlyWhenTheCpuHasThem) {
+#if defined(__x86_64__)
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, flags;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      flags = " " + line.substr(line.find(':') + 1) + " ";
+      break;
+    }
+  }
+  ASSERT_FALSE(flags.empty()) << "no flags line in /proc/cpuinfo";
+  const bool expected =
+      flags.find(" sha_ni ") != std::string::npos && flags.find(" sse4_1 ") != std::string::npos;
+  Sha256::UsePortableForTesting(false);
+  EXPECT_EQ(Sha256::Accelerated(), expected) << "flags:" << flags;
+#else
+  EXPECT_FALSE(Sha256::Accelerated());
+#endif
 }
 
 }  // namespace
