@@ -21,9 +21,6 @@
 namespace ward::cli {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;  // no session, unknown id, already answered, refused
-constexpr int kExitUsage = 125;
 constexpr auto kCallTimeout = std::chrono::seconds(10);
 
 struct ApprovalsOptions {

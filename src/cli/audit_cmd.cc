@@ -21,9 +21,6 @@
 namespace ward::cli {
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;  // tampered, missing, unknown session
-constexpr int kExitUsage = 125;
 constexpr auto kFollowPoll = std::chrono::milliseconds(250);
 
 struct AuditOptions {

@@ -21,4 +21,13 @@ void AddShellPrefixCommand(CLI::App& app, int* exit_code);
 void AddHookCommand(CLI::App& app, int* exit_code);
 void AddApprovalsCommand(CLI::App& app, int* exit_code);  // approvals, approve, deny, grants
 
+// Whether this build's `ward run` takes --label (execs of `serve` and `mcp` are then tagged
+// sandbox=/exec=).
+bool RunTakesLabels();
+
+// Exit statuses of the subcommands that report rather than run (approvals, audit).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;  // tampered or missing, unknown session or id, refused
+inline constexpr int kExitUsage = 125;
+
 }  // namespace ward::cli

@@ -23,17 +23,6 @@ struct McpOptions {
   RunOptions run;
 };
 
-bool RunTakesLabels() {
-  CLI::App probe;
-  int ignored = 0;
-  AddRunCommand(probe, &ignored);
-  try {
-    return probe.get_subcommand("run")->get_option_no_throw("--label") != nullptr;
-  } catch (const CLI::Error&) {
-    return false;
-  }
-}
-
 void WriteStdout(const std::string& line) {
   const char* p = line.data();
   size_t n = line.size();

@@ -468,4 +468,15 @@ void AddRunCommand(CLI::App& app, int* exit_code, bool probe_now) {
   sub->callback([opts, exit_code] { *exit_code = RunCommand(*opts); });
 }
 
+bool RunTakesLabels() {
+  CLI::App probe;
+  int ignored = 0;
+  AddRunCommand(probe, &ignored);
+  try {
+    return probe.get_subcommand("run")->get_option_no_throw("--label") != nullptr;
+  } catch (const CLI::Error&) {
+    return false;
+  }
+}
+
 }  // namespace ward::cli

@@ -25,18 +25,6 @@ struct ServeOptions {
   size_t max_running = 32;
 };
 
-// Whether this build's `ward run` takes --label (execs are then tagged sandbox=/exec=).
-bool RunTakesLabels() {
-  CLI::App probe;
-  int ignored = 0;
-  AddRunCommand(probe, &ignored);
-  try {
-    return probe.get_subcommand("run")->get_option_no_throw("--label") != nullptr;
-  } catch (const CLI::Error&) {
-    return false;
-  }
-}
-
 int RunServe(const ServeOptions& o) {
   signal(SIGPIPE, SIG_IGN);
   std::string socket = o.socket;
