@@ -39,8 +39,11 @@ fuzz: deps
 format:
 	find src tests bench -name '*.h' -o -name '*.cc' -o -name '*.c' | xargs clang-format -i
 
+# src/cli is one translation unit in the build (src/cli/CMakeLists.txt), so its files are not in
+# the compilation database: clang-tidy is given them by name and infers their flags.
 tidy: build
 	run-clang-tidy -p $(BUILD) -quiet src/ 2>/dev/null || clang-tidy -p $(BUILD) $$(find src -name '*.cc')
+	clang-tidy -p $(BUILD) --quiet src/cli/*.cc
 
 bench: build
 	sh bench/startup.sh $(BUILD)/bin/ward
