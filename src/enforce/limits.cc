@@ -175,7 +175,8 @@ Result<LimitsPlan> PlanLimits(const policy::Policy& policy, const KernelFeatures
   if (l.cpu_cores) {
     double c = *l.cpu_cores;
     if (cg.cpu) {
-      long long q = std::llround(c * static_cast<double>(kCpuPeriodUs));
+      // Rounded to the nearest microsecond (c > 0; no llround, which lives in libm).
+      long long q = static_cast<long long>(c * static_cast<double>(kCpuPeriodUs) + 0.5);
       uint64_t quota = std::max<uint64_t>(q > 0 ? static_cast<uint64_t>(q) : 0, kMinCpuQuotaUs);
       spec.cgroup.cpu_quota_us = quota;
       spec.cgroup.cpu_period_us = kCpuPeriodUs;

@@ -3,7 +3,6 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
-#include <cmath>
 
 namespace ward::net {
 
@@ -64,6 +63,22 @@ PhantomShape Generic() {
   s.length = kGenericLength;
   s.generic = true;
   return s;
+}
+
+// The fewest characters drawn uniformly from n that carry kMinPhantomBits: the least length
+// with n^length >= 2^128, in integers (no log2, which lives in libm). An alphabet of fewer than
+// two counts as one bit per character.
+size_t MinRandomLength(size_t n) {
+  static_assert(kMinPhantomBits == 128, "the bound below is 2^128");
+  if (n < 2) return kMinPhantomBits;
+  const unsigned __int128 max = ~static_cast<unsigned __int128>(0);  // 2^128 - 1
+  unsigned __int128 v = 1;
+  size_t length = 0;
+  while (true) {
+    ++length;
+    if (v > max / n) return length;  // v * n >= 2^128
+    v *= n;
+  }
 }
 
 size_t AlnumCount(std::string_view alphabet) {
@@ -149,10 +164,7 @@ PhantomShape DescribePhantomShape(std::string_view real) {
   s.length = std::min(rest.size(), kMaxRandomLength);
   // At least kMinPhantomBits, counting only the alphanumeric characters (the ends are kept
   // alphanumeric, and it keeps the estimate conservative).
-  double bits_per_char = std::log2(static_cast<double>(AlnumCount(s.alphabet)));
-  size_t min_len = static_cast<size_t>(
-      std::ceil(static_cast<double>(kMinPhantomBits) / std::max(bits_per_char, 1.0)));
-  s.length = std::max(s.length, min_len);
+  s.length = std::max(s.length, MinRandomLength(AlnumCount(s.alphabet)));
   return s;
 }
 

@@ -12,9 +12,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -41,6 +43,31 @@ std::string Quote(std::string_view s) {
   }
   if (s.size() > 120) out += "...";
   return out + "'";
+}
+
+// A decimal number such as 2, 1.5 or .5 (an exponent allowed, no sign, no spaces): the whole
+// text or nothing. strtod in the C locale, not std::from_chars for double, whose library code
+// would make ward load libm at every start.
+std::optional<double> ParseDecimal(const std::string& s) {
+  size_t i = 0, digits = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
+  }
+  if (digits == 0) return std::nullopt;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    size_t exp_digits = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++exp_digits;
+    if (exp_digits == 0) return std::nullopt;
+  }
+  if (i != s.size()) return std::nullopt;
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) return std::nullopt;
+  return v;
 }
 
 std::string Join(const std::vector<std::string>& items, std::string_view sep = ", ") {
@@ -1159,10 +1186,9 @@ class Loader {
     }
     if (flags_.cpu) {
       const std::string& s = *flags_.cpu;
-      double v = 0;
-      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (s.empty() || ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) ||
-          v <= 0 || v > kMaxCpuCores) {
+      const std::optional<double> parsed = ParseDecimal(s);
+      const double v = parsed.value_or(0);
+      if (!parsed || !std::isfinite(v) || v <= 0 || v > kMaxCpuCores) {
         return ErrorAt(cli("--cpu"),
                        "expected a number of cores such as 2 or 1.5, got " + Quote(s));
       }

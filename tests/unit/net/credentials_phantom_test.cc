@@ -67,6 +67,10 @@ TEST(PhantomTest, AlphabetFollowsTheRealValueNotItsCharacters) {
   s = DescribePhantomShape("12345678901234567890");
   EXPECT_EQ(s.alphabet, "0123456789");
   EXPECT_EQ(s.length, 39u);
+  // Short hex: 32 characters, exactly 128 bits (16^32 = 2^128).
+  s = DescribePhantomShape("0123456789abcdef0123");
+  EXPECT_EQ(s.alphabet, "0123456789abcdef");
+  EXPECT_EQ(s.length, 32u);
   // Base64 padding is kept; '+' and '/' are left out of the random part.
   std::string b64 = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo+/abc+/xyz0123==";
   s = DescribePhantomShape(b64);

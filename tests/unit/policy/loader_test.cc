@@ -753,6 +753,30 @@ TEST(Flags, PathsEnvNetworkAndLayers) {
   EXPECT_FALSE(r->audit);
 }
 
+// --cpu takes a plain decimal number, all of it or nothing.
+TEST(Flags, CpuTakesOnlyAPlainDecimalNumber) {
+  for (const auto& [text, cores] : std::vector<std::pair<std::string, double>>{
+           {"2", 2}, {"1.5", 1.5}, {".5", 0.5}, {"2.", 2}, {"1e1", 10}, {"25E-1", 2.5}}) {
+    MemFs fs;
+    RunFlags f;
+    f.cpu = text;
+    Result<Policy> r = Load(fs, f);
+    ASSERT_TRUE(r.ok()) << text << ": " << ErrorOf(r);
+    EXPECT_DOUBLE_EQ(*r->limits.cpu_cores, cores) << text;
+  }
+  for (const char* bad : {"", ".", "1.5x", " 2", "2 ", "+2", "0x10", "1e", "1e+", "inf", "1,5",
+                          "1.2.3", "0", "0.0"}) {
+    MemFs fs;
+    RunFlags f;
+    f.cpu = bad;
+    Result<Policy> r = Load(fs, f);
+    EXPECT_FALSE(r.ok()) << "'" << bad << "' was accepted";
+    if (!r.ok()) {
+      EXPECT_NE(ErrorOf(r).find("--cpu"), std::string::npos) << ErrorOf(r);
+    }
+  }
+}
+
 TEST(Flags, LimitsOverrideTheProfile) {
   MemFs fs;
   fs.AddProfile("t", "[limits]\nmemory = \"1G\"\npids = 5\n");
