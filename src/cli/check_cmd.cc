@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "enforce/limits.h"
 #include "enforce/probe.h"
+#include "libssl/loader.h"
 
 namespace ward::cli {
 namespace {
@@ -38,6 +39,8 @@ int RunCheck(const CheckOptions& opts) {
   if (lm.pids.empty()) missing.push_back("resource limits (pids: " + lm.pids_why_not + ")");
   bool ok = missing.empty();
   const std::string& limits = lm.summary;
+  // Not needed by the default profile: said, not counted in `ok`.
+  const std::string& tls_error = libssl::Load();
   std::string v2_controllers;
   for (const auto& c : f.cgroup.v2_controllers) v2_controllers += (v2_controllers.empty() ? "" : " ") + c;
 
@@ -79,6 +82,8 @@ int RunCheck(const CheckOptions& opts) {
           {"pids_why_not", lm.pids_why_not},
           {"cpu_why_not", lm.cpu_why_not}}},
         {"outer_wall", f.outer_wall},
+        {"openssl",
+         {{"library", libssl::LibraryName()}, {"loads", tls_error.empty()}, {"error", tls_error}}},
         {"default_profile_fully_enforced", ok},
         {"missing", missing},
         {"notes", f.notes},
@@ -111,6 +116,9 @@ int RunCheck(const CheckOptions& opts) {
               lm.cpu.empty() ? "cannot be enforced (--cpu refused)" : lm.cpu.c_str());
   std::printf("outer wall                  %s\n",
               f.outer_wall.empty() ? "none detected" : f.outer_wall.c_str());
+  std::printf("OpenSSL                     %s (needed by credentials and webhooks)\n",
+              tls_error.empty() ? (std::string(libssl::LibraryName()) + " loads").c_str()
+                                : tls_error.c_str());
   for (const auto& n : f.notes) std::printf("note: %s\n", n.c_str());
   if (ok) {
     std::printf("\nThe default profile runs fully enforced here.\n");

@@ -171,6 +171,10 @@ TEST_F(ExplainTest, CheckAgreesWithARealRun) {
   ASSERT_TRUE(j.is_object()) << json.out;
   EXPECT_EQ(j["default_profile_fully_enforced"].get<bool>(), check.status == 0);
   EXPECT_GE(j["landlock_abi"].get<int>(), 0);
+  // OpenSSL (loaded only for credentials and webhooks) is reported, loadable on these machines.
+  EXPECT_TRUE(j["openssl"]["loads"].get<bool>()) << json.out;
+  EXPECT_NE(check.out.find("OpenSSL                     libssl.so."), std::string::npos)
+      << check.out;
   // Exit 0 means the default profile runs with every layer; 1 means it is refused.
   RunResult run = RunWard({"run", "--", "true"}, Defaults());
   EXPECT_EQ(run.status, check.status == 0 ? 0 : 125) << run.err;
