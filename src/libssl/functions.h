@@ -36,15 +36,18 @@
   X(NAME_CONSTRAINTS_free) \
   X(OBJ_nid2sn) \
   X(OPENSSL_sk_num) \
+  X(PEM_read_X509) \
   X(PEM_write_X509) \
   X(PEM_write_bio_X509) \
   X(RAND_bytes) \
   X(SSL_CTX_check_private_key) \
   X(SSL_CTX_ctrl) \
   X(SSL_CTX_free) \
+  X(SSL_CTX_get_cert_store) \
   X(SSL_CTX_get_default_passwd_cb_userdata) \
   X(SSL_CTX_get_ex_data) \
   X(SSL_CTX_get_verify_callback) \
+  X(SSL_CTX_load_verify_dir) \
   X(SSL_CTX_load_verify_file) \
   X(SSL_CTX_load_verify_locations) \
   X(SSL_CTX_new) \
@@ -101,6 +104,7 @@
   X(X509_STORE_new) \
   X(X509_VERIFY_PARAM_set1_host) \
   X(X509_VERIFY_PARAM_set1_ip_asc) \
+  X(X509_VERIFY_PARAM_set_flags) \
   X(X509_VERIFY_PARAM_set_purpose) \
   X(X509_add_ext) \
   X(X509_check_ca) \
@@ -109,6 +113,10 @@
   X(X509_free) \
   X(X509_get0_notAfter) \
   X(X509_get0_pubkey) \
+  X(X509_get_default_cert_dir) \
+  X(X509_get_default_cert_dir_env) \
+  X(X509_get_default_cert_file) \
+  X(X509_get_default_cert_file_env) \
   X(X509_get_ext_d2i) \
   X(X509_get_serialNumber) \
   X(X509_get_subject_name) \

@@ -3,7 +3,11 @@
 #include <gtest/gtest.h>
 #include <openssl/ec.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
+
+#include <cstdio>
+#include <cstdlib>
 
 #include <string>
 
@@ -262,6 +266,72 @@ TEST(UpstreamTlsTest, CaFilesMustExistAndHoldCertificates) {
   o.extra_ca_files = {pki.ca_file()};
   EXPECT_TRUE(MakeUpstreamTlsContext(o).ok());
   EXPECT_TRUE(MakeUpstreamTlsContext({}).ok());  // the host's trust store alone
+}
+
+// Whether `cert` verifies against the trust of an upstream context (time not checked: a
+// bundle's root may have expired since it was packaged; trust is what is tested).
+bool TrustedByUpstreamContext(X509* cert, bool system_trust) {
+  UpstreamTlsOptions o;
+  o.system_trust = system_trust;
+  auto ctx = MakeUpstreamTlsContext(o);
+  EXPECT_TRUE(ctx.ok()) << ctx.status().ToString();
+  if (!ctx.ok()) return false;
+  X509_STORE_CTX* sc = X509_STORE_CTX_new();
+  X509_STORE_CTX_init(sc, SSL_CTX_get_cert_store(ctx->get()), cert, nullptr);
+  X509_VERIFY_PARAM_set_flags(X509_STORE_CTX_get0_param(sc), X509_V_FLAG_NO_CHECK_TIME);
+  const bool ok = X509_verify_cert(sc) == 1;
+  X509_STORE_CTX_free(sc);
+  return ok;
+}
+
+X509* FirstCertificateIn(const std::string& file) {
+  FILE* f = std::fopen(file.c_str(), "r");
+  if (f == nullptr) return nullptr;
+  X509* cert = PEM_read_X509(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  return cert;
+}
+
+// The host's trust store is in use (read lazily through the hashed directory where there is
+// one): a root CA of the host verifies against an upstream context with the host's trust, and
+// not against one without it.
+TEST(UpstreamTlsTest, TheHostsTrustAnchorsAreUsed) {
+  X509* root = FirstCertificateIn(X509_get_default_cert_file());
+  if (root == nullptr)
+    GTEST_SKIP() << "no CA bundle on this host: " << X509_get_default_cert_file();
+  EXPECT_TRUE(TrustedByUpstreamContext(root, true));
+  EXPECT_FALSE(TrustedByUpstreamContext(root, false));
+  X509_free(root);
+}
+
+// SSL_CERT_FILE naming another bundle is honoured (not replaced by the system's directory).
+TEST(UpstreamTlsTest, SslCertFileIsHonoured) {
+  TestPki pki;
+  TempDir empty;
+  X509* ca = FirstCertificateIn(pki.ca_file());
+  ASSERT_NE(ca, nullptr);
+  const char* old_file = std::getenv("SSL_CERT_FILE");
+  const char* old_dir = std::getenv("SSL_CERT_DIR");
+  const bool had_file = old_file != nullptr, had_dir = old_dir != nullptr;
+  const std::string saved_file = had_file ? old_file : "", saved_dir = had_dir ? old_dir : "";
+  setenv("SSL_CERT_FILE", pki.ca_file().c_str(), 1);
+  setenv("SSL_CERT_DIR", empty.path().c_str(), 1);
+  EXPECT_TRUE(TrustedByUpstreamContext(ca, true));
+  X509* root = FirstCertificateIn(X509_get_default_cert_file());
+  if (root != nullptr) {
+    EXPECT_FALSE(TrustedByUpstreamContext(root, true));  // only the named bundle
+    X509_free(root);
+  }
+  auto restore = [](const char* name, bool had, const std::string& value) {
+    if (had) {
+      setenv(name, value.c_str(), 1);
+    } else {
+      unsetenv(name);
+    }
+  };
+  restore("SSL_CERT_FILE", had_file, saved_file);
+  restore("SSL_CERT_DIR", had_dir, saved_dir);
+  X509_free(ca);
 }
 
 }  // namespace
