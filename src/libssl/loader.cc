@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
-#include <system_error>
 
 #include "libssl/functions.h"
 
@@ -40,12 +39,13 @@ WARD_LIBSSL_FUNCTIONS(WARD_LIBSSL_SLOT)
 WARD_LIBSSL_CLEANUPS(WARD_LIBSSL_SLOT)
 }
 
-// The stubs (x86-64). A loaded stub is two instructions and a jump. Before the load, it passes
-// its slot to ward_libssl_resolve, which keeps every argument register (and %rax, the vector
-// count of a variadic call), binds all slots and jumps to the function: the caller's arguments,
-// stack and return address are untouched, whatever the function's signature.
+// The stubs (x86-64). A loaded stub is two instructions and a jump. Before the load, a
+// function's stub passes its slot to ward_libssl_resolve, which keeps every argument register
+// (and %rax, the vector count of a variadic call), binds all slots and jumps to the function:
+// the caller's arguments, stack and return address are untouched, whatever the function's
+// signature. A cleanup's stub (functions.h) returns instead.
 // clang-format off
-#define WARD_LIBSSL_STUB(name)                          \
+#define WARD_LIBSSL_STUB_UNLESS_LOADED(name, unloaded)  \
   asm(".text\n"                                         \
       ".globl " #name "\n"                              \
       ".hidden " #name "\n"                             \
@@ -58,30 +58,15 @@ WARD_LIBSSL_CLEANUPS(WARD_LIBSSL_SLOT)
       "  jz 1f\n"                                       \
       "  jmp *%r11\n"                                   \
       "1:\n"                                            \
-      "  leaq ward_libssl_slot_" #name "(%rip), %r11\n" \
-      "  jmp ward_libssl_resolve\n"                     \
+      unloaded                                          \
       ".size " #name ", .-" #name "\n");
+#define WARD_LIBSSL_STUB(name)                                \
+  WARD_LIBSSL_STUB_UNLESS_LOADED(name,                        \
+      "  leaq ward_libssl_slot_" #name "(%rip), %r11\n"       \
+      "  jmp ward_libssl_resolve\n")
+#define WARD_LIBSSL_CLEANUP_STUB(name) WARD_LIBSSL_STUB_UNLESS_LOADED(name, "  ret\n")
 // clang-format on
 WARD_LIBSSL_FUNCTIONS(WARD_LIBSSL_STUB)
-
-// A cleanup's stub (functions.h): jumps once loaded, returns before.
-// clang-format off
-#define WARD_LIBSSL_CLEANUP_STUB(name)                  \
-  asm(".text\n"                                         \
-      ".globl " #name "\n"                              \
-      ".hidden " #name "\n"                             \
-      ".type " #name ", @function\n"                    \
-      ".p2align 4\n"                                    \
-      #name ":\n"                                       \
-      "  endbr64\n"                                     \
-      "  movq ward_libssl_slot_" #name "(%rip), %r11\n" \
-      "  testq %r11, %r11\n"                            \
-      "  jz 1f\n"                                       \
-      "  jmp *%r11\n"                                   \
-      "1:\n"                                            \
-      "  ret\n"                                         \
-      ".size " #name ", .-" #name "\n");
-// clang-format on
 WARD_LIBSSL_CLEANUPS(WARD_LIBSSL_CLEANUP_STUB)
 
 // %r11: the slot. Entered by a jump from a stub, so %rsp is 8 off 16-byte alignment, as at any
@@ -203,19 +188,3 @@ const std::string& Load() {
 }  // namespace ward::libssl
 
 #endif
-
-namespace ward::libssl {
-
-Preload::Preload() {
-  try {
-    thread_ = std::thread([] { (void)Load(); });
-  } catch (const std::system_error&) {
-    // No thread to be had: the first use loads it.
-  }
-}
-
-void Preload::Join() {
-  if (thread_.joinable()) thread_.join();
-}
-
-}  // namespace ward::libssl

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <string>
-#include <thread>
 
 namespace ward::libssl {
 
@@ -18,22 +17,6 @@ namespace ward::libssl {
 // process, thread-safe; later calls return the first outcome. "" when loaded, else what failed
 // (naming the library or the missing function).
 const std::string& Load();
-
-// Starts Load() on a thread of its own, for a run that will need TLS, so that opening the
-// library overlaps with the run's other set-up. Join() waits for that thread: it must be gone
-// before the supervisor clones sandbox init (a clone copies only the calling thread, and init
-// must not inherit the dynamic loader's or the allocator's locks held by another).
-class Preload {
- public:
-  Preload();
-  ~Preload() { Join(); }
-  Preload(const Preload&) = delete;
-  Preload& operator=(const Preload&) = delete;
-  void Join();
-
- private:
-  std::thread thread_;
-};
 
 // The library's file name (the SONAME, e.g. "libssl.so.3").
 const char* LibraryName();

@@ -26,11 +26,10 @@
 #include <asio/use_awaitable.hpp>
 #include <asio/write.hpp>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 
+#include "../libssl/without_openssl.h"
 #include "approvals_test_util.h"
-#include "libssl/loader.h"
 #include "net/http_parser.h"
 #include "supervisor/approvals.h"
 #include "supervisor/approvals_webhook.h"
@@ -681,35 +680,18 @@ TEST(WebhookPure, CreateRefusesBadConfigurations) {
   EXPECT_FALSE(WebhookChannel::Create(io, o).ok());
 }
 
-}  // namespace
-}  // namespace ward::supervisor
-
-namespace ward::supervisor {
-namespace {
-
-// Without OpenSSL a webhook cannot sign or speak TLS: creating one is refused, naming the library
-// (in a fresh process, where nothing has loaded it; see tests/unit/libssl).
+// Without OpenSSL a webhook cannot sign or speak TLS: creating one is refused, naming the
+// library.
 TEST(WebhookPure, CreateWithoutOpenSslIsRefusedNamingTheLibrary) {
-#if defined(WARD_LAZY_LIBSSL)
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(
-      {
-        libssl::internal::UseLibraryForTest("libward-missing-for-test.so.0");
+  test::ExpectRefusedWithoutOpenSsl(
+      [] {
         asio::io_context io;
         WebhookOptions o;
         o.url = "unix:/tmp/x.sock";
         o.secret = std::string(kSecret);
-        Result<std::unique_ptr<WebhookChannel>> ch = WebhookChannel::Create(io, o);
-        const bool named = !ch.ok() && ch.status().code() == Code::kFailedPrecondition &&
-                           ch.status().ToString().find(
-                               "the approval webhook needs OpenSSL: cannot load "
-                               "libward-missing-for-test.so.0") != std::string::npos;
-        std::_Exit(named ? 0 : 1);
+        return WebhookChannel::Create(io, o).status();
       },
-      ::testing::ExitedWithCode(0), "");
-#else
-  GTEST_SKIP() << "OpenSSL is linked into this build";
-#endif
+      "the approval webhook");
 }
 
 }  // namespace
