@@ -3,6 +3,7 @@
 #include "common/sha256.h"
 #include <time.h>
 
+#include <charconv>
 #include <cstdio>
 
 namespace ward::audit {
@@ -40,9 +41,100 @@ bool IsValidTimestamp(std::string_view ts) {
   return true;
 }
 
-std::string CanonicalJson(const nlohmann::json& j) {
+namespace {
+
+// nlohmann's own serialisation in the canonical settings: the reference the fast path below
+// must match byte for byte.
+std::string ReferenceDump(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+
+// Printable ASCII other than '"' and '\\': what the reference writes between quotes as it is.
+bool WrittenAsIs(std::string_view s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+void AppendString(const std::string& s, std::string* out) {
+  if (WrittenAsIs(s)) {
+    *out += '"';
+    *out += s;
+    *out += '"';
+  } else {
+    *out += ReferenceDump(nlohmann::json(s));  // escapes, UTF-8, invalid bytes
+  }
+}
+
+template <typename Int>
+void AppendInteger(Int v, std::string* out) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, ec == std::errc() ? end : buf);
+}
+
+// The walk of nlohmann's serialiser (objects in key order, arrays in order), with strings
+// written as they are and integers formatted directly where the result is the same; every
+// other value (escaped strings, floating point, binary) is written by the reference itself.
+// A session's start record (~20 KB) takes a third of the time nlohmann's dump does.
+void AppendCanonical(const nlohmann::json& j, std::string* out) {
+  using V = nlohmann::json::value_t;
+  switch (j.type()) {
+    case V::object: {
+      *out += '{';
+      bool first = true;
+      for (const auto& [key, value] : j.get_ref<const nlohmann::json::object_t&>()) {
+        if (!first) *out += ',';
+        first = false;
+        AppendString(key, out);
+        *out += ':';
+        AppendCanonical(value, out);
+      }
+      *out += '}';
+      return;
+    }
+    case V::array: {
+      *out += '[';
+      bool first = true;
+      for (const nlohmann::json& value : j.get_ref<const nlohmann::json::array_t&>()) {
+        if (!first) *out += ',';
+        first = false;
+        AppendCanonical(value, out);
+      }
+      *out += ']';
+      return;
+    }
+    case V::string:
+      AppendString(j.get_ref<const std::string&>(), out);
+      return;
+    case V::number_integer:
+      AppendInteger(j.get<int64_t>(), out);
+      return;
+    case V::number_unsigned:
+      AppendInteger(j.get<uint64_t>(), out);
+      return;
+    case V::boolean:
+      *out += j.get<bool>() ? "true" : "false";
+      return;
+    case V::null:
+      *out += "null";
+      return;
+    default:  // floating point, binary, discarded
+      *out += ReferenceDump(j);
+      return;
+  }
+}
+
+}  // namespace
+
+std::string CanonicalJson(const nlohmann::json& j) {
+  std::string out;
+  AppendCanonical(j, &out);
+  return out;
+}
+
+std::string CanonicalJsonReferenceForTesting(const nlohmann::json& j) { return ReferenceDump(j); }
 
 BuiltRecord BuildRecord(int64_t seq, std::string_view ts, std::string_view type,
                         const nlohmann::json& data, std::string_view prev) {
@@ -66,16 +158,17 @@ BuiltRecord BuildRecordFromCanonicalData(int64_t seq, std::string_view ts, std::
   tail += type_json;
   tail += '}';
 
-  std::string unhashed;
-  unhashed.reserve(10 + data_canonical.size() + tail.size());
-  unhashed += "{\"data\":";
-  unhashed += data_canonical;
-  unhashed += ',';
-  unhashed += tail;
+  // The hash covers the record without its "hash" member: the same bytes as the line below
+  // less that member, fed to the hash in pieces instead of copied into a string of their own.
+  Sha256 h;
+  h.Update("{\"data\":");
+  h.Update(data_canonical);
+  h.Update(",");
+  h.Update(tail);
 
   BuiltRecord out;
-  out.hash = Sha256Hex(unhashed);
-  out.line.reserve(unhashed.size() + 80);
+  out.hash = h.FinalHex();
+  out.line.reserve(10 + data_canonical.size() + 80 + tail.size());
   out.line += "{\"data\":";
   out.line += data_canonical;
   out.line += ",\"hash\":\"";

@@ -30,6 +30,8 @@ bool IsValidTimestamp(std::string_view ts);
 // The canonical serialisation (docs/audit.md): sorted keys, no whitespace, UTF-8 unescaped,
 // invalid UTF-8 replaced by U+FFFD. May throw std::bad_alloc only.
 std::string CanonicalJson(const nlohmann::json& j);
+// nlohmann's dump() in those settings, which CanonicalJson reproduces byte for byte (faster).
+std::string CanonicalJsonReferenceForTesting(const nlohmann::json& j);
 
 struct BuiltRecord {
   std::string line;  // canonical record including "hash", without the trailing newline

@@ -288,7 +288,11 @@ void SessionLog::Emit(std::string_view type, nlohmann::json data) {
           BuildRecordFromCanonicalData(next_seq_, FormatTimestamp(std::chrono::system_clock::now()),
                                        type_s, data_canonical, last_hash_);
       bool was_empty = batch_.empty();
-      batch_ += rec.line;
+      if (was_empty) {
+        batch_ = std::move(rec.line);  // no copy of a large record (a start record: ~20 KB)
+      } else {
+        batch_ += rec.line;
+      }
       batch_ += '\n';
       marks_.push_back(Mark{batch_.size(), next_seq_, rec.hash});
       last_hash_ = std::move(rec.hash);

@@ -187,10 +187,8 @@ std::array<uint8_t, 32> Sha256::Final() {
   return out;
 }
 
-std::string Sha256Hex(std::string_view data) {
-  Sha256 s;
-  s.Update(data);
-  auto d = s.Final();
+std::string Sha256::FinalHex() {
+  const std::array<uint8_t, 32> d = Final();
   static const char kHex[] = "0123456789abcdef";
   std::string out(64, '0');
   for (int i = 0; i < 32; ++i) {
@@ -198,6 +196,12 @@ std::string Sha256Hex(std::string_view data) {
     out[2 * i + 1] = kHex[d[i] & 15];
   }
   return out;
+}
+
+std::string Sha256Hex(std::string_view data) {
+  Sha256 s;
+  s.Update(data);
+  return s.FinalHex();
 }
 
 }  // namespace ward

@@ -14,6 +14,7 @@ class Sha256 {
   Sha256();
   void Update(std::string_view data);
   std::array<uint8_t, 32> Final();
+  std::string FinalHex();  // Final() as lowercase hex
   // Where the CPU has the SHA extensions (x86-64), blocks are hashed with them (~10x faster;
   // an audit trail hashes every record). Tests switch to the portable code to check both.
   static bool Accelerated();

@@ -37,57 +37,49 @@ json OptionalNumber(const std::optional<T>& v) {
 }  // namespace
 
 json OriginToJson(const Origin& o) {
-  return {{"source", o.source}, {"line", o.line}, {"key", o.key}};
+  return JsonObject()("source", o.source)("line", o.line)("key", o.key);
 }
 
 json PolicyToJson(const Policy& p) {
   json j;
   j["profile"] = p.profile;
   j["description"] = p.description;
-  j["sources"] = json::array();
-  for (const ProfileSource& s : p.sources) {
-    j["sources"].push_back({{"name", s.name}, {"origin", s.origin}, {"sha256", s.sha256}});
-  }
-  j["workspace"] = {{"path", p.workspace},
-                    {"access", p.workspace_access ? AccessName(*p.workspace_access) : "none"},
-                    {"origin", OriginToJson(p.workspace_origin)}};
+  j["sources"] = JsonArray(p.sources.size(), [&](size_t i) -> json {
+    const ProfileSource& s = p.sources[i];
+    return JsonObject()("name", s.name)("origin", s.origin)("sha256", s.sha256);
+  });
+  j["workspace"] = JsonObject()("path", p.workspace)(
+      "access", p.workspace_access ? AccessName(*p.workspace_access) : "none")(
+      "origin", OriginToJson(p.workspace_origin));
   j["home"] = p.home;
 
-  json fs;
-  fs["paths"] = json::array();
-  for (const PathRule& r : p.paths) {
-    fs["paths"].push_back({{"path", r.path},
-                           {"access", AccessName(r.access)},
-                           {"optional", r.optional},
-                           {"origin", OriginToJson(r.origin)}});
-  }
-  fs["deny"] = json::array();
-  for (const DenyRule& r : p.deny) {
-    fs["deny"].push_back({{"path", r.path}, {"origin", OriginToJson(r.origin)}});
-  }
-  fs["protected"] = json::array();
-  for (const ProtectedRule& r : p.protected_paths) {
-    fs["protected"].push_back({{"relpath", r.relpath}, {"origin", OriginToJson(r.origin)}});
-  }
-  fs["nested_repo_depth"] = p.nested_repo_depth;
-  j["filesystem"] = std::move(fs);
+  json paths = JsonArray(p.paths.size(), [&](size_t i) -> json {
+    const PathRule& r = p.paths[i];
+    return JsonObject()("path", r.path)("access", AccessName(r.access))("optional", r.optional)(
+        "origin", OriginToJson(r.origin));
+  });
+  json deny = JsonArray(p.deny.size(), [&](size_t i) -> json {
+    return JsonObject()("path", p.deny[i].path)("origin", OriginToJson(p.deny[i].origin));
+  });
+  json protected_paths = JsonArray(p.protected_paths.size(), [&](size_t i) -> json {
+    const ProtectedRule& r = p.protected_paths[i];
+    return JsonObject()("relpath", r.relpath)("origin", OriginToJson(r.origin));
+  });
+  j["filesystem"] = JsonObject()("paths", std::move(paths))("deny", std::move(deny))(
+      "protected", std::move(protected_paths))("nested_repo_depth", p.nested_repo_depth);
 
-  j["env"] = json::array();
-  for (const EnvRule& r : p.env) {
-    j["env"].push_back(
-        {{"name", r.name}, {"kind", r.value ? "set" : "pass"}, {"origin", OriginToJson(r.origin)}});
-  }
+  j["env"] = JsonArray(p.env.size(), [&](size_t i) -> json {
+    const EnvRule& r = p.env[i];
+    return JsonObject()("name", r.name)("kind", r.value ? "set" : "pass")("origin",
+                                                                          OriginToJson(r.origin));
+  });
 
-  json net;
-  for (auto [name, list] :
-       {std::pair<const char*, const std::vector<HostRule>*>{"allow", &p.network.allow},
-        {"deny", &p.network.deny}}) {
-    net[name] = json::array();
-    for (const HostRule& r : *list) {
-      net[name].push_back({{"pattern", r.pattern}, {"origin", OriginToJson(r.origin)}});
-    }
-  }
-  j["network"] = std::move(net);
+  auto hosts = [](const std::vector<HostRule>& list) {
+    return JsonArray(list.size(), [&](size_t i) -> json {
+      return JsonObject()("pattern", list[i].pattern)("origin", OriginToJson(list[i].origin));
+    });
+  };
+  j["network"] = JsonObject()("allow", hosts(p.network.allow))("deny", hosts(p.network.deny));
 
   json limits = {{"memory_bytes", OptionalNumber(p.limits.memory_bytes)},
                  {"pids", OptionalNumber(p.limits.pids)},

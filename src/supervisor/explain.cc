@@ -77,10 +77,11 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
   j["policy"] = policy::PolicyToJson(p);
 
   // --- the plan --------------------------------------------------------------------------
-  json mounts = json::array();
   std::vector<std::string> readable, writable;
-  for (const auto& op : plan.mount.ops) {
-    json m = {{"kind", MountKindName(op.kind)}, {"target", op.target}, {"why", op.why}};
+  json mounts = policy::JsonArray(plan.mount.ops.size(), [&](size_t i) -> json {
+    const enforce::MountOp& op = plan.mount.ops[i];
+    json m =
+        policy::JsonObject()("kind", MountKindName(op.kind))("target", op.target)("why", op.why);
     if (op.kind == enforce::MountOp::Kind::kBind) {
       m["access"] = op.writable ? "write" : "read";
       (op.writable ? writable : readable).push_back(op.target);
@@ -90,25 +91,23 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
       m["access"] = "write (private, discarded)";
       if (op.size) m["size_bytes"] = op.size;
     }
-    mounts.push_back(m);
-  }
-  json masks = json::array();
-  for (const auto& m : plan.mount.masks) masks.push_back({{"path", m.target}, {"why", m.why}});
+    return m;
+  });
+  json masks = policy::JsonArray(plan.mount.masks.size(), [&](size_t i) -> json {
+    return policy::JsonObject()("path", plan.mount.masks[i].target)("why", plan.mount.masks[i].why);
+  });
   int protected_existing = CountExistingProtected(plan);
-  j["plan"] = {{"workspace", notes.workspace},
-               {"mounts", mounts},
-               {"masks", masks},
-               {"protected", {{"roots", plan.mount.protect.roots},
-                              {"relpaths", plan.mount.protect.relpaths},
-                              {"existing", protected_existing},
-                              {"nested_repo_depth", plan.mount.protect.nested_repo_depth}}},
-               {"skipped", notes.skipped},
-               {"degraded", notes.degraded}};
+  j["plan"] = policy::JsonObject()("workspace", notes.workspace)("mounts", std::move(mounts))(
+      "masks", std::move(masks))(
+      "protected", policy::JsonObject()("roots", plan.mount.protect.roots)(
+                       "relpaths", plan.mount.protect.relpaths)("existing", protected_existing)(
+                       "nested_repo_depth", plan.mount.protect.nested_repo_depth))(
+      "skipped", notes.skipped)("degraded", notes.degraded);
 
   // --- layers ----------------------------------------------------------------------------
   json layers = json::array();
   auto layer = [&](const std::string& name, bool on, const std::string& detail) {
-    layers.push_back({{"layer", name}, {"applied", on}, {"detail", detail}});
+    layers.push_back(policy::JsonObject()("layer", name)("applied", on)("detail", detail));
   };
   layer("user namespace", true,
         "uid " + std::to_string(plan.uid) + " and gid " + std::to_string(plan.gid) +
@@ -152,6 +151,7 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
     json lines = json::array();
     for (const auto& l : plan.limits.lines) {
       all_enforced = all_enforced && l.enforced;
+      if (in.record_only) continue;
       lines.push_back({{"limit", l.limit},
                        {"value", l.value},
                        {"mechanism", l.mechanism},
@@ -160,9 +160,9 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
     }
     layer("resource limits", all_enforced,
           enforce::LimitsSummary(plan.limits) + "; RLIMIT_CORE 0 (no core dumps)");
-    if (!in.record_only) j["limits"] = lines;
+    if (!in.record_only) j["limits"] = std::move(lines);
   }
-  j["layers"] = layers;
+  j["layers"] = std::move(layers);
 
   // --- rules and the layers that enforce them ---------------------------------------------
   if (!in.record_only) {
@@ -261,7 +261,7 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
       {"summary", "monotonic: fixed before the command starts; .ward.toml can only narrow; "
                   "grants only through the approval broker outside the sandbox"},
       {"approvals", p.approvals.enabled}};
-  j["axes"] = axes;
+  j["axes"] = std::move(axes);
   if (!in.record_only) {
     j["seccomp"] = {{"denied", sc.denied_names}, {"trapped", sc.notified_names}};
   }

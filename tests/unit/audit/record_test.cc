@@ -5,6 +5,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
 
 namespace ward::audit {
 namespace {
@@ -79,6 +83,127 @@ TEST(RecordTest, CanonicalFormSurvivesParseAndDump) {
   EXPECT_EQ(CanonicalJson(parsed), r.line);
   parsed.erase("hash");
   EXPECT_EQ(Sha256Hex(CanonicalJson(parsed)), r.hash);
+}
+
+// CanonicalJson writes plain strings and integers itself and everything else through
+// nlohmann's dump(); the bytes must be exactly what dump() alone gives, or records written
+// by this version would not verify against the canonical form of older ones (and back).
+TEST(RecordTest, CanonicalFormIsNlohmannsDumpByteForByte) {
+  std::vector<nlohmann::json> cases = {
+      nullptr,
+      true,
+      false,
+      0,
+      -1,
+      1,
+      INT64_MIN,
+      INT64_MAX,
+      UINT64_MAX,
+      0.0,
+      -0.0,
+      0.1,
+      1e300,
+      5e-324,
+      std::nan(""),
+      INFINITY,
+      -INFINITY,
+      1.0,
+      1e21,
+      123456789.0,
+      "",
+      "plain ascii / paths with spaces",
+      "quote \" and backslash \\",
+      std::string("\0nul", 4),
+      "\x01\x1f\x7f",
+      "\b\f\n\r\t",
+      "é ✓ \xf0\x9f\x94\x92",
+      std::string("\xc3(\xff\x80", 4),
+      "\xed\xa0\x80 surrogate",
+      "\xf4\x90\x80\x80 too high",
+      "\xe2\x82 truncated",
+      nlohmann::json::array(),
+      nlohmann::json::object(),
+      nlohmann::json::binary({1, 2, 3}),
+      {{"", 1}, {"é", 2}, {"a\"b", 3}, {std::string("\xff", 1), 4}, {"\n", {1, 2.5, "x"}}}};
+  for (const nlohmann::json& j : cases) {
+    EXPECT_EQ(CanonicalJson(j), CanonicalJsonReferenceForTesting(j)) << j.type_name();
+  }
+
+  // Random trees: strings mostly printable ASCII (the fast path) with escapes, UTF-8, invalid
+  // bytes and DEL mixed in; integers, floats, nesting. A fixed seed keeps failures
+  // reproducible.
+  std::mt19937_64 rng(20261201);
+  auto pick = [&](uint64_t n) { return rng() % n; };
+  auto random_string = [&] {
+    static const std::vector<std::string> kPieces = {"a",
+                                                     "Z",
+                                                     "/usr/lib",
+                                                     " ",
+                                                     "~",
+                                                     "{",
+                                                     "}",
+                                                     "\"",
+                                                     "\\",
+                                                     "\n",
+                                                     "\t",
+                                                     std::string("\0", 1),
+                                                     "\x1b",
+                                                     "\x7f",
+                                                     "é",
+                                                     "✓",
+                                                     "\xf0\x9f\x94\x92",
+                                                     "\xff",
+                                                     "\x80",
+                                                     "\xc3",
+                                                     "\xed\xa0\x80",
+                                                     "%"};
+    std::string s;
+    for (uint64_t n = pick(12); n > 0; --n) {
+      s += pick(3) == 0 ? kPieces[pick(kPieces.size())] : std::string(1, char(0x20 + pick(0x5f)));
+    }
+    return s;
+  };
+  std::function<nlohmann::json(int)> random_json = [&](int depth) -> nlohmann::json {
+    switch (pick(depth > 4 ? 7 : 9)) {
+      case 0:
+        return nullptr;
+      case 1:
+        return pick(2) == 0;
+      case 2:
+        return static_cast<int64_t>(rng());
+      case 3:
+        return rng();
+      case 4: {
+        double d;
+        uint64_t bits = rng();
+        std::memcpy(&d, &bits, sizeof d);
+        return pick(2) == 0
+                   ? d
+                   : static_cast<double>(static_cast<int64_t>(rng() % 2000000) - 1000000) / 8;
+      }
+      case 5:
+      case 6:
+        return random_string();
+      case 7: {
+        nlohmann::json a = nlohmann::json::array();
+        for (uint64_t n = pick(5); n > 0; --n) a.push_back(random_json(depth + 1));
+        return a;
+      }
+      default: {
+        nlohmann::json o = nlohmann::json::object();
+        for (uint64_t n = pick(5); n > 0; --n) o[random_string()] = random_json(depth + 1);
+        return o;
+      }
+    }
+  };
+  int fast_path_strings = 0;
+  for (int i = 0; i < 3000; ++i) {
+    nlohmann::json j = random_json(0);
+    const std::string ours = CanonicalJson(j);
+    ASSERT_EQ(ours, CanonicalJsonReferenceForTesting(j)) << "case " << i;
+    fast_path_strings += j.is_string() && ours.size() == j.get_ref<const std::string&>().size() + 2;
+  }
+  EXPECT_GT(fast_path_strings, 50);  // the generator does reach the fast path
 }
 
 TEST(RecordTest, JsonDepthScanIgnoresBracketsInStrings) {
