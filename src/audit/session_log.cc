@@ -154,11 +154,17 @@ Result<std::unique_ptr<SessionLog>> SessionLog::Create(const Options& options) {
   if (options.flush_interval.count() <= 0) {
     return InvalidArgument("audit: flush interval must be positive");
   }
-  WARD_TRY(MkdirAll(options.state_dir));
   std::string sessions = SessionsDir(options.state_dir);
-  WARD_TRY(MkdirAll(sessions));
   std::string dir = sessions + "/" + options.session_id;
-  if (::mkdir(dir.c_str(), 0700) != 0) {
+  // The directories above exist at every run but the first: tried first, they cost one
+  // mkdir instead of one per path component.
+  int made = ::mkdir(dir.c_str(), 0700);
+  if (made != 0 && (errno == ENOENT || errno == ENOTDIR)) {  // MkdirAll says which part is wrong
+    WARD_TRY(MkdirAll(options.state_dir));
+    WARD_TRY(MkdirAll(sessions));
+    made = ::mkdir(dir.c_str(), 0700);
+  }
+  if (made != 0) {
     if (errno == EEXIST) {
       return Status(Code::kFailedPrecondition, "audit: session already exists: " + dir);
     }

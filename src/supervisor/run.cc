@@ -776,6 +776,22 @@ Outcome Run(const RunRequest& req) {
     if (!sent.ok()) return refuse_after_clone(sent);
     TraceMark("credentials prepared and sent");
   }
+  // Init is busy building the root now: the audit trail is opened meanwhile, and before the
+  // network namespace and the seccomp program are sent (init waits for both before it starts
+  // the command), so that a trail which cannot be written refuses the run before the command
+  // ever ran.
+  EventSink* events = req.events;
+  std::function<void(const std::string&)> add_secret = req.add_secret;
+  if (req.open_audit) {
+    Result<AuditAttachment> audit = req.open_audit();
+    if (!audit.ok()) return refuse_after_clone(audit.status());
+    events = audit->events;
+    add_secret = std::move(audit->add_secret);
+  }
+  // The redactor knows every secret before the first record (on_started, then the session).
+  if (add_secret) {
+    for (const std::string& secret : creds.secrets) add_secret(secret);
+  }
   {
     Status sent = enforce::StartSandboxNet(&*sb, *plan);
     if (!sent.ok()) return refuse_after_clone(sent);
@@ -794,19 +810,6 @@ Outcome Run(const RunRequest& req) {
                          O_RDONLY | O_CLOEXEC));
     cgroup->StartReaper(mnt_ns.get());
     TraceMark("cgroup reaper started");
-  }
-  // Init is busy building the root now: the audit trail is opened meanwhile.
-  EventSink* events = req.events;
-  std::function<void(const std::string&)> add_secret = req.add_secret;
-  if (req.open_audit) {
-    Result<AuditAttachment> audit = req.open_audit();
-    if (!audit.ok()) return refuse_after_clone(audit.status());
-    events = audit->events;
-    add_secret = std::move(audit->add_secret);
-  }
-  // The redactor knows every secret before the first record (on_started, then the session).
-  if (add_secret) {
-    for (const std::string& secret : creds.secrets) add_secret(secret);
   }
   if (req.on_started) req.on_started(*plan, out.notes, features);
   // The run ends on init's report, before init's own exit; the cgroup is removed after it.

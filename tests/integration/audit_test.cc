@@ -177,6 +177,23 @@ TEST_F(AuditTest, SigkillOfTheSupervisorLeavesAVerifiableLog) {
   EXPECT_NE(cli.out.find("unterminated"), std::string::npos) << cli.out;
 }
 
+// The session's files are made while init builds the root, and before the supervisor sends
+// what init waits for last (the network namespace, the seccomp program): a trail that cannot
+// be written refuses the run before the command could start. The trace marks show the order.
+TEST_F(AuditTest, TheTrailIsOpenBeforeTheCommandCanStart) {
+  RunOptions o = WithState();
+  o.env["WARD_TRACE_TIMING"] = "1";
+  for (int i = 0; i < 10; ++i) {
+    RunResult r = Probe({"exit", "0"}, {}, o);
+    ASSERT_EQ(r.status, 0) << r.err;
+    size_t opened = r.err.find("audit session opened");
+    size_t forked = r.err.find("command: forked");
+    ASSERT_NE(opened, std::string::npos) << r.err;
+    ASSERT_NE(forked, std::string::npos) << r.err;
+    EXPECT_LT(opened, forked) << r.err;
+  }
+}
+
 TEST_F(AuditTest, UnwritableOrFullAuditDirectoryRefusesToStart) {
   MakeDirs(state_ + "/ward/sessions");
   chmod((state_ + "/ward/sessions").c_str(), 0500);
