@@ -38,13 +38,8 @@ std::string RealPath(const char* path) {
   return realpath(path, buf) != nullptr ? std::string(buf) : std::string();
 }
 
-// The host's trust anchors. OpenSSL's default paths parse the whole CA bundle file (some 150
-// certificates; ~45 ms here) when the context is made, at the start of every run with
-// credentials. Where the bundle in use is the system's default one and the certificate
-// directory in use is the system's default one with hashed names, as update-ca-certificates
-// makes both from the same anchors, the directory alone is loaded: lazily, a CA when a chain
-// first needs it. Any other setting (SSL_CERT_FILE or SSL_CERT_DIR naming something else, a
-// directory without hashed names) keeps OpenSSL's default paths.
+}  // namespace
+
 bool LoadHostTrust(SSL_CTX* ctx) {
   const char* file_env = std::getenv(X509_get_default_cert_file_env());
   const char* dir_env = std::getenv(X509_get_default_cert_dir_env());
@@ -53,14 +48,12 @@ bool LoadHostTrust(SSL_CTX* ctx) {
   const std::string default_file = RealPath(X509_get_default_cert_file());
   const std::string default_dir = RealPath(X509_get_default_cert_dir());
   if (!default_file.empty() && RealPath(file) == default_file && !default_dir.empty() &&
-      RealPath(dir) == default_dir && HasHashedNames(dir) &&
-      SSL_CTX_load_verify_dir(ctx, dir) == 1) {
-    return true;
+      RealPath(dir) == default_dir && HasHashedNames(dir)) {
+    if (SSL_CTX_load_verify_dir(ctx, dir) == 1) return true;
+    ERR_clear_error();  // the default paths below are the answer now
   }
   return SSL_CTX_set_default_verify_paths(ctx) == 1;
 }
-
-}  // namespace
 
 Result<SslCtxPtr> MakeUpstreamTlsContext(const UpstreamTlsOptions& options) {
   SslCtxPtr ctx(SSL_CTX_new(TLS_client_method()));

@@ -1,5 +1,7 @@
 #include "policy/json.h"
 
+#include "common/json.h"
+
 namespace ward::policy {
 namespace {
 

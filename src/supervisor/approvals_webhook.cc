@@ -38,6 +38,7 @@
 #include "libssl/loader.h"
 #include "net/http_parser.h"
 #include "net/idna.h"
+#include "net/tls_upstream.h"
 
 namespace ward::supervisor {
 namespace {
@@ -536,9 +537,8 @@ Result<std::unique_ptr<WebhookChannel>> WebhookChannel::Create(asio::io_context&
       SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
       ctx->set_verify_mode(asio::ssl::verify_peer);
       asio::error_code ec;
-      if (ch->options_.system_trust) {
-        ctx->set_default_verify_paths(ec);
-        if (ec) return Error(Code::kInternal, "loading the host's trust store: " + ec.message());
+      if (ch->options_.system_trust && !net::LoadHostTrust(ctx->native_handle())) {
+        return Error(Code::kInternal, "loading the host's trust store failed");
       }
       for (const std::string& f : ch->options_.ca_files) {
         ctx->load_verify_file(f, ec);

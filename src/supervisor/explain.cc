@@ -5,6 +5,7 @@
 #include <set>
 #include <sstream>
 
+#include "common/json.h"
 #include "enforce/limits.h"
 #include "enforce/plan.h"
 #include "enforce/seccomp.h"
@@ -78,10 +79,9 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
 
   // --- the plan --------------------------------------------------------------------------
   std::vector<std::string> readable, writable;
-  json mounts = policy::JsonArray(plan.mount.ops.size(), [&](size_t i) -> json {
+  json mounts = JsonArray(plan.mount.ops.size(), [&](size_t i) -> json {
     const enforce::MountOp& op = plan.mount.ops[i];
-    json m =
-        policy::JsonObject()("kind", MountKindName(op.kind))("target", op.target)("why", op.why);
+    json m = JsonObject()("kind", MountKindName(op.kind))("target", op.target)("why", op.why);
     if (op.kind == enforce::MountOp::Kind::kBind) {
       m["access"] = op.writable ? "write" : "read";
       (op.writable ? writable : readable).push_back(op.target);
@@ -93,13 +93,13 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
     }
     return m;
   });
-  json masks = policy::JsonArray(plan.mount.masks.size(), [&](size_t i) -> json {
-    return policy::JsonObject()("path", plan.mount.masks[i].target)("why", plan.mount.masks[i].why);
+  json masks = JsonArray(plan.mount.masks.size(), [&](size_t i) -> json {
+    return JsonObject()("path", plan.mount.masks[i].target)("why", plan.mount.masks[i].why);
   });
   int protected_existing = CountExistingProtected(plan);
-  j["plan"] = policy::JsonObject()("workspace", notes.workspace)("mounts", std::move(mounts))(
+  j["plan"] = JsonObject()("workspace", notes.workspace)("mounts", std::move(mounts))(
       "masks", std::move(masks))(
-      "protected", policy::JsonObject()("roots", plan.mount.protect.roots)(
+      "protected", JsonObject()("roots", plan.mount.protect.roots)(
                        "relpaths", plan.mount.protect.relpaths)("existing", protected_existing)(
                        "nested_repo_depth", plan.mount.protect.nested_repo_depth))(
       "skipped", notes.skipped)("degraded", notes.degraded);
@@ -107,7 +107,7 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
   // --- layers ----------------------------------------------------------------------------
   json layers = json::array();
   auto layer = [&](const std::string& name, bool on, const std::string& detail) {
-    layers.push_back(policy::JsonObject()("layer", name)("applied", on)("detail", detail));
+    layers.push_back(JsonObject()("layer", name)("applied", on)("detail", detail));
   };
   layer("user namespace", true,
         "uid " + std::to_string(plan.uid) + " and gid " + std::to_string(plan.gid) +

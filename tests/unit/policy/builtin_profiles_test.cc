@@ -198,21 +198,6 @@ TEST(BuiltinProfiles, ModelApiCredentials) {
   EXPECT_EQ(o.route_env.at("OPENAI_BASE_URL"), "{route_url}/v1");
 }
 
-TEST(JsonObject, BuildsWhatABraceListBuilds) {
-  const std::string path = "/a/path/longer/than/the/small/string/buffer";
-  nlohmann::json built = JsonObject()("path", path)("n", 3)("on", true)("none", nullptr)(
-      "list", std::vector<std::string>{"x", "y"})("inner", JsonObject()("k", "v"));
-  nlohmann::json braces = {{"path", path},       {"n", 3},
-                           {"on", true},         {"none", nullptr},
-                           {"list", {"x", "y"}}, {"inner", {{"k", "v"}}}};
-  EXPECT_EQ(built, braces);
-  EXPECT_EQ(built.dump(), braces.dump());
-  EXPECT_TRUE(nlohmann::json(JsonObject()).is_object());
-  nlohmann::json squares = JsonArray(4, [](size_t i) -> nlohmann::json { return i * i; });
-  EXPECT_EQ(squares, nlohmann::json({0, 1, 4, 9}));
-  EXPECT_TRUE(JsonArray(0, [](size_t) -> nlohmann::json { return 1; }).is_array());
-}
-
 TEST(PolicyToJson, CarriesTheEffectivePolicyAndNoSecrets) {
   testing::MemFs fs;
   RunFlags f;

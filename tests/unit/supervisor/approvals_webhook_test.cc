@@ -539,6 +539,23 @@ TEST_F(WebhookTest, HttpsWithATrustedCa) {
   EXPECT_EQ(server.log()[0].json["request"]["port"], 443);
 }
 
+// The host's trust store (net::LoadHostTrust, shared with the credential broker) is loaded
+// alongside a CA file: the context is made and the test CA still vouches for the server.
+TEST_F(WebhookTest, HttpsWithTheHostsTrustAndACaFile) {
+  Pki pki(dir_.path());
+  TlsServer server(io_, pki,
+                   {[](const Received& r) {
+                      return SignedReply(r, {{"decision", "allow_once"}});
+                    },
+                    0ms});
+  WebhookOptions o = Options("https://127.0.0.1:" + std::to_string(server.port()) + "/");
+  o.ca_files = {pki.ca_file};
+  ASSERT_TRUE(o.system_trust);
+  ApprovalDecision d = AskThrough(o);
+  EXPECT_TRUE(d.allow) << d.reason;
+  EXPECT_EQ(server.log().size(), 1u);
+}
+
 TEST_F(WebhookTest, HttpsWithAnUntrustedCertificateDenies) {
   Pki pki(dir_.path());
   TlsServer server(io_, pki, {[](const Received& r) {
