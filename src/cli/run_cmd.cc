@@ -93,8 +93,9 @@ class StartRecordFirst final : public EventSink {
 };
 
 // The kernel probe (a few syscalls and file reads) runs on another CPU (common/cpu.h) while the
-// command line is parsed and the policy loaded. Its result is taken while the thread may still
-// be ending; the thread is joined before the supervisor clones the sandbox (before_clone).
+// command line is parsed and the policy loaded, or here if that CPU has not started it by then.
+// Its result is taken while the thread may still be ending; the thread is settled before the
+// supervisor clones the sandbox (before_clone).
 class KernelProbe {
  public:
   KernelProbe()
@@ -107,7 +108,7 @@ class KernelProbe {
     thread_.Wait();
     return features_;
   }
-  void Join() { thread_.Join(); }
+  void Settle() { thread_.Settle(); }
 
  private:
   enforce::KernelFeatures features_;
@@ -256,7 +257,7 @@ int RunCommand(RunCommandOptions& opts) {
     supervisor::RunRequest req;
     req.policy = std::move(pol).value();
     // A run that brokers credentials or asks a webhook needs OpenSSL: opening it (~1.5 ms)
-    // overlaps with the planning below, on a thread joined before the clone like the probe's.
+    // overlaps with the planning below, on a thread settled before the clone like the probe's.
     std::optional<ElsewhereThread> tls_preload;
     if (supervisor::AnyCredentialEnabled(req.policy) || !opts.run.approver.empty()) {
       try {
@@ -372,8 +373,8 @@ int RunCommand(RunCommandOptions& opts) {
       };
       req.features = opts.probe->Features();
       req.before_clone = [&opts, &tls_preload] {
-        opts.probe->Join();
-        if (tls_preload) tls_preload->Join();
+        opts.probe->Settle();
+        if (tls_preload) tls_preload->Settle();
       };
       TraceMark("kernel probed (in parallel)");
       out = supervisor::Run(req);

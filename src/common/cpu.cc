@@ -53,33 +53,57 @@ ElsewhereThread::ElsewhereThread(std::function<void()> fn) : fn_(std::move(fn)) 
   joinable_ = true;
 }
 
-ElsewhereThread::~ElsewhereThread() { Join(); }
+ElsewhereThread::~ElsewhereThread() {
+  if (!joinable_) return;
+  Wait();  // the function has run when this returns, whoever ran it
+  pthread_join(thread_, nullptr);
+}
 
 void ElsewhereThread::Join() {
   if (!joinable_) return;
+  Wait();
   pthread_join(thread_, nullptr);
   joinable_ = false;
 }
 
+void ElsewhereThread::Settle() {
+  if (!joinable_) return;
+  Wait();
+  if (state_.load(std::memory_order_acquire) == kDoneOnThread) {
+    pthread_join(thread_, nullptr);
+    joinable_ = false;
+  }
+}
+
 void ElsewhereThread::Wait() {
   if (!joinable_) return;
+  int expected = kPending;
+  if (state_.compare_exchange_strong(expected, kTakenByCreator, std::memory_order_acq_rel)) {
+    fn_();  // the thread has not started it: it will find it taken
+    return;
+  }
+  if (expected == kTakenByCreator) return;
   if (elsewhere_) {
     // Only while the thread has a CPU of its own: polling on a shared one would delay it.
     struct timespec start, now;
     clock_gettime(CLOCK_MONOTONIC, &start);
     do {
-      if (done_.load(std::memory_order_acquire)) return;
+      if (state_.load(std::memory_order_acquire) == kDoneOnThread) return;
       clock_gettime(CLOCK_MONOTONIC, &now);
     } while ((now.tv_sec - start.tv_sec) * 1'000'000'000L + (now.tv_nsec - start.tv_nsec) <
              kWaitPollNs);
   }
-  Join();
+  pthread_join(thread_, nullptr);
+  joinable_ = false;
 }
 
 void* ElsewhereThread::Trampoline(void* self) {
   auto* t = static_cast<ElsewhereThread*>(self);
-  t->fn_();
-  t->done_.store(true, std::memory_order_release);
+  int expected = kPending;
+  if (t->state_.compare_exchange_strong(expected, kRunningOnThread, std::memory_order_acq_rel)) {
+    t->fn_();
+    t->state_.store(kDoneOnThread, std::memory_order_release);
+  }
   return nullptr;
 }
 

@@ -44,30 +44,46 @@ class StayOnThisCpu {
 };
 
 // A thread that starts on another CPU than its creator's (its affinity is set before it runs,
-// through pthread attributes; on one CPU it is an ordinary thread). Joined by Join() or the
-// destructor.
+// through pthread attributes; on one CPU it is an ordinary thread), for work the creator needs
+// later. Whoever comes first runs the function: the thread when it starts, or the creator, in
+// Wait() or Settle(), when the thread has not started yet. A small machine's other CPU may be
+// slow to wake (a microVM's idle vCPU halts, and the host schedules it back when it can) or busy:
+// waiting for it could cost several milliseconds, doing the work costs what it costs.
 class ElsewhereThread {
  public:
   explicit ElsewhereThread(std::function<void()> fn);
   ~ElsewhereThread();
   ElsewhereThread(const ElsewhereThread&) = delete;
   ElsewhereThread& operator=(const ElsewhereThread&) = delete;
-  void Join();
-  // Returns once the function has returned; the thread may still be ending (Join() for that).
-  // When the thread has a CPU of its own, polls for up to kWaitPollNs before sleeping: waking a
-  // sleeping thread from another CPU can cost more than the wait itself (about 50 µs per
-  // wakeup, measured in a microVM whose idle CPUs halt).
+
+  // Returns once the function has returned; runs it here when the thread has not begun it. The
+  // thread may still be ending. When the thread has it and a CPU of its own, polls for up to
+  // kWaitPollNs before sleeping: waking a sleeping thread from another CPU can cost more than the
+  // wait itself (about 50 µs per wakeup, measured in a microVM whose idle CPUs halt).
   void Wait();
+
+  // Wait(), then makes sure the thread can no longer touch anything a child made now with a raw
+  // clone (no fork handlers) could need, such as malloc's locks: it joins a thread that ran the
+  // function. One that found the work taken only leaves: it has allocated nothing and takes no
+  // lock on its way out (the destructor joins it, once it has had a CPU).
+  void Settle();
+
+  // Settle(), and the thread is gone.
+  void Join();
+
+  // Whether the thread ran the function (false: the creator did); for tests. After Wait().
+  bool RanOnThread() const { return state_.load(std::memory_order_acquire) == kDoneOnThread; }
 
   static constexpr long kWaitPollNs = 2'000'000;
 
  private:
   static void* Trampoline(void* self);
+  enum : int { kPending, kRunningOnThread, kDoneOnThread, kTakenByCreator };
   std::function<void()> fn_;
   pthread_t thread_{};
   bool joinable_ = false;
   bool elsewhere_ = false;  // placed on other CPUs than the creator's
-  std::atomic<bool> done_{false};
+  std::atomic<int> state_{kPending};
 };
 
 }  // namespace ward

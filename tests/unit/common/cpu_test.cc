@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -29,6 +30,8 @@ TEST(CpuPlacementTest, OthersAreTheAllowedCpusButThisOne) {
 
 TEST(ElsewhereThreadTest, RunsOffTheCreatorsCpuAndLeavesTheCreatorAlone) {
   const cpu_set_t before = MyCpus();
+  const int n = CPU_COUNT(&before);
+  int on_thread = 0;
   for (int i = 0; i < 20; ++i) {
     std::atomic<int> count{-1};
     ElsewhereThread t([&count] {
@@ -36,29 +39,88 @@ TEST(ElsewhereThreadTest, RunsOffTheCreatorsCpuAndLeavesTheCreatorAlone) {
       count = CPU_COUNT(&s);
     });
     // A thread that has already ended when its creator looks at it: the creator's own CPUs
-    // must not change (pinning an ended thread by its tid, 0 by then, pins the caller).
-    usleep(i % 2 ? 0 : 2000);
+    // must not change (pinning an ended thread by its tid, 0 by then, pins the caller). The
+    // thread has had 20 ms to start; one that has not (a busy host) leaves the function to Join.
+    usleep(i % 2 ? 0 : 20000);
     t.Join();
-    const int n = CPU_COUNT(&before);
-    EXPECT_EQ(count.load(), n > 1 ? n - 1 : n);
+    if (t.RanOnThread()) {
+      EXPECT_EQ(count.load(), n > 1 ? n - 1 : n) << "iteration " << i;
+      ++on_thread;
+    } else {
+      EXPECT_EQ(count.load(), n) << "iteration " << i;  // the creator's CPUs, unchanged
+    }
     cpu_set_t after = MyCpus();
     EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "iteration " << i;
   }
+  EXPECT_GT(on_thread, 0) << "no function ran on its thread in 20 ms, ten times";
 }
 
 TEST(ElsewhereThreadTest, WaitReturnsOnceTheFunctionHasReturnedAndSeesWhatItWrote) {
-  // Quick functions (Wait polls) and one longer than the polling (Wait sleeps in a join).
+  // Quick functions (Wait polls) and one longer than the polling (Wait sleeps in a join), each
+  // begun by the thread before the creator waits (else the creator would run it itself).
   for (long us : {0L, 200L, ElsewhereThread::kWaitPollNs / 1000 + 3000}) {
+    std::atomic<bool> begun{false};
     std::vector<int> written;  // plain memory: Wait must order it
-    ElsewhereThread t([&written, us] {
+    ElsewhereThread t([&written, &begun, us] {
+      begun = true;
       usleep(static_cast<useconds_t>(us));
       written.assign(1000, 7);
     });
+    while (!begun) usleep(50);
     t.Wait();
     ASSERT_EQ(written.size(), 1000u) << us << " µs";
     EXPECT_EQ(written.back(), 7);
+    EXPECT_TRUE(t.RanOnThread());
     t.Wait();  // again, and after it the join: both return at once
     t.Join();
+  }
+}
+
+pid_t Tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// Whoever comes first runs the function, exactly once: the creator when the thread has not
+// started it, or the thread, which the creator then waits for.
+TEST(ElsewhereThreadTest, TheFunctionRunsOnceOnTheThreadOrOnTheCreatorWhoeverComesFirst) {
+  const pid_t me = Tid();
+  int by_creator = 0, by_thread = 0;
+  // The creator asks at once: the thread has yet to be woken on another CPU (or, on one CPU, to
+  // be scheduled at all), so the creator finds the work untaken in nearly every iteration.
+  for (int i = 0; i < 1000 && by_creator < 20; ++i) {
+    std::atomic<int> runs{0};
+    std::atomic<pid_t> ran_on{0};
+    {
+      ElsewhereThread t([&] {
+        ran_on = Tid();
+        runs.fetch_add(1);
+      });
+      t.Wait();
+      ASSERT_EQ(runs.load(), 1) << "iteration " << i;
+      EXPECT_EQ(t.RanOnThread(), ran_on.load() != me);
+      (ran_on.load() == me ? by_creator : by_thread)++;
+      t.Settle();
+      t.Wait();
+    }  // joined here, after the thread found the work taken
+    EXPECT_EQ(runs.load(), 1) << "iteration " << i;
+  }
+  EXPECT_GE(by_creator, 20) << "the creator never ran a function the thread had not started";
+
+  // A function the thread has begun is not run again: the creator waits for it.
+  for (int i = 0; i < 5; ++i) {
+    std::atomic<bool> begun{false};
+    std::atomic<int> runs{0};
+    std::atomic<pid_t> ran_on{0};
+    ElsewhereThread t([&] {
+      begun = true;
+      usleep(20000);
+      ran_on = Tid();
+      runs.fetch_add(1);
+    });
+    while (!begun) usleep(100);
+    t.Settle();  // joins a thread that ran it
+    EXPECT_EQ(runs.load(), 1);
+    EXPECT_NE(ran_on.load(), me);
+    EXPECT_TRUE(t.RanOnThread());
+    ++by_thread;
   }
 }
 
