@@ -48,14 +48,7 @@ TEST_F(ProcessIpc, PI10_NothingOutlivesTheSession) {
   EXPECT_EQ(Probe({"daemon", marker}).out, "ok spawned\n");
   bool gone = false;
   for (int i = 0; i < 100 && !gone; ++i) {
-    gone = true;
-    DIR* d = opendir("/proc");
-    while (struct dirent* e = readdir(d)) {
-      std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-      std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      if (s.find(marker) != std::string::npos) gone = false;
-    }
-    closedir(d);
+    gone = CountHostProcesses(marker) == 0;
     if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_TRUE(gone);

@@ -35,15 +35,7 @@ class Resources : public SandboxTest {
   }
   static bool Gone(const std::string& needle) {
     for (int i = 0; i < 100; ++i) {
-      bool found = false;
-      DIR* d = opendir("/proc");
-      while (struct dirent* e = readdir(d)) {
-        std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-        std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (s.find(needle) != std::string::npos) found = true;
-      }
-      closedir(d);
-      if (!found) return true;
+      if (CountHostProcesses(needle) == 0) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     return false;

@@ -1,5 +1,6 @@
 #include "harness.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +74,29 @@ std::string ReadFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+std::vector<pid_t> FindHostProcesses(const std::string& needle) {
+  std::vector<pid_t> found;
+  DIR* d = opendir("/proc");
+  if (!d) return found;
+  while (struct dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    int fd = open((std::string("/proc/") + e->d_name + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    std::string s;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) s.append(buf, static_cast<size_t>(n));
+    close(fd);
+    if (s.find(needle) != std::string::npos) found.push_back(atoi(e->d_name));
+  }
+  closedir(d);
+  return found;
+}
+
+int CountHostProcesses(const std::string& needle) {
+  return static_cast<int>(FindHostProcesses(needle).size());
 }
 
 bool PathExists(const std::string& path) {

@@ -42,6 +42,10 @@ inline constexpr const char* kCanaryApiKey = "sk-ward-canary-api-key-4b1d";
 void WriteFile(const std::string& path, const std::string& content, int mode = 0644);
 std::string ReadFile(const std::string& path);
 bool PathExists(const std::string& path);
+// Host processes whose command line contains `needle`. A process that exits while it is read
+// counts as gone (its /proc files then fail with ESRCH).
+std::vector<pid_t> FindHostProcesses(const std::string& needle);
+int CountHostProcesses(const std::string& needle);
 void MakeDirs(const std::string& path, int mode = 0755);
 void PlantCanaryHome(const std::string& home);
 

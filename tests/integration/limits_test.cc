@@ -54,19 +54,6 @@ std::string Marker() {
   return ss.str();
 }
 
-int CountHostProcesses(const std::string& needle) {
-  int count = 0;
-  DIR* d = opendir("/proc");
-  while (struct dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (s.find(needle) != std::string::npos) ++count;
-  }
-  closedir(d);
-  return count;
-}
-
 bool WaitUntil(const std::function<bool()>& done, int seconds) {
   for (int i = 0; i < seconds * 20; ++i) {
     if (done()) return true;

@@ -26,19 +26,6 @@ std::string Marker() {
 }
 
 // Host processes whose command line contains `needle`.
-int CountHostProcesses(const std::string& needle) {
-  int count = 0;
-  DIR* d = opendir("/proc");
-  while (struct dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (s.find(needle) != std::string::npos) ++count;
-  }
-  closedir(d);
-  return count;
-}
-
 bool WaitUntilGone(const std::string& needle, int seconds) {
   for (int i = 0; i < seconds * 20; ++i) {
     if (CountHostProcesses(needle) == 0) return true;
@@ -154,14 +141,7 @@ TEST_F(ProcessTest, ProcessesLeftBehindAreGoneAfterTheRun) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_GE(CountHostProcesses(marker), 1);
   // Clean up the control's process.
-  DIR* d = opendir("/proc");
-  while (struct dirent* e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (s.find(marker) != std::string::npos) kill(atoi(e->d_name), SIGKILL);
-  }
-  closedir(d);
+  for (pid_t p : FindHostProcesses(marker)) kill(p, SIGKILL);
 }
 
 TEST_F(ProcessTest, KillingTheSupervisorKillsTheSandbox) {
