@@ -1,5 +1,6 @@
-// The per-run cgroup (supervisor side): created before the sandbox starts, joined by sandbox
-// init before it may fork (clone3 CLONE_INTO_CGROUP on v2, a write to cgroup.procs on v1),
+// The per-run cgroup (supervisor side): created before the sandbox starts and joined at the
+// clone on v2 (clone3 CLONE_INTO_CGROUP); created while sandbox init builds the root and
+// joined by init before it may fork on v1 (a write to each "tasks" file, SendCgroupJoin),
 // read for usage and OOM kills at the end, and torn down (everything killed, directories
 // removed) also after errors and when the supervisor itself is killed.
 #pragma once
@@ -38,9 +39,9 @@ class Cgroup {
   int version() const { return version_; }
   // v2: a directory fd for clone3(CLONE_INTO_CGROUP); -1 on v1.
   int clone_fd() const { return clone_fd_.get(); }
-  // v1: the run's "tasks" files, opened by the supervisor. Sandbox init writes "0" to each as its
-  // very first step: a thread moving itself skips the global lock (and RCU grace period) that
-  // moving a process by pid takes, which made a v1 run some 10 ms slower to start.
+  // v1: the run's "tasks" files, opened by the supervisor. Sandbox init writes "0" to each before
+  // it may fork the command: a thread moving itself skips the global lock (and RCU grace period)
+  // that moving a process by pid takes, which made a v1 run some 10 ms slower to start.
   std::vector<int> self_join_fds() const;
   void CloseSelfJoinFds() { join_fds_.clear(); }
   // Moves a process into every directory of the run (v2 without CLONE_INTO_CGROUP).

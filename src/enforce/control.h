@@ -28,6 +28,8 @@ enum class MsgType : uint32_t {
   kLateSetup,      // supervisor -> init: a memfd of `value` bytes with the command's environment
                    // and a file's content (see SendLateSetup)
   kNetns,          // supervisor -> init: the sandbox's network namespace (see StartSandboxNet)
+  kCgroupJoin,     // supervisor -> init: a v1 "tasks" file of the run's cgroup to write "0" to;
+                   // `value` more follow (see SendCgroupJoin)
 };
 
 enum class FdKind : uint32_t {

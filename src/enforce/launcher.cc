@@ -287,16 +287,7 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
 }
 
 // Sandbox init: pid 1 of the new namespaces. Never returns.
-[[noreturn]] void InitMain(const LaunchPlan& plan, int ctl, int kick,
-                           const std::vector<int>& join_fds, const cpu_set_t* cpus) {
-  // Into the run's cgroup (v1) before anything else: nothing here forks before it is inside.
-  for (int fd : join_fds) {
-    if (write(fd, "0", 1) != 1) {
-      ChildError err;
-      err.Set("cgroup", errno, "joining the run's cgroup");
-      ReportAndExit(ctl, err);
-    }
-  }
+[[noreturn]] void InitMain(const LaunchPlan& plan, int ctl, int kick, const cpu_set_t* cpus) {
   // Keep only 0, 1, 2, the control socket and the kick eventfd.
   const int lo = ctl < kick ? ctl : kick, hi = ctl < kick ? kick : ctl;
   if (lo > 3) sys::CloseRange(3, lo - 1, 0);
@@ -391,6 +382,26 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
       ReportAndExit(ctl, err);
     }
     TraceMark("init: network namespace joined");
+  }
+  // The run's v1 cgroup, made by the supervisor while the root was being built: joined before
+  // the command can be forked (it is, only after the seccomp program below).
+  if (plan.cgroup_after_clone) {
+    for (int more = 1; more > 0;) {
+      ControlMsg m;
+      UniqueFd tasks;
+      int r = AwaitControl(ctl, kick, &m, &tasks);
+      if (r != 1) _exit(125);  // the supervisor is gone (or failed and is killing us)
+      if (m.type != MsgType::kCgroupJoin || !tasks || m.value < 0) {
+        err.Set("cgroup", EPROTO, "receiving the run's cgroup");
+        ReportAndExit(ctl, err);
+      }
+      if (write(tasks.get(), "0", 1) != 1) {
+        err.Set("cgroup", errno, "joining the run's cgroup");
+        ReportAndExit(ctl, err);
+      }
+      more = m.value;
+    }
+    TraceMark("init: cgroup joined");
   }
   if (!WriteSysctls(&sysctls, &err)) ReportAndExit(ctl, err);
 
@@ -580,6 +591,9 @@ int Kick(const Sandbox& sb) {
 }  // namespace
 
 Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
+  if (cgroup && cgroup->version() != 2) {
+    return InvalidArgument("only a v2 cgroup is joined at the clone (v1: SendCgroupJoin)");
+  }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return Errno("socketpair");
@@ -601,8 +615,6 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
     args.flags |= CLONE_INTO_CGROUP;
     args.cgroup = static_cast<uint64_t>(cgroup->clone_fd());
   }
-  // v1: init moves itself in (see Cgroup::self_join_fds).
-  std::vector<int> join_fds = cgroup ? cgroup->self_join_fds() : std::vector<int>();
   long pid = sys::Clone3(&args);
   if (pid < 0 && (args.flags & CLONE_INTO_CGROUP) && (errno == EINVAL || errno == E2BIG)) {
     args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);  // older kernel: attach below
@@ -616,7 +628,7 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   }
   if (pid == 0) {
     parent_end.reset();
-    InitMain(plan, child_end.release(), kick.get(), join_fds,
+    InitMain(plan, child_end.release(), kick.get(),
              cpus.has_others ? &cpus.allowed : nullptr);
   }
   if (cpus.has_others) {
@@ -628,8 +640,7 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   sb.pid = static_cast<pid_t>(pid);
   sb.pidfd.reset(pidfd);
   child_end.reset();
-  if (cgroup) cgroup->CloseSelfJoinFds();
-  if (cgroup && join_fds.empty() && !(args.flags & CLONE_INTO_CGROUP)) {
+  if (cgroup && !(args.flags & CLONE_INTO_CGROUP)) {
     // Init waits for kGo before doing anything, so it cannot fork before it is inside.
     Status joined = cgroup->Attach(sb.pid);
     if (!joined.ok()) {
@@ -665,6 +676,19 @@ Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan) {
   if (int rc = SendControl(sb->control.get(), m, net->netns.get());
       rc != 0 || (rc = Kick(*sb)) != 0) {
     return ErrnoError("sending the network namespace to sandbox init", -rc);
+  }
+  return Ok();
+}
+
+Status SendCgroupJoin(const Sandbox& sb, const std::vector<int>& tasks_fds) {
+  if (tasks_fds.empty()) return InvalidArgument("no cgroup to join");
+  for (size_t i = 0; i < tasks_fds.size(); ++i) {
+    ControlMsg m;
+    m.type = MsgType::kCgroupJoin;
+    m.value = static_cast<int32_t>(tasks_fds.size() - 1 - i);
+    if (int rc = SendControl(sb.control.get(), m, tasks_fds[i]); rc != 0 || (rc = Kick(sb)) != 0) {
+      return ErrnoError("sending the run's cgroup to sandbox init", -rc);
+    }
   }
   return Ok();
 }

@@ -43,8 +43,9 @@ struct Sandbox {
 };
 
 // Clones sandbox init into new user, mount, pid, ipc, uts and cgroup namespaces, writes its id
-// maps and tells it to proceed. With a cgroup, init is in it before it may proceed (cloned into
-// it on v2, moved into it on v1). The caller must be single-threaded.
+// maps and tells it to proceed. With a cgroup (v2 only), init is in it before it may proceed
+// (cloned into it, or moved on kernels before 5.7); a v1 cgroup is joined later (SendCgroupJoin).
+// The caller must be single-threaded.
 Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup = nullptr);
 
 // The sandbox's network namespace, owned by init's user namespace, made from here while init
@@ -58,6 +59,13 @@ Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan);
 // supervisor compiles it in parallel, off the start-up's critical path). Call once, right after
 // StartSandbox; on an error the caller kills the sandbox.
 Status SendSeccompProgram(const Sandbox& sb, const SeccompProgram& program);
+
+// For a plan with cgroup_after_clone: the run's v1 "tasks" files, which init writes itself into
+// after it joined the network namespace and before it takes the seccomp program (a thread that
+// moves itself skips the global lock that moving a process by pid takes; see
+// Cgroup::self_join_fds). After StartSandboxNet, before SendSeccompProgram; on an error the
+// caller kills the sandbox.
+Status SendCgroupJoin(const Sandbox& sb, const std::vector<int>& tasks_fds);
 
 // For a plan with await_late_setup: the command's final environment and the content of the
 // plan's late_file_op, which init waits for before it builds the root. Call once, right after

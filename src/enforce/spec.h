@@ -162,6 +162,9 @@ struct LaunchPlan {
   bool await_late_setup = false;
   int late_file_op = -1;
   LimitsSpec limits;
+  // A v1 cgroup made after the clone, while init builds the root (SendCgroupJoin): init joins it
+  // after the network namespace, before the seccomp program, so before it may fork the command.
+  bool cgroup_after_clone = false;
   NetSpec net;
   // Which of fds 0, 1, 2 are terminals: those get the sandbox's own pty, never the host's.
   bool tty[3] = {false, false, false};

@@ -387,6 +387,22 @@ TEST_F(LimitsTest, DefaultProfileLimitsApplyWithoutFlags) {
     EXPECT_EQ(Probe({"rlimit", "data"}).out, "ok soft=unlimited hard=unlimited\n");
     RunResult r = Probe({"read", "/proc/self/cgroup"});
     EXPECT_NE(r.out.find(":/ward-"), std::string::npos) << r.out;
+    if (Backend() == "cgroup v1") {
+      // Both limits' hierarchies: init joins them while it builds the root, before it may fork
+      // the command (SendCgroupJoin), so the command starts inside each.
+      for (const char* controller : {"memory", "pids"}) {
+        bool inside = false;
+        std::istringstream lines(r.out);  // "ok" and the file's lines, space-separated
+        for (std::string line; lines >> line;) {
+          size_t a = line.find(':'), b = line.find(':', a + 1);
+          if (a == std::string::npos || b == std::string::npos) continue;
+          std::string ctrls = "," + line.substr(a + 1, b - a - 1) + ",";
+          if (ctrls.find(std::string(",") + controller + ",") == std::string::npos) continue;
+          inside = line.compare(b + 1, 6, "/ward-") == 0;
+        }
+        EXPECT_TRUE(inside) << controller << " in " << r.out;
+      }
+    }
   }
   EXPECT_EQ(Probe({"rlimit", "as"}).out, "ok soft=unlimited hard=unlimited\n");
   std::string nofile = Probe({"rlimit", "nofile"}).out;
