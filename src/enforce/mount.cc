@@ -7,12 +7,15 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/linux.h"
@@ -46,6 +49,9 @@ uint64_t MountId(int fd) {
   return stx.stx_mnt_id;
 }
 
+// A directory's entries and their d_type (DT_UNKNOWN where the filesystem gives none).
+using Listing = std::vector<std::pair<std::string, unsigned char>>;
+
 class Builder {
  public:
   Builder(const MountSpec& spec, MountReport* report, ChildError* error)
@@ -73,6 +79,7 @@ class Builder {
     for (const MaskOp& m : spec_.masks) {
       if (!Mask(m)) return false;
     }
+    mask_parent_.reset();
     TraceMark("init: masks applied");
     if (!Protect()) return false;
     TraceMark("init: protected paths bound");
@@ -225,26 +232,39 @@ class Builder {
   }
   static std::string Base(const std::string& p) { return p.substr(p.find_last_of('/') + 1); }
 
+  // Creates `name` in `dirfd` (a directory of a tmpfs ward made) as a directory or an empty
+  // file; one that exists already is fine. 0 or -1 with errno.
+  static int CreateEntry(int dirfd, const char* name, bool dir) {
+    if (dir) return mkdirat(dirfd, name, 0755) == 0 || errno == EEXIST ? 0 : -1;
+    int f = openat(dirfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    if (f >= 0) close(f);
+    return f >= 0 || errno == EEXIST ? 0 : -1;
+  }
+
   // Opens (creating in an owned tmpfs if missing) the mount point for `target`.
   UniqueFd MountPoint(const std::string& target, bool dir) {
-    UniqueFd parent = OpenDir(Parent(target), true);
-    if (!parent) return UniqueFd();
     std::string base = Base(target);
     unsigned flags = O_PATH | O_CLOEXEC | O_NOFOLLOW | (dir ? O_DIRECTORY : 0);
+    if (Parent(target) == "/") {
+      // In the root tmpfs, which ward made and nothing else has seen: made first (it usually
+      // is missing), then opened as strictly as anywhere else.
+      if (CreateEntry(root_.get(), base.c_str(), dir) != 0) {
+        error_->Set("mount", errno, "creating mount point ", target.c_str());
+        return UniqueFd();
+      }
+      UniqueFd fd(sys::Openat2(root_.get(), base.c_str(), flags, 0, kResolveInside));
+      if (!fd) error_->Set("mount", errno, "opening mount point ", target.c_str());
+      return fd;
+    }
+    UniqueFd parent = OpenDir(Parent(target), true);
+    if (!parent) return UniqueFd();
     UniqueFd fd(sys::Openat2(parent.get(), base.c_str(), flags, 0, kResolveInside));
     if (!fd && errno == ENOENT) {
       if (owned_mounts_.count(MountId(parent.get())) == 0) {
         error_->Set("mount", ENOENT, "mount point missing in a host directory: ", target.c_str());
         return UniqueFd();
       }
-      int r = dir ? mkdirat(parent.get(), base.c_str(), 0755)
-                  : ([&] {
-                      int f = openat(parent.get(), base.c_str(),
-                                     O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
-                      if (f >= 0) close(f);
-                      return f >= 0 ? 0 : -1;
-                    })();
-      if (r != 0 && errno != EEXIST) {
+      if (CreateEntry(parent.get(), base.c_str(), dir) != 0) {
         error_->Set("mount", errno, "creating mount point ", target.c_str());
         return UniqueFd();
       }
@@ -255,8 +275,13 @@ class Builder {
   }
 
   bool Attach(int mnt_fd, int target_fd, const std::string& what) {
-    if (sys::MoveMount(mnt_fd, "", target_fd, "",
-                       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+    return AttachAt(mnt_fd, target_fd, "", what);
+  }
+  // Onto `name` in `dirfd` (its last component not followed: no MOVE_MOUNT_T_SYMLINKS), or onto
+  // `dirfd` itself when `name` is empty. Only by name within a tree ward made itself.
+  bool AttachAt(int mnt_fd, int dirfd, const char* name, const std::string& what) {
+    const unsigned flags = MOVE_MOUNT_F_EMPTY_PATH | (*name ? 0 : MOVE_MOUNT_T_EMPTY_PATH);
+    if (sys::MoveMount(mnt_fd, "", dirfd, name, flags) != 0) {
       return error_->Set("mount", errno, "attaching ", what.c_str());
     }
     ++report_->mounts;
@@ -285,6 +310,13 @@ class Builder {
         return tgt && Attach(sources_[index].get(), tgt.get(), op.target);
       }
       case MountOp::Kind::kSymlink: {
+        if (Parent(op.target) == "/") {  // the root tmpfs: ward's own (see MountPoint)
+          if (symlinkat(op.source.c_str(), root_.get(), Base(op.target).c_str()) != 0 &&
+              errno != EEXIST) {
+            return error_->Set("mount", errno, "symlink ", op.target.c_str());
+          }
+          return true;
+        }
         UniqueFd parent = OpenDir(Parent(op.target), true);
         if (!parent) return false;
         if (owned_mounts_.count(MountId(parent.get())) == 0) {
@@ -338,24 +370,34 @@ class Builder {
     UniqueFd tgt = MountPoint(op.target, true);
     if (!tgt || !Attach(mnt.get(), tgt.get(), op.target)) return false;
     owned_mounts_.insert(MountId(mnt.get()));
+    // Everything below is made in that new tmpfs, relative to its own fd: nothing else has
+    // seen it, so no path needs resolving.
+    const int dev = mnt.get();
     for (size_t i = 0; i < dev_sources_.size(); ++i) {
       std::string node = op.target + "/" + kDevNodes[i];
-      UniqueFd point = MountPoint(node, false);
-      if (!point || !Attach(dev_sources_[i].get(), point.get(), node)) return false;
+      UniqueFd point(openat(dev, kDevNodes[i], O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644));
+      if (!point) return error_->Set("mount", errno, "creating mount point ", node.c_str());
+      if (!Attach(dev_sources_[i].get(), point.get(), node)) return false;
     }
+    auto subdir = [&](const char* name) {
+      UniqueFd fd;
+      if (mkdirat(dev, name, 0755) == 0) {
+        fd.reset(openat(dev, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      }
+      if (!fd) error_->Set("mount", errno, "creating mount point ", (op.target + "/" + name).c_str());
+      return fd;
+    };
     // A private devpts instance: the sandbox's ptys are its own, never the host's.
     UniqueFd pts = NewMount("devpts", {{"newinstance", ""}, {"ptmxmode", "0666"}, {"mode", "0620"}},
                             MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "/dev/pts");
     if (!pts) return false;
-    UniqueFd pts_point = MountPoint(op.target + "/pts", true);
+    UniqueFd pts_point = subdir("pts");
     if (!pts_point || !Attach(pts.get(), pts_point.get(), op.target + "/pts")) return false;
     UniqueFd shm = NewMount("tmpfs", {{"mode", "1777"}, {"size", "64m"}},
                             MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, "/dev/shm");
     if (!shm) return false;
-    UniqueFd shm_point = MountPoint(op.target + "/shm", true);
+    UniqueFd shm_point = subdir("shm");
     if (!shm_point || !Attach(shm.get(), shm_point.get(), op.target + "/shm")) return false;
-    UniqueFd dev = OpenDir(op.target, false);
-    if (!dev) return false;
     const std::pair<const char*, const char*> links[] = {
         {"ptmx", "pts/ptmx"},          {"fd", "/proc/self/fd"},
         {"stdin", "/proc/self/fd/0"},  {"stdout", "/proc/self/fd/1"},
@@ -363,7 +405,7 @@ class Builder {
     };
     for (const auto& [name, dest] : links) {
       if (std::strcmp(name, "core") == 0) continue;  // never expose kcore
-      if (symlinkat(dest, dev.get(), name) != 0 && errno != EEXIST) {
+      if (symlinkat(dest, dev, name) != 0 && errno != EEXIST) {
         return error_->Set("mount", errno, "/dev symlink ", name);
       }
     }
@@ -388,24 +430,53 @@ class Builder {
                                               "config.gz",    "modules",      "vmallocinfo",
                                               "slabinfo",     "pagetypeinfo", "buddyinfo",
                                               "iomem",        "ioports",      "dma"};
+    // Which of them this kernel has, and their types: one listing of the new /proc instead of
+    // a stat each. It is this pid namespace's own procfs, which nothing else has seen, so each
+    // entry is then mounted on by its name relative to it (never following a symlink).
+    Listing entries;
+    if (!ListDir(mnt.get(), &entries)) return error_->Set("mount", errno, "listing /proc");
+    auto type_of = [&](const char* name) -> int {
+      for (const auto& [n, type] : entries) {
+        if (n == name) return type;
+      }
+      return -1;  // absent
+    };
     for (const char* name : kReadOnly) {
-      struct stat st;
-      if (fstatat(mnt.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (type_of(name) < 0) continue;
       std::string what = op.target + "/" + name;
       UniqueFd tree = CloneTree(mnt.get(), name, false, what.c_str());
-      if (!tree) return false;
-      UniqueFd point(openat(mnt.get(), name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
-      if (!point) return error_->Set("mount", errno, "opening ", what.c_str());
-      if (!Attach(tree.get(), point.get(), what)) return false;
+      if (!tree || !AttachAt(tree.get(), mnt.get(), name, what)) return false;
     }
     for (const char* name : kHidden) {
-      struct stat st;
-      if (fstatat(mnt.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      UniqueFd point(openat(mnt.get(), name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
-      if (!point) return error_->Set("mount", errno, "opening /proc/", name);
-      if (!Cover(point.get(), S_ISDIR(st.st_mode), op.target + "/" + name)) return false;
+      int type = type_of(name);
+      if (type < 0) continue;
+      if (type == DT_UNKNOWN) {
+        struct stat st;
+        if (fstatat(mnt.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+        type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+      }
+      if (type == DT_LNK) continue;  // a symlink cannot be covered (none of these is one)
+      if (!Cover(mnt.get(), name, type == DT_DIR, op.target + "/" + name)) return false;
     }
     return true;
+  }
+
+  // The entries of a directory with their d_type (DT_UNKNOWN where the filesystem has none),
+  // from getdents64 into a buffer on the stack: no allocation per entry, no 32 KB DIR buffer.
+  static bool ListDir(int dirfd, Listing* out) {
+    UniqueFd dir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return false;
+    alignas(8) char buf[8192];
+    while (true) {
+      long n = syscall(SYS_getdents64, dir.get(), buf, sizeof buf);
+      if (n < 0) return false;
+      if (n == 0) return true;
+      for (long off = 0; off < n;) {
+        const auto* e = reinterpret_cast<const struct dirent64*>(buf + off);
+        out->emplace_back(e->d_name, e->d_type);
+        off += e->d_reclen;
+      }
+    }
   }
 
   // The user.* knobs are per user namespace and init holds CAP_SYS_RESOURCE in its own, so
@@ -443,6 +514,10 @@ class Builder {
   // of it (one open_tree instead of a new tmpfs or a clone plus mount_setattr each): /proc
   // alone has some twenty entries to hide.
   bool Cover(int point_fd, bool dir, const std::string& what) {
+    return Cover(point_fd, "", dir, what);
+  }
+  // The same for the entry `name` of `dirfd` (see AttachAt).
+  bool Cover(int dirfd, const char* name, bool dir, const std::string& what) {
     UniqueFd& tmpl = dir ? dir_cover_ : file_cover_;
     if (!tmpl) {
       tmpl = dir ? NewMount("tmpfs", {{"mode", "0"}, {"size", "4k"}},
@@ -456,14 +531,21 @@ class Builder {
         sys::OpenTree(tmpl.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
     if (!cover) return error_->Set("mount", errno, "cloning the cover of ", what.c_str());
     ++report_->masked;
-    return Attach(cover.get(), point_fd, what);
+    return AttachAt(cover.get(), dirfd, name, what);
   }
 
   bool Mask(const MaskOp& m) {
     std::string parent_path = Parent(m.target);
     std::string pattern = Base(m.target);
-    UniqueFd parent(sys::Openat2(root_.get(), parent_path.c_str() + 1,
-                                 O_PATH | O_DIRECTORY | O_CLOEXEC, 0, kResolveInside));
+    // The same directory as the previous mask's (/etc for several): opened once. A mask covers
+    // an entry of its directory, never the directory itself, so the fd still names what the
+    // path does.
+    if (!mask_parent_ || parent_path != mask_parent_path_) {
+      mask_parent_.reset(sys::Openat2(root_.get(), parent_path.c_str() + 1,
+                                      O_PATH | O_DIRECTORY | O_CLOEXEC, 0, kResolveInside));
+      mask_parent_path_ = parent_path;
+    }
+    const UniqueFd& parent = mask_parent_;
     if (!parent) {
       if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR) return true;  // not visible
       return error_->Set("mount", errno, "resolving mask ", m.target.c_str());
@@ -504,37 +586,71 @@ class Builder {
       if (!root_fd) return error_->Set("mount", errno, "opening writable root ", root.c_str());
       std::vector<std::pair<UniqueFd, std::string>> bases;
       bases.emplace_back(std::move(root_fd), root);
-      FindNestedRepos(bases[0].first.get(), root, spec_.protect.nested_repo_depth, &bases);
+      // The root's entries, read once: for the nested repositories below it and for the
+      // protected names, most of which are absent (each would otherwise cost a lookup).
+      Listing top;
+      const bool listed = ListDir(bases[0].first.get(), &top);
+      FindNestedRepos(bases[0].first.get(), root, spec_.protect.nested_repo_depth, &bases,
+                      listed ? &top : nullptr);
       report_->nested_repos += static_cast<int>(bases.size()) - 1;
-      for (auto& [fd, path] : bases) {
+      for (size_t b = 0; b < bases.size(); ++b) {
+        auto& [fd, path] = bases[b];
         struct stat st;
         if (fstat(fd.get(), &st) == 0 && report_->nbases < MountReport::kMaxBases) {
           report_->base_dev[report_->nbases] = st.st_dev;
           report_->base_ino[report_->nbases] = st.st_ino;
           ++report_->nbases;
         }
-        for (const std::string& rel : spec_.protect.relpaths) {
-          if (!ProtectOne(fd.get(), path, rel)) return false;
+        Listing own;
+        const Listing* names = b == 0 ? (listed ? &top : nullptr)
+                                      : (ListDir(fd.get(), &own) ? &own : nullptr);
+        const std::vector<bool> present = FirstComponentsPresent(names);
+        for (size_t r = 0; r < spec_.protect.relpaths.size(); ++r) {
+          // Absent now: not creatable either (the supervisor refuses that), nothing to bind.
+          if (!present[r]) continue;
+          if (!ProtectOne(fd.get(), path, spec_.protect.relpaths[r])) return false;
         }
       }
     }
     return true;
   }
 
+  // Which of the protected relative paths have their first component among `names` (all of
+  // them when the directory could not be listed: each is then looked up).
+  std::vector<bool> FirstComponentsPresent(const Listing* names) const {
+    const std::vector<std::string>& rels = spec_.protect.relpaths;
+    std::vector<bool> present(rels.size(), names == nullptr);
+    if (names == nullptr) return present;
+    std::vector<std::pair<std::string_view, size_t>> firsts;  // sorted: one search per entry
+    for (size_t r = 0; r < rels.size(); ++r) {
+      std::string_view rel = rels[r];
+      rel.remove_prefix(std::min(rel.find_first_not_of('/'), rel.size()));
+      firsts.emplace_back(rel.substr(0, rel.find('/')), r);
+    }
+    std::sort(firsts.begin(), firsts.end());
+    for (const auto& entry : *names) {
+      std::string_view name = entry.first;
+      auto it = std::lower_bound(firsts.begin(), firsts.end(), std::make_pair(name, size_t{0}));
+      for (; it != firsts.end() && it->first == name; ++it) present[it->second] = true;
+    }
+    return present;
+  }
+
   void FindNestedRepos(int dirfd, const std::string& path, int depth,
-                       std::vector<std::pair<UniqueFd, std::string>>* out) {
+                       std::vector<std::pair<UniqueFd, std::string>>* out,
+                       const Listing* listed = nullptr) {
     if (depth <= 0 || visited_ > 4000) return;
-    UniqueFd dir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    DIR* d = dir ? fdopendir(dir.release()) : nullptr;
-    if (d == nullptr) return;
+    Listing own;
+    if (listed == nullptr) {
+      if (!ListDir(dirfd, &own)) return;
+      listed = &own;
+    }
     std::vector<std::string> subdirs;
-    while (struct dirent* e = readdir(d)) {
-      if (e->d_type != DT_DIR) continue;
-      std::string name = e->d_name;
+    for (const auto& [name, type] : *listed) {
+      if (type != DT_DIR) continue;
       if (name == "." || name == ".." || name == ".git" || name == "node_modules") continue;
       subdirs.push_back(name);
     }
-    closedir(d);
     for (const std::string& name : subdirs) {
       if (++visited_ > 4000) return;
       UniqueFd sub(sys::Openat2(dirfd, name.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
@@ -557,12 +673,15 @@ class Builder {
 
   bool ProtectOne(int base_fd, const std::string& base_path, const std::string& rel) {
     std::vector<std::string> comps = Split(rel);
-    UniqueFd cur(fcntl(base_fd, F_DUPFD_CLOEXEC, 3));
+    // The directory the next component is looked up in: the base itself (not a copy of its fd:
+    // most protected names are absent, and that lookup is all they cost), then what was opened.
+    UniqueFd held;
+    int cur = base_fd;
     std::string path = base_path;
     for (size_t i = 0; i < comps.size(); ++i) {
       bool last = i + 1 == comps.size();
       path += "/" + comps[i];
-      UniqueFd next(sys::Openat2(cur.get(), comps[i].c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
+      UniqueFd next(sys::Openat2(cur, comps[i].c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
                                  kResolveInside));
       if (!next) {
         if (errno == ENOENT || errno == ENOTDIR) return true;  // absent: not creatable (supervisor)
@@ -575,7 +694,7 @@ class Builder {
         // is the writable root itself, whose protected names stay uncreatable.
         if (i == 0) return true;
         ++report_->protected_existing;
-        return SelfBind(cur.get(), true, path);
+        return SelfBind(cur, true, path);
       }
       if (last || !S_ISDIR(st.st_mode)) {
         // The protected entry itself (or a file where a directory was expected, such as a
@@ -589,11 +708,12 @@ class Builder {
       if (!pinned_.count({st.st_dev, st.st_ino})) {
         pinned_.insert({st.st_dev, st.st_ino});
         if (!SelfBind(next.get(), false, path)) return false;
-        next.reset(sys::Openat2(cur.get(), comps[i].c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
+        next.reset(sys::Openat2(cur, comps[i].c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
                                 kResolveInside));
         if (!next) return error_->Set("mount", errno, "reopening ", path.c_str());
       }
-      cur = std::move(next);
+      held = std::move(next);
+      cur = held.get();
     }
     return true;
   }
@@ -618,6 +738,8 @@ class Builder {
   std::set<uint64_t> owned_mounts_;
   PendingSysctls sysctls_;
   UniqueFd file_cover_, dir_cover_;  // detached templates of the masks (see Cover)
+  UniqueFd mask_parent_;              // the last mask's directory (see Mask)
+  std::string mask_parent_path_;
   std::set<std::pair<dev_t, ino_t>> pinned_;
   std::set<std::pair<dev_t, ino_t>> already_protected_;
   int visited_ = 0;

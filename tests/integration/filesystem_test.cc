@@ -168,6 +168,27 @@ TEST_F(FilesystemTest, NestedRepositoriesAreProtected) {
   EXPECT_EQ(Probe({"write", ws_ + "/vendor/lib/code.c"}).status, 0);  // positive control
 }
 
+// Protected names that exist are bound read-only, at the root and in a nested repository (init
+// reads each directory once and looks up only the names it holds).
+TEST_F(FilesystemTest, ExistingProtectedEntriesAreReadOnlyAtTheRootAndInNestedRepos) {
+  WriteFile(ws_ + "/.envrc", "export A=1\n");
+  MakeDirs(ws_ + "/.vscode");
+  WriteFile(ws_ + "/.vscode/settings.json", "{}\n");
+  MakeDirs(ws_ + "/vendor/lib/.git");
+  WriteFile(ws_ + "/vendor/lib/.mcp.json", "{}\n");
+  WriteFile(ws_ + "/vendor/lib/.zshrc", "# rc\n");
+  for (const std::string rel : {"/.envrc", "/.vscode/settings.json", "/vendor/lib/.mcp.json",
+                                "/vendor/lib/.zshrc"}) {
+    EXPECT_EQ(Probe({"append", ws_ + rel}).out, "err EROFS open\n") << rel;
+  }
+  EXPECT_EQ(Probe({"write", ws_ + "/.vscode/tasks.json"}).out, "err EROFS open\n");
+  EXPECT_EQ(ReadFile(ws_ + "/.envrc"), "export A=1\n");
+  EXPECT_EQ(ReadFile(ws_ + "/vendor/lib/.mcp.json"), "{}\n");
+  // Positive controls: their neighbours are writable.
+  EXPECT_EQ(Probe({"write", ws_ + "/envrc.txt"}).status, 0);
+  EXPECT_EQ(Probe({"write", ws_ + "/vendor/lib/code.c"}).status, 0);
+}
+
 TEST_F(FilesystemTest, GitInitAtTheWorkspaceRootCannotPlantConfig) {
   // .git is absent: creating .git/config (a protected path) is refused even through a fresh .git.
   EXPECT_EQ(Probe({"mkdir", ws_ + "/.git"}).status, 0);
