@@ -11,19 +11,19 @@ namespace ward::audit {
 std::string Sha256Hex(std::string_view bytes) { return ward::Sha256Hex(bytes); }
 
 std::string FormatTimestamp(std::chrono::system_clock::time_point t) {
+  // By calendar arithmetic, not gmtime_r: its first call initialises the time zone, which reads
+  // /etc/localtime.
   using namespace std::chrono;
-  auto ms = duration_cast<milliseconds>(t.time_since_epoch()).count();
-  time_t secs = static_cast<time_t>(ms / 1000);
-  int millis = static_cast<int>(ms % 1000);
-  if (millis < 0) {  // before 1970: floor, not truncate
-    millis += 1000;
-    secs -= 1;
-  }
-  struct tm tm {};
-  gmtime_r(&secs, &tm);
-  char buf[96];  // large enough for any int fields, which silences -Wformat-truncation
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+  const auto ms = floor<milliseconds>(t);  // before 1970: floor, not truncate
+  const auto day = floor<days>(ms);
+  const year_month_day ymd{day};
+  const hh_mm_ss<milliseconds> hms{ms - day};
+  char buf[96];  // large enough for any fields, which silences -Wformat-truncation
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02ld:%02ld:%02ld.%03ldZ",
+                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
+                static_cast<unsigned>(ymd.day()), static_cast<long>(hms.hours().count()),
+                static_cast<long>(hms.minutes().count()), static_cast<long>(hms.seconds().count()),
+                static_cast<long>(hms.subseconds().count()));
   return buf;
 }
 

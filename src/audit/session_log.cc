@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <system_error>
@@ -98,11 +99,14 @@ std::string DefaultStateDir() {
 std::string SessionsDir(const std::string& state_dir) { return state_dir + "/sessions"; }
 
 std::string NewSessionId() {
-  time_t now = ::time(nullptr);
-  struct tm tm {};
-  gmtime_r(&now, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+  // "2026-11-30T16:22:33.123Z" -> "20261130T162233Z" (FormatTimestamp does not read the time
+  // zone, which gmtime and strftime do on their first call: seven syscalls before the clone).
+  std::string stamp;
+  for (char c : FormatTimestamp(std::chrono::system_clock::now())) {
+    if (c == '.') break;
+    if (c != '-' && c != ':') stamp += c;
+  }
+  stamp += 'Z';
   uint32_t r = 0;
   if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r)) {
     // No entropy yet (early boot): uniqueness, not secrecy, is what matters here.
@@ -110,8 +114,8 @@ std::string NewSessionId() {
     ::clock_gettime(CLOCK_MONOTONIC, &ts);
     r = static_cast<uint32_t>(ts.tv_nsec) ^ (static_cast<uint32_t>(::getpid()) << 16);
   }
-  char out[64];
-  std::snprintf(out, sizeof out, "%s-%08x", stamp, r);
+  char out[96];
+  std::snprintf(out, sizeof out, "%s-%08x", stamp.c_str(), r);
   return out;
 }
 

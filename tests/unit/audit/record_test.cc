@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <random>
 #include <vector>
@@ -25,6 +27,21 @@ TEST(RecordTest, TimestampsAreRfc3339UtcWithMilliseconds) {
             "2026-11-30T16:22:33.123Z");
   EXPECT_EQ(FormatTimestamp(system_clock::time_point{milliseconds(-1)}),
             "1969-12-31T23:59:59.999Z");
+  // The same as gmtime's calendar, from 1900 to 2255 (system_clock counts nanoseconds in 64 bits:
+  // about 292 years either side of 1970).
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int64_t> secs(-2208988800, 9000000000);
+  for (int i = 0; i < 20000; ++i) {
+    const int64_t s = secs(rng);
+    const int64_t ms = static_cast<int64_t>(rng() % 1000);
+    time_t tt = static_cast<time_t>(s);
+    struct tm tm {};
+    ASSERT_NE(gmtime_r(&tt, &tm), nullptr);
+    char want[96];
+    snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+    ASSERT_EQ(FormatTimestamp(system_clock::time_point{milliseconds(s * 1000 + ms)}), want) << s;
+  }
   EXPECT_TRUE(IsValidTimestamp("2026-11-30T16:22:33.123Z"));
   for (const char* bad :
        {"", "2026-11-30T16:22:33Z", "2026-11-30 16:22:33.123Z", "2026-11-30T16:22:33.123+00:00",

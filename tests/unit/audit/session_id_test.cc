@@ -2,6 +2,9 @@
 // `ward serve` uses to know each exec's approval socket): exactly NewSessionId's shape.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <string>
 
 #include "audit/session_log.h"
@@ -15,6 +18,21 @@ TEST(SessionIdFormatTest, AcceptsWhatNewSessionIdMakes) {
     EXPECT_TRUE(IsNewSessionIdFormat(id)) << id;
     EXPECT_TRUE(IsValidSessionId(id)) << id;
   }
+  // The stamp is the UTC time of the call (a TZ that differs from UTC must not show).
+  setenv("TZ", "Asia/Kolkata", 1);
+  for (int attempt = 0; attempt < 3; ++attempt) {  // the second may turn between the two reads
+    time_t now = time(nullptr);
+    std::string id = NewSessionId();
+    struct tm tm {};
+    gmtime_r(&now, &tm);
+    char want[80];
+    snprintf(want, sizeof want, "%04d%02d%02dT%02d%02d%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    if (time(nullptr) != now) continue;
+    EXPECT_EQ(id.substr(0, 16), want);
+    break;
+  }
+  unsetenv("TZ");
   EXPECT_TRUE(IsNewSessionIdFormat("20261130T162233Z-3f9a1c2e"));
   EXPECT_TRUE(IsNewSessionIdFormat("19700101T000000Z-00000000"));
 }
