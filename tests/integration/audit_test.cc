@@ -110,11 +110,20 @@ TEST_F(AuditTest, TheSandboxCannotSeeOrReachTheAuditDirectory) {
   ASSERT_TRUE(PathExists(home_ + "/.local/state/ward/sessions"));
   r = Probe({"ls", home_ + "/.local/state/ward"}, {}, o);
   EXPECT_EQ(r.out, "err ENOENT " + home_ + "/.local/state/ward\n");
-  // A state directory the sandbox would see is refused.
+  // A state directory the sandbox would see is refused, and nothing is left in it: not the
+  // directory itself, nor (where it exists already) a session.
   o.env["XDG_STATE_HOME"] = ws_ + "/state";
   r = Probe({"exit", "0"}, {}, o);
   EXPECT_EQ(r.status, 125);
   EXPECT_NE(r.err.find("visible inside the sandbox"), std::string::npos) << r.err;
+  EXPECT_FALSE(PathExists(ws_ + "/state"));
+  MakeDirs(ws_ + "/state/ward/sessions");
+  for (int i = 0; i < 5; ++i) {
+    r = Probe({"exit", "0"}, {}, o);
+    EXPECT_EQ(r.status, 125);
+  }
+  EXPECT_TRUE(audit::ListSessions(ws_ + "/state/ward").empty());
+  EXPECT_EQ(RunProgram({"/bin/sh", "-c", "ls -A " + ws_ + "/state/ward/sessions"}).out, "");
 }
 
 TEST_F(AuditTest, EveryDenialIsExactlyOneEvent) {
