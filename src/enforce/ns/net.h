@@ -12,8 +12,9 @@
 
 namespace ward::enforce {
 
-// Returns 0 or -errno.
-int BringUpLoopback();
+// Brings up `lo` in the calling thread's network namespace. Returns 0 or -errno; with `netns`,
+// also stores an fd of that namespace there (O_CLOEXEC), or -1 when the kernel gave none.
+int BringUpLoopback(int* netns = nullptr);
 
 struct SandboxNet {
   UniqueFd netns;  // for init's setns (see MsgType::kNetns)
