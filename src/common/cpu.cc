@@ -53,26 +53,22 @@ ElsewhereThread::ElsewhereThread(std::function<void()> fn) : fn_(std::move(fn)) 
   joinable_ = true;
 }
 
-ElsewhereThread::~ElsewhereThread() {
-  if (!joinable_) return;
-  Wait();  // the function has run when this returns, whoever ran it
-  pthread_join(thread_, nullptr);
-}
+ElsewhereThread::~ElsewhereThread() { Join(); }
 
-void ElsewhereThread::Join() {
+void ElsewhereThread::JoinThread() {
   if (!joinable_) return;
-  Wait();
   pthread_join(thread_, nullptr);
   joinable_ = false;
 }
 
+void ElsewhereThread::Join() {
+  Wait();  // the function has run when this returns, whoever ran it (and may have joined)
+  JoinThread();
+}
+
 void ElsewhereThread::Settle() {
-  if (!joinable_) return;
   Wait();
-  if (state_.load(std::memory_order_acquire) == kDoneOnThread) {
-    pthread_join(thread_, nullptr);
-    joinable_ = false;
-  }
+  if (state_.load(std::memory_order_acquire) == kDoneOnThread) JoinThread();
 }
 
 void ElsewhereThread::Wait() {
@@ -93,8 +89,7 @@ void ElsewhereThread::Wait() {
     } while ((now.tv_sec - start.tv_sec) * 1'000'000'000L + (now.tv_nsec - start.tv_nsec) <
              kWaitPollNs);
   }
-  pthread_join(thread_, nullptr);
-  joinable_ = false;
+  JoinThread();
 }
 
 void* ElsewhereThread::Trampoline(void* self) {

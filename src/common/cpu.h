@@ -78,6 +78,7 @@ class ElsewhereThread {
 
  private:
   static void* Trampoline(void* self);
+  void JoinThread();  // once: Wait, Settle, Join and the destructor may each get there
   enum : int { kPending, kRunningOnThread, kDoneOnThread, kTakenByCreator };
   std::function<void()> fn_;
   pthread_t thread_{};

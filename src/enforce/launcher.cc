@@ -383,8 +383,8 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
     }
     TraceMark("init: network namespace joined");
   }
-  // The run's v1 cgroup, made by the supervisor while the root was being built: joined before
-  // the command can be forked (it is, only after the seccomp program below).
+  // The run's v1 cgroups, made by the supervisor while the root was being built: joined here,
+  // before the command is forked (below, once the seccomp program has come).
   if (plan.cgroup_after_clone) {
     for (int more = 1; more > 0;) {
       ControlMsg m;

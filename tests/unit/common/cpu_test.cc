@@ -76,6 +76,42 @@ TEST(ElsewhereThreadTest, WaitReturnsOnceTheFunctionHasReturnedAndSeesWhatItWrot
   }
 }
 
+// Settle, Join and the destructor called while the thread still runs the function, longer than
+// Wait polls (so Wait itself joins it): each returns once it is done, and the thread is joined
+// once. Also with every thread on one CPU, where Wait does not poll.
+TEST(ElsewhereThreadTest, SettleAndJoinWhileTheFunctionStillRunsWaitForItAndJoinOnce) {
+  cpu_set_t before = MyCpus();
+  for (bool one_cpu : {false, true}) {
+    if (one_cpu) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(sched_getcpu(), &one);
+      ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    }
+    for (int how = 0; how < 3; ++how) {
+      std::atomic<bool> begun{false}, finished{false};
+      {
+        ElsewhereThread t([&] {
+          begun = true;
+          usleep(static_cast<useconds_t>(ElsewhereThread::kWaitPollNs / 1000 + 3000));
+          finished = true;
+        });
+        while (!begun) usleep(100);
+        if (how == 0) t.Settle();
+        if (how == 1) t.Join();
+        if (how < 2) {
+          EXPECT_TRUE(finished) << how;
+          EXPECT_TRUE(t.RanOnThread());
+          t.Settle();  // again: nothing left to join
+          t.Join();
+        }
+      }  // how == 2: the destructor
+      EXPECT_TRUE(finished) << how;
+    }
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof before, &before), 0);
+}
+
 pid_t Tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
 // Whoever comes first runs the function, exactly once: the creator when the thread has not
