@@ -554,14 +554,12 @@ class Builder {
     if (pattern.find_first_of("*?[") == std::string::npos) {
       names.push_back(pattern);
     } else {
-      UniqueFd dir(openat(parent.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-      DIR* d = dir ? fdopendir(dir.release()) : nullptr;
-      if (d == nullptr) return true;
-      while (struct dirent* e = readdir(d)) {
-        if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
-        if (fnmatch(pattern.c_str(), e->d_name, FNM_PERIOD) == 0) names.push_back(e->d_name);
+      Listing entries;
+      if (!ListDir(parent.get(), &entries)) return true;
+      for (auto& [name, type] : entries) {
+        if (name == "." || name == "..") continue;
+        if (fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) == 0) names.push_back(std::move(name));
       }
-      closedir(d);
     }
     for (const std::string& name : names) {
       struct stat st;

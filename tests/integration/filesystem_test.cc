@@ -90,6 +90,25 @@ TEST_F(FilesystemTest, SystemCredentialFilesAreMasked) {
   EXPECT_NE(r.out.find("root:"), std::string::npos);
 }
 
+// A deny rule with a pattern inside a visible tree covers every entry it matches there, read
+// from that directory when the root is built (a leading dot is matched only explicitly).
+TEST_F(FilesystemTest, PatternDenyRulesCoverEveryMatchingEntry) {
+  WriteFile(ws_ + "/cred-a.txt", kCanarySecret);
+  WriteFile(ws_ + "/cred-b.txt", kCanarySecret);
+  WriteFile(ws_ + "/.cred-c.txt", "dotfile");
+  WriteFile(ws_ + "/keep.txt", "kept");
+  const std::vector<std::string> deny = {"--deny", ws_ + "/cred-*.txt"};
+  for (const char* name : {"/cred-a.txt", "/cred-b.txt"}) {
+    RunResult r = Probe({"read", ws_ + name}, deny);
+    EXPECT_EQ(r.out.find(kCanarySecret), std::string::npos) << name << ": " << r.out;
+    EXPECT_NE(r.status, 0) << name;
+  }
+  // Positive controls: what the pattern does not match stays readable.
+  EXPECT_NE(Probe({"read", ws_ + "/keep.txt"}, deny).out.find("kept"), std::string::npos);
+  EXPECT_NE(Probe({"read", ws_ + "/.cred-c.txt"}, deny).out.find("dotfile"), std::string::npos);
+  EXPECT_NE(Probe({"read", ws_ + "/cred-a.txt"}).out.find(kCanarySecret), std::string::npos);
+}
+
 TEST_F(FilesystemTest, NoSysAndMinimalDev) {
   EXPECT_EQ(Probe({"stat", "/sys"}).out, "err ENOENT /sys\n");
   RunResult r = Probe({"ls", "/dev"});
