@@ -1,4 +1,6 @@
 // ward: a sandbox runtime for AI agents. Subcommands are one file each.
+#include <malloc.h>
+
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -35,6 +37,11 @@ int main(int argc, char** argv) {
   // `ward run` wraps every tool call: its start-up does not pay for building the other
   // subcommands' parsers, and its kernel probe overlaps with parsing its own.
   const bool run = argc >= 2 && std::string_view(argv[1]) == "run";
+  // One malloc arena for every thread of a run. A thread's own arena is a fresh heap: its pages
+  // fault in one by one, sandbox init (cloned from this process) copies them with their page
+  // tables and tears them down again, and each page the supervisor writes after the clone is a
+  // copy-on-write fault. The supervisor's threads allocate little; they share the main heap.
+  if (run) mallopt(M_ARENA_MAX, 1);
   ward::cli::AddRunCommand(app, &exit_code, /*probe_now=*/run);
   if (!run) AddOtherCommands(app, &exit_code);
   try {

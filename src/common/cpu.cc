@@ -1,5 +1,7 @@
 #include "common/cpu.h"
 
+#include <errno.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include <system_error>
@@ -36,20 +38,39 @@ void StayOnThisCpu::Release() {
 
 ElsewhereThread::ElsewhereThread(std::function<void()> fn) : fn_(std::move(fn)) {
   const CpuPlacement cpus = CurrentCpuPlacement();
-  pthread_attr_t attr;
-  int rc = pthread_attr_init(&attr);
-  if (rc == 0 && cpus.has_others) {
+  // A stack of its own, unmapped once the thread is joined: glibc keeps the stacks of joined
+  // threads for later ones, and a child cloned afterwards (sandbox init) would copy this one's
+  // pages and page tables and tear them down again at its exit. The lowest page is the guard.
+  void* stack = mmap(nullptr, kStackSize, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+  if (stack != MAP_FAILED && mprotect(stack, kGuardSize, PROT_NONE) == 0) {
+    stack_ = stack;
+  } else if (stack != MAP_FAILED) {
+    munmap(stack, kStackSize);
+  }
+  auto create = [&](bool place) {
+    pthread_attr_t attr;
+    int rc = pthread_attr_init(&attr);
+    if (rc != 0) return rc;
+    if (stack_) {
+      rc = pthread_attr_setstack(&attr, static_cast<char*>(stack_) + kGuardSize,
+                                 kStackSize - kGuardSize);
+    }
     // Not pthread_setaffinity_np on a running thread: one that already ended has a tid of 0,
     // which would pin the caller instead.
-    pthread_attr_setaffinity_np(&attr, sizeof cpus.others, &cpus.others);
-  }
-  if (rc == 0) {
-    rc = pthread_create(&thread_, &attr, &Trampoline, this);
+    if (rc == 0 && place) rc = pthread_attr_setaffinity_np(&attr, sizeof cpus.others, &cpus.others);
+    if (rc == 0) rc = pthread_create(&thread_, &attr, &Trampoline, this);
     pthread_attr_destroy(&attr);
-    elsewhere_ = rc == 0 && cpus.has_others;
+    return rc;
+  };
+  int rc = cpus.has_others ? create(true) : EAGAIN;
+  elsewhere_ = rc == 0;
+  if (rc != 0) rc = create(false);
+  if (rc != 0) {
+    if (stack_) munmap(stack_, kStackSize);
+    stack_ = nullptr;
+    throw std::system_error(rc, std::generic_category(), "pthread_create");
   }
-  if (rc != 0 && cpus.has_others) rc = pthread_create(&thread_, nullptr, &Trampoline, this);
-  if (rc != 0) throw std::system_error(rc, std::generic_category(), "pthread_create");
   joinable_ = true;
 }
 
@@ -59,6 +80,8 @@ void ElsewhereThread::JoinThread() {
   if (!joinable_) return;
   pthread_join(thread_, nullptr);
   joinable_ = false;
+  if (stack_) munmap(stack_, kStackSize);
+  stack_ = nullptr;
 }
 
 void ElsewhereThread::Join() {

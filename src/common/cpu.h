@@ -8,6 +8,7 @@
 #include <sched.h>
 
 #include <atomic>
+#include <cstddef>
 #include <functional>
 
 namespace ward {
@@ -75,6 +76,10 @@ class ElsewhereThread {
   bool RanOnThread() const { return state_.load(std::memory_order_acquire) == kDoneOnThread; }
 
   static constexpr long kWaitPollNs = 2'000'000;
+  // The thread's stack (its own mapping, see the constructor): 1 MiB of address space, of
+  // which only the pages it touches are memory; the lowest page is a guard.
+  static constexpr size_t kStackSize = 1 << 20;
+  static constexpr size_t kGuardSize = 4096;
 
  private:
   static void* Trampoline(void* self);
@@ -84,6 +89,7 @@ class ElsewhereThread {
   pthread_t thread_{};
   bool joinable_ = false;
   bool elsewhere_ = false;  // placed on other CPUs than the creator's
+  void* stack_ = nullptr;   // its mapping (with the guard page), unmapped after the join
   std::atomic<int> state_{kPending};
 };
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -259,6 +260,58 @@ TEST_F(SupervisorThreadsTest, AQuietRunKeepsOneThreadAndAFileStartsTheNotifier) 
   EXPECT_TRUE(ReachesThreads(pid, 2)) << Threads(pid) << " threads";
   EXPECT_EQ(Finish(pid, w, r), 0);
   EXPECT_EQ(ReadFile(ws_ + "/made.txt"), "made\n");
+}
+
+// Anonymous mappings of at least `min_mib` MiB with the permissions `perms` in a maps file
+// ("" when it cannot be read).
+std::string LargeAnonymousMappings(const std::string& maps, const std::string& perms,
+                                   unsigned long min_mib) {
+  std::istringstream in(maps);
+  std::string line, found;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string range, p, off, dev, inode, path;
+    f >> range >> p >> off >> dev >> inode >> path;
+    if (!path.empty() || p != perms) continue;
+    const size_t dash = range.find('-');
+    const unsigned long lo = std::stoul(range.substr(0, dash), nullptr, 16);
+    const unsigned long hi = std::stoul(range.substr(dash + 1), nullptr, 16);
+    if (hi - lo >= (min_mib << 20)) found += line + "\n";
+  }
+  return found;
+}
+
+// What sandbox init copies from the supervisor at the clone is only what the supervisor needs:
+// no malloc arena of another thread (a 64 MiB reservation, one per thread without
+// M_ARENA_MAX), and no stack of the joined kernel-probe thread (glibc caches 8 MiB stacks).
+// Init's copy of such pages costs copy-on-write faults and its exit's teardown.
+TEST_F(SupervisorThreadsTest, InitCopiesNoOtherThreadsArenaOrStack) {
+  int w = -1, r = -1;
+  pid_t pid = StartWard("echo running; read x || true", &w, &r);
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(FirstLine(r), "running");
+  const std::string supervisor_maps = ReadFile("/proc/" + std::to_string(pid) + "/maps");
+  std::string init_maps;
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
+                         "/children");
+  std::string child;
+  while (children >> child) {
+    if (ReadFile("/proc/" + child + "/comm").rfind("ward-init", 0) == 0) {
+      init_maps = ReadFile("/proc/" + child + "/maps");  // init is not dumpable: root only
+    }
+  }
+  EXPECT_EQ(Finish(pid, w, r), 0);
+  ASSERT_NE(supervisor_maps.find("[stack]"), std::string::npos) << supervisor_maps;
+  EXPECT_EQ(LargeAnonymousMappings(supervisor_maps, "---p", 32), "")
+      << "a malloc arena besides the main heap";
+  if (RunningAsRoot()) {
+    ASSERT_NE(init_maps.find("[stack]"), std::string::npos) << "init's maps: " << init_maps;
+  }
+  if (!init_maps.empty()) {
+    EXPECT_EQ(LargeAnonymousMappings(init_maps, "---p", 32), "") << "an arena copied into init";
+    EXPECT_EQ(LargeAnonymousMappings(init_maps, "rw-p", 4), "")
+        << "a thread stack copied into init";
+  }
 }
 
 // A root run with a cgroup: the cgroup's reaper holds the sandbox's mount namespace, so that

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <vector>
 
 namespace ward {
@@ -116,6 +119,52 @@ pid_t Tid() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
 // Whoever comes first runs the function, exactly once: the creator when the thread has not
 // started it, or the thread, which the creator then waits for.
+// The thread runs on a stack of its own mapping (not one from glibc's cache of joined
+// threads' stacks), which is gone once the thread is joined: a child cloned afterwards copies
+// nothing of it. Its lowest page is a guard.
+TEST(ElsewhereThreadTest, TheThreadsStackIsItsOwnMappingAndIsUnmappedOnceJoined) {
+  const long page = sysconf(_SC_PAGESIZE);
+  auto mapped = [page](uintptr_t addr) {
+    unsigned char vec;
+    void* p = reinterpret_cast<void*>(addr & ~static_cast<uintptr_t>(page - 1));
+    return mincore(p, static_cast<size_t>(page), &vec) == 0;  // ENOMEM: nothing mapped there
+  };
+  int on_thread = 0;
+  for (int i = 0; i < 50 && on_thread < 3; ++i) {
+    std::atomic<bool> begun{false};
+    std::atomic<uintptr_t> local{0};
+    std::atomic<uintptr_t> low{0}, high{0};
+    ElsewhereThread t([&] {
+      int here = 0;
+      local = reinterpret_cast<uintptr_t>(&here);
+      pthread_attr_t attr;
+      void* addr = nullptr;
+      size_t size = 0;
+      if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+        pthread_attr_getstack(&attr, &addr, &size);
+        pthread_attr_destroy(&attr);
+      }
+      low = reinterpret_cast<uintptr_t>(addr);
+      high = low + size;
+      begun = true;
+      usleep(5000);
+    });
+    for (int spin = 0; spin < 200 && !begun; ++spin) usleep(100);
+    t.Join();
+    if (!t.RanOnThread()) continue;  // the creator ran it: there was no thread stack to see
+    ++on_thread;
+    ASSERT_NE(local.load(), 0u);
+    EXPECT_GE(local.load(), low.load());
+    EXPECT_LT(local.load(), high.load());
+    EXPECT_EQ(high.load() - low.load(),
+              ElsewhereThread::kStackSize - ElsewhereThread::kGuardSize)
+        << "not the thread's own stack";
+    EXPECT_FALSE(mapped(local.load())) << "the stack is still mapped after the join";
+    EXPECT_FALSE(mapped(low.load() - ElsewhereThread::kGuardSize)) << "the guard page is left";
+  }
+  EXPECT_GT(on_thread, 0) << "no function ran on its thread";
+}
+
 TEST(ElsewhereThreadTest, TheFunctionRunsOnceOnTheThreadOrOnTheCreatorWhoeverComesFirst) {
   const pid_t me = Tid();
   int by_creator = 0, by_thread = 0;
