@@ -135,8 +135,7 @@ TEST(ElsewhereThreadTest, TheThreadsStackIsItsOwnMappingAndIsUnmappedOnceJoined)
     std::atomic<uintptr_t> local{0};
     std::atomic<uintptr_t> low{0}, high{0};
     ElsewhereThread t([&] {
-      int here = 0;
-      local = reinterpret_cast<uintptr_t>(&here);
+      local = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
       pthread_attr_t attr;
       void* addr = nullptr;
       size_t size = 0;
