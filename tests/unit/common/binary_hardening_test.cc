@@ -57,8 +57,8 @@ Hardening Inspect(const std::vector<char>& f) {
     std::memcpy(&ph, f.data() + off, sizeof ph);
     if (ph.p_type == PT_GNU_RELRO) h.relro = true;
     if (ph.p_type != PT_DYNAMIC) continue;
-    for (size_t d = ph.p_offset; d + sizeof(Elf64_Dyn) <= ph.p_offset + ph.p_filesz &&
-                                 d + sizeof(Elf64_Dyn) <= f.size();
+    for (size_t d = ph.p_offset;
+         d + sizeof(Elf64_Dyn) <= ph.p_offset + ph.p_filesz && d + sizeof(Elf64_Dyn) <= f.size();
          d += sizeof(Elf64_Dyn)) {
       Elf64_Dyn dyn;
       std::memcpy(&dyn, f.data() + d, sizeof dyn);

@@ -155,8 +155,7 @@ TEST(ElsewhereThreadTest, TheThreadsStackIsItsOwnMappingAndIsUnmappedOnceJoined)
     ASSERT_NE(local.load(), 0u);
     EXPECT_GE(local.load(), low.load());
     EXPECT_LT(local.load(), high.load());
-    EXPECT_EQ(high.load() - low.load(),
-              ElsewhereThread::kStackSize - ElsewhereThread::kGuardSize)
+    EXPECT_EQ(high.load() - low.load(), ElsewhereThread::kStackSize - ElsewhereThread::kGuardSize)
         << "not the thread's own stack";
     EXPECT_FALSE(mapped(local.load())) << "the stack is still mapped after the join";
     EXPECT_FALSE(mapped(low.load() - ElsewhereThread::kGuardSize)) << "the guard page is left";
