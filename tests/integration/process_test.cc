@@ -175,8 +175,9 @@ TEST_F(ProcessTest, KillingTheSupervisorKillsTheSandbox) {
 }
 
 TEST_F(ProcessTest, SignalsAreForwardedToTheCommand) {
-  std::vector<std::string> argv = {WardBin(), "run", "-r", StageDir(), "--", ProbeBin(), "sleep",
-                                   "60"};
+  // The command says it runs, then becomes the probe's sleep.
+  std::vector<std::string> argv = {WardBin(), "run", "-r", StageDir(), "--", "/bin/sh", "-c",
+                                   "echo ready; exec \"$0\" sleep 60", ProbeBin()};
   RunOptions o = Defaults();
   int out_pipe[2];
   ASSERT_EQ(pipe(out_pipe), 0);
@@ -195,7 +196,14 @@ TEST_F(ProcessTest, SignalsAreForwardedToTheCommand) {
     _exit(127);
   }
   close(out_pipe[1]);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Signalled once the command runs (not after a fixed time: a slow start, under
+  // AddressSanitizer say, outlasted half a second), and once the supervisor has had the moment
+  // it takes, after init started the command, to begin forwarding signals.
+  std::string ready;
+  char ch;
+  while (ready.find('\n') == std::string::npos && read(out_pipe[0], &ch, 1) == 1) ready += ch;
+  ASSERT_EQ(ready, "ready\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   kill(pid, SIGTERM);
   int status = 0;
   waitpid(pid, &status, 0);

@@ -406,6 +406,16 @@ TEST_F(ServeTest, ADaemonThatDiesLeavesInterruptedNotExitZero) {
     auto r = c->Run(sb, {"/bin/sh", "-c", "echo started; sleep 60"}, {{"yield_ms", 500}});
     ASSERT_TRUE(r.ok());
     id = r.result["exec_id"];
+    // The daemon dies only once the command has written (a slow start, under AddressSanitizer
+    // say, can take longer than the yield).
+    std::string out;
+    for (int i = 0; i < 300 && out != "started\n"; ++i) {
+      auto rd = c->Call("exec.read", {{"exec_id", id}});
+      ASSERT_TRUE(rd.ok());
+      out = rd.result["data"].get<std::string>();
+      if (out != "started\n") std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ASSERT_EQ(out, "started\n") << "the command wrote nothing in 30 s";
   }
   daemon_->Kill(SIGKILL);
   // The sandbox dies with its supervisor (PDEATHSIG); nothing keeps running.
