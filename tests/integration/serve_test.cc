@@ -208,7 +208,9 @@ TEST_F(ServeTest, TimeoutsEndTheCommand) {
   auto c = Connect();
   std::string sb = Sandbox(*c, ws_);
   auto start = std::chrono::steady_clock::now();
-  auto r = c->Run(sb, {"/bin/sh", "-c", "echo before; sleep 60"}, {{"timeout_ms", 500}});
+  // The timeout counts from the request, the sandbox's start included: long enough for the
+  // command to have written under AddressSanitizer too (half a second was not, on a slow host).
+  auto r = c->Run(sb, {"/bin/sh", "-c", "echo before; sleep 60"}, {{"timeout_ms", 3000}});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r.result["status"], "timed_out");
   EXPECT_EQ(r.result["stdout"], "before\n");
