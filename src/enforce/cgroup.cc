@@ -6,21 +6,19 @@
 #include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <climits>
-#include <mutex>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 
 #include "common/linux.h"
-#include "enforce/launcher.h"
+#include "enforce/cgroup_reaper.h"
 
 namespace ward::enforce {
 namespace {
@@ -149,21 +147,6 @@ std::string RunName() {
   return buf;
 }
 
-// Reapers told to exit by Destroy, not waited for there (a process's exit costs a fraction of a
-// millisecond the run need not wait for): reaped without blocking by later calls.
-std::mutex finished_reapers_mu;
-std::vector<pid_t> finished_reapers;
-
-void ReapFinishedReapers() {
-  std::lock_guard<std::mutex> lock(finished_reapers_mu);
-  std::erase_if(finished_reapers, [](pid_t pid) {
-    int r;
-    while ((r = waitpid(pid, nullptr, WNOHANG)) < 0 && errno == EINTR) {
-    }
-    return r != 0;  // reaped, or no longer our child
-  });
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Cgroup>> Cgroup::Create(const CgroupSpec& spec) {
@@ -289,54 +272,25 @@ std::vector<int> Cgroup::self_join_fds() const {
 
 void Cgroup::StartReaper(int keep_fd) {
   if (reaper_ > 0 || destroyed_ || paths_.empty()) return;
-  ReapFinishedReapers();
+  ReapRetiredCgroupReapers();
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return;  // the sweep of the next run remains
   // The supervisor's exit is watched through a pidfd as well as the pipe: a process forked
   // later that does not exec would otherwise hold the pipe's write end open.
   UniqueFd self(sys::PidfdOpen(getpid(), 0));
-  pid_t pid = fork();
+  CgroupReaperSpec spec;
+  spec.version = version_;
+  spec.dirs = paths_;
+  spec.done_fd = p[0];
+  spec.supervisor_pidfd = self.get();
+  spec.keep_fd = keep_fd;
+  spec.timeout_ms = kReaperTeardownMs;
+  pid_t pid = SpawnCgroupReaper(spec);
+  close(p[0]);
   if (pid < 0) {
-    close(p[0]);
     close(p[1]);
     return;
   }
-  if (pid == 0) {
-    // Outlives the supervisor on purpose: its own session, deaf to the terminal's signals, no
-    // inherited descriptors (it must not hold the caller's pipes open).
-    setsid();
-    for (int s :
-         {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2, SIGPIPE}) {
-      signal(s, SIG_IGN);
-    }
-    HideProcessArgs("ward-cgroup-reaper");
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null >= 0) {
-      dup2(null, 0);
-      dup2(null, 1);
-      dup2(null, 2);
-    }
-    // Keep only the pipe, the pidfd and keep_fd, as 3, 4 and 5.
-    int pipe_fd = fcntl(p[0], F_DUPFD, 10);
-    int pidfd = self ? fcntl(self.get(), F_DUPFD, 10) : -1;
-    int kept = keep_fd >= 0 ? fcntl(keep_fd, F_DUPFD, 10) : -1;
-    if (pipe_fd < 0 || dup2(pipe_fd, 3) != 3) _exit(1);
-    if (pidfd >= 0 && dup2(pidfd, 4) != 4) _exit(1);
-    if (kept >= 0 && dup2(kept, 5) != 5) _exit(1);
-    if (pidfd < 0) close(4);
-    if (kept < 0) close(5);
-    sys::CloseRange(6, UINT_MAX, 0);
-    struct pollfd pfds[2] = {{3, POLLIN, 0}, {pidfd >= 0 ? 4 : -1, POLLIN, 0}};
-    while (poll(pfds, 2, -1) < 0 && errno == EINTR) {
-    }
-    // "done" may be in the pipe even when the supervisor has exited since.
-    fcntl(3, F_SETFL, O_NONBLOCK);
-    char b = 0;
-    if (read(3, &b, 1) == 1 && b == 'd') _exit(0);  // the supervisor tore it down itself
-    Teardown(paths_, version_, kReaperTeardownMs);
-    _exit(0);
-  }
-  close(p[0]);
   reaper_ = pid;
   reaper_pipe_.reset(p[1]);
 }
@@ -398,13 +352,10 @@ Status Cgroup::Destroy(int last_pidfd) {
     }
     // Without "done" the reaper sees EOF and keeps trying on its own.
     reaper_pipe_.reset();
-    {
-      std::lock_guard<std::mutex> lock(finished_reapers_mu);
-      finished_reapers.push_back(reaper_);
-    }
+    RetireCgroupReaper(reaper_);
     reaper_ = -1;
   }
-  ReapFinishedReapers();
+  ReapRetiredCgroupReapers();
   if (!gone) {
     std::string left;
     for (const auto& p : paths_) {

@@ -55,15 +55,17 @@ class Cgroup {
   Status Destroy(int last_pidfd = -1);
   // The directories of the run, for messages.
   std::vector<std::string> paths() const { return paths_; }
-  // Forks a small reaper process that tears the cgroup down if this process dies without doing
-  // so. Must be called while the process is single-threaded (the supervisor calls it right
-  // after the clone, while sandbox init builds the root: the fork is off the start-up's path).
+  // Starts a small reaper process that tears the cgroup down if this process dies without doing
+  // so (cgroup_reaper.h: it shares this process's memory instead of copying it). The supervisor
+  // calls it right after the clone, while sandbox init builds the root.
   // Destroy tells it to exit and does not wait for that; it is reaped by a later Destroy or
   // StartReaper (WNOHANG), or by whoever inherits it when this process exits.
   // `keep_fd`, when valid, is held by the reaper until it exits: for the sandbox's mount
   // namespace, whose teardown (hundreds of µs) then happens in the reaper's exit, after the
   // run, instead of in sandbox init's, which Destroy waits for before removing the cgroup.
   void StartReaper(int keep_fd = -1);
+  // The running reaper's pid; -1 before StartReaper and after Destroy.
+  pid_t reaper_pid() const { return reaper_; }
 
  private:
   Cgroup() = default;

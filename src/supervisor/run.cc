@@ -818,9 +818,9 @@ Outcome Run(const RunRequest& req) {
     if (!sent.ok()) return refuse_after_clone(sent);
     TraceMark("seccomp compiled and sent");
   }
-  // While init builds the root, and before the audit trail starts its threads. The reaper
-  // also holds the sandbox's mount namespace: its teardown is then the reaper's work after the
-  // run, not init's exit's, which the cgroup's removal waits for (best effort).
+  // While init builds the root. The reaper also holds the sandbox's mount namespace: its
+  // teardown is then the reaper's work after the run, not init's exit's, which the cgroup's
+  // removal waits for (best effort).
   if (cgroup) {
     UniqueFd mnt_ns(open(("/proc/" + std::to_string(sb->pid) + "/ns/mnt").c_str(),
                          O_RDONLY | O_CLOEXEC));

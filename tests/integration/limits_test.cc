@@ -510,6 +510,70 @@ TEST_F(LimitsTest, CgroupReaperHoldsItsKeptDescriptorUntilTheCgroupIsGone) {
   close(p[0]);
 }
 
+// The reaper shares the supervisor's memory instead of copying it (no page-table copy, no
+// copy-on-write faults for the supervisor), yet is a process of its own: its own session and
+// descriptors (only the pipe, the pidfd and the kept one beside the standard three, on
+// /dev/null), every signal blocked.
+TEST_F(LimitsTest, CgroupReaperSharesTheMemoryButNothingElse) {
+  std::optional<enforce::CgroupSpec> writable = WritableCgroupSpec();
+  if (!writable) GTEST_SKIP() << "no writable cgroup for this identity";
+  Result<std::unique_ptr<enforce::Cgroup>> cg = enforce::Cgroup::Create(*writable);
+  ASSERT_TRUE(cg.ok()) << cg.status().ToString();
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  (*cg)->StartReaper(p[1]);
+  const pid_t reaper = (*cg)->reaper_pid();
+  ASSERT_GT(reaper, 0);
+  const std::string proc = "/proc/" + std::to_string(reaper);
+
+  long same_vm = syscall(SYS_kcmp, getpid(), reaper, /*KCMP_VM=*/1, 0, 0);
+#if defined(__x86_64__) && !defined(WARD_SANITIZE)
+  if (same_vm < 0 && errno == ENOSYS) {
+    ADD_FAILURE() << "no kcmp here to compare the address spaces";
+  } else {
+    EXPECT_EQ(same_vm, 0) << "the reaper has a copy of the supervisor's memory, not the same";
+  }
+#else
+  EXPECT_NE(same_vm, 0) << "a fork is expected here (AddressSanitizer, or not x86-64)";
+#endif
+  // Its descriptors settle last as it sets itself up (session and name come first).
+  auto fds = [&] {
+    std::vector<int> out;
+    DIR* d = opendir((proc + "/fd").c_str());
+    if (d == nullptr) return out;
+    while (struct dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') out.push_back(std::atoi(e->d_name));
+    }
+    closedir(d);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  const std::vector<int> expected = {0, 1, 2, 3, 4, 5};
+  EXPECT_TRUE(WaitUntil([&] { return fds() == expected; }, 5))
+      << "the reaper's descriptors: " << ::testing::PrintToString(fds());
+  EXPECT_EQ(ReadFile(proc + "/comm"), "ward-cgroup-rea\n");
+  EXPECT_NE(getsid(reaper), getsid(0));
+  EXPECT_EQ(getsid(reaper), reaper);
+  for (int fd : {0, 1, 2}) {
+    char target[256] = "";
+    ssize_t n = readlink((proc + "/fd/" + std::to_string(fd)).c_str(), target, sizeof target - 1);
+    EXPECT_EQ(std::string(target, n > 0 ? n : 0), "/dev/null") << "fd " << fd;
+  }
+  // SigBlk: SIGHUP, SIGINT, SIGTERM (bits 0, 1, 14) at least.
+  std::string status = ReadFile(proc + "/status");
+  size_t at = status.find("SigBlk:");
+  ASSERT_NE(at, std::string::npos);
+  unsigned long long blocked = std::strtoull(status.c_str() + at + 7, nullptr, 16);
+  for (int sig : {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGTSTP}) {
+    EXPECT_TRUE(blocked & (1ULL << (sig - 1))) << "signal " << sig << " is not blocked";
+  }
+  // It still does its work: told the cgroup is gone, it exits, and lets go of the descriptor.
+  close(p[1]);
+  ASSERT_TRUE((*cg)->Destroy(-1).ok());
+  EXPECT_TRUE(WaitUntil([&] { return !PathExists(proc + "/fd/5"); }, 10));
+  close(p[0]);
+}
+
 TEST_F(LimitsTest, CgroupReaperRemovesTheCgroupOfAKilledSupervisor) {
   std::optional<enforce::CgroupSpec> writable = WritableCgroupSpec();
   if (!writable) GTEST_SKIP() << "no writable cgroup for this identity";
