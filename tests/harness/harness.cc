@@ -76,6 +76,13 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+std::string ReadLine(int fd) {
+  std::string line;
+  char c;
+  while (read(fd, &c, 1) == 1 && c != '\n') line += c;
+  return line;
+}
+
 std::vector<pid_t> FindHostProcesses(const std::string& needle) {
   std::vector<pid_t> found;
   DIR* d = opendir("/proc");

@@ -41,6 +41,8 @@ inline constexpr const char* kCanarySecret = "WARD-CANARY-SECRET-7f3a9c";
 inline constexpr const char* kCanaryApiKey = "sk-ward-canary-api-key-4b1d";
 void WriteFile(const std::string& path, const std::string& content, int mode = 0644);
 std::string ReadFile(const std::string& path);
+// One line from `fd`, without its newline: what was read before the newline, EOF or an error.
+std::string ReadLine(int fd);
 bool PathExists(const std::string& path);
 // Host processes whose command line contains `needle`. A process that exits while it is read
 // counts as gone (its /proc files then fail with ESRCH).

@@ -337,9 +337,7 @@ TEST_F(LimitsTest, InotifyExhaustionInsideDoesNotBreakInotifyOutside) {
     _exit(127);
   }
   close(out[1]);
-  std::string line;
-  char c;
-  while (read(out[0], &c, 1) == 1 && c != '\n') line += c;
+  std::string line = ReadLine(out[0]);
   close(out[0]);
   EXPECT_EQ(line.rfind("err EMFILE instances=", 0), 0u) << line;
   long inside = Field(line, "instances");
@@ -603,9 +601,7 @@ TEST_F(LimitsTest, CgroupReaperRemovesTheCgroupOfAKilledSupervisor) {
     for (;;) pause();
   }
   close(report[1]);
-  std::string dir;
-  char c;
-  while (read(report[0], &c, 1) == 1 && c != '\n') dir += c;
+  std::string dir = ReadLine(report[0]);
   close(report[0]);
   ASSERT_FALSE(dir.empty()) << "the stand-in supervisor failed";
   EXPECT_TRUE(PathExists(dir));

@@ -199,10 +199,7 @@ TEST_F(ProcessTest, SignalsAreForwardedToTheCommand) {
   // Signalled once the command runs (not after a fixed time: a slow start, under
   // AddressSanitizer say, outlasted half a second), and once the supervisor has had the moment
   // it takes, after init started the command, to begin forwarding signals.
-  std::string ready;
-  char ch;
-  while (ready.find('\n') == std::string::npos && read(out_pipe[0], &ch, 1) == 1) ready += ch;
-  ASSERT_EQ(ready, "ready\n");
+  ASSERT_EQ(ReadLine(out_pipe[0]), "ready");
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   kill(pid, SIGTERM);
   int status = 0;

@@ -209,14 +209,6 @@ class SupervisorThreadsTest : public RunTest {
     return pid;
   }
 
-  // The script's first line of output (it says it runs).
-  static std::string FirstLine(int fd) {
-    std::string line;
-    char c;
-    while (read(fd, &c, 1) == 1 && c != '\n') line += c;
-    return line;
-  }
-
   static int Threads(pid_t pid) {
     DIR* d = opendir(("/proc/" + std::to_string(pid) + "/task").c_str());
     if (d == nullptr) return -1;
@@ -249,14 +241,14 @@ TEST_F(SupervisorThreadsTest, AQuietRunKeepsOneThreadAndAFileStartsTheNotifier) 
   int w = -1, r = -1;
   pid_t pid = StartWard("echo running; read x || true", &w, &r);
   ASSERT_GT(pid, 0);
-  ASSERT_EQ(FirstLine(r), "running");
+  ASSERT_EQ(ReadLine(r), "running");
   // The start record's thread ends; nothing else was made.
   EXPECT_TRUE(ReachesThreads(pid, 1)) << Threads(pid) << " threads";
   EXPECT_EQ(Finish(pid, w, r), 0);
 
   pid = StartWard("echo made > made.txt; echo running; read x || true", &w, &r);
   ASSERT_GT(pid, 0);
-  ASSERT_EQ(FirstLine(r), "running");
+  ASSERT_EQ(ReadLine(r), "running");
   EXPECT_TRUE(ReachesThreads(pid, 2)) << Threads(pid) << " threads";
   EXPECT_EQ(Finish(pid, w, r), 0);
   EXPECT_EQ(ReadFile(ws_ + "/made.txt"), "made\n");
@@ -293,7 +285,7 @@ TEST_F(SupervisorThreadsTest, InitCopiesNoOtherThreadsArenaOrStack) {
   int w = -1, r = -1;
   pid_t pid = StartWard("echo running; read x || true", &w, &r);
   ASSERT_GT(pid, 0);
-  ASSERT_EQ(FirstLine(r), "running");
+  ASSERT_EQ(ReadLine(r), "running");
   const std::string supervisor_maps = ReadFile("/proc/" + std::to_string(pid) + "/maps");
   std::string init_maps;
   std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
@@ -326,7 +318,7 @@ TEST_F(SupervisorThreadsTest, TheCgroupReaperHoldsTheSandboxsMountNamespace) {
   int w = -1, r = -1;
   pid_t pid = StartWard("echo running; read x || true", &w, &r);
   ASSERT_GT(pid, 0);
-  ASSERT_EQ(FirstLine(r), "running");
+  ASSERT_EQ(ReadLine(r), "running");
   std::string init_mnt, reaper_fd;
   std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
                          "/children");
