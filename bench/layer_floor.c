@@ -29,8 +29,8 @@ static int apply_seccomp(void) {
   }
   // Arg-dependent, like ward's creation guard (O_CREAT is looked at); never true in practice.
   if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(openat), 1,
-                       SCMP_A2(SCMP_CMP_MASKED_EQ, O_CREAT | O_DIRECTORY,
-                               O_CREAT | O_DIRECTORY)) != 0) {
+                       SCMP_A2(SCMP_CMP_MASKED_EQ, O_CREAT | O_DIRECTORY, O_CREAT | O_DIRECTORY)) !=
+      0) {
     return -1;
   }
   int rc = seccomp_load(ctx);
@@ -43,9 +43,9 @@ static int apply_landlock(char** roots, int n) {
   if (abi < 1) return -1;
   struct landlock_ruleset_attr attr = {0};
   attr.handled_access_fs = (LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1;  // the 13 rights of ABI 1
-  if (abi >= 2) attr.handled_access_fs |= 1ULL << 13;                // REFER
-  if (abi >= 3) attr.handled_access_fs |= 1ULL << 14;                // TRUNCATE
-  if (abi >= 5) attr.handled_access_fs |= 1ULL << 15;                // IOCTL_DEV
+  if (abi >= 2) attr.handled_access_fs |= 1ULL << 13;               // REFER
+  if (abi >= 3) attr.handled_access_fs |= 1ULL << 14;               // TRUNCATE
+  if (abi >= 5) attr.handled_access_fs |= 1ULL << 15;               // IOCTL_DEV
   int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
   if (rs < 0) return -1;
   for (int i = 0; i < n; ++i) {
@@ -55,8 +55,8 @@ static int apply_landlock(char** roots, int n) {
       pb.allowed_access = attr.handled_access_fs;
       ++root;
     } else {
-      pb.allowed_access = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE |
-                          LANDLOCK_ACCESS_FS_READ_DIR;
+      pb.allowed_access =
+          LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
     }
     pb.parent_fd = open(root, O_PATH | O_CLOEXEC);
     if (pb.parent_fd < 0) continue;  // absent here

@@ -1,7 +1,7 @@
 #include "audit/record.h"
 
-#include "common/sha256.h"
 #include <time.h>
+#include "common/sha256.h"
 
 #include <charconv>
 #include <cstdio>

@@ -192,8 +192,8 @@ Result<std::unique_ptr<SessionLog>> SessionLog::Create(const Options& options) {
   UniqueFd head_fd(::openat(dir_fd.get(), std::string(kHeadFile).c_str(),
                             O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600));
   if (!head_fd) {
-    return cleanup(Errno("audit: refusing to start: cannot create " + dir + "/" +
-                         std::string(kHeadFile)));
+    return cleanup(
+        Errno("audit: refusing to start: cannot create " + dir + "/" + std::string(kHeadFile)));
   }
   size_t head_len = 0;
   if (int err = PutHead(head_fd.get(), HeadText(-1, std::string(kZeroHash)), &head_len)) {

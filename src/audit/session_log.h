@@ -120,7 +120,7 @@ class SessionLog final : public ward::EventSink {
   const std::string session_id_;
   const UniqueFd dir_fd_;
   const UniqueFd log_fd_;
-  UniqueFd head_fd_;      // the head file, rewritten in place; guarded by write_mu_
+  UniqueFd head_fd_;     // the head file, rewritten in place; guarded by write_mu_
   size_t head_len_ = 0;  // guarded by write_mu_
   const std::chrono::milliseconds flush_interval_;
   Redactor redactor_;

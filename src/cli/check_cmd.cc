@@ -42,7 +42,8 @@ int RunCheck(const CheckOptions& opts) {
   // Not needed by the default profile: said, not counted in `ok`.
   const std::string& tls_error = libssl::Load();
   std::string v2_controllers;
-  for (const auto& c : f.cgroup.v2_controllers) v2_controllers += (v2_controllers.empty() ? "" : " ") + c;
+  for (const auto& c : f.cgroup.v2_controllers)
+    v2_controllers += (v2_controllers.empty() ? "" : " ") + c;
 
   if (opts.json) {
     nlohmann::json j = {
@@ -134,8 +135,9 @@ int RunCheck(const CheckOptions& opts) {
 
 void AddCheckCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<CheckOptions>();
-  CLI::App* sub = app.add_subcommand("check", "Report kernel features and whether ward can run "
-                                              "fully enforced here (exit 0 if yes, 1 if not)");
+  CLI::App* sub = app.add_subcommand("check",
+                                     "Report kernel features and whether ward can run "
+                                     "fully enforced here (exit 0 if yes, 1 if not)");
   sub->add_flag("--json", opts->json, "Machine-readable output");
   sub->callback([opts, exit_code] { *exit_code = RunCheck(*opts); });
 }

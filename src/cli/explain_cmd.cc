@@ -1,7 +1,7 @@
 // `ward explain [run options] [-- COMMAND]`: what a run would be, layer by layer, and along
 // the eight axes. `--json` for tools.
-#include <CLI/CLI.hpp>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 

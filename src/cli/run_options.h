@@ -18,7 +18,7 @@ namespace ward::cli {
 
 struct RunOptions {
   policy::RunFlags flags;
-  std::string workdir;  // -C
+  std::string workdir;               // -C
   std::string approver;              // --approver URL (webhook approvals)
   std::string approver_secret_env;   // --approver-secret-env VAR
   std::string approver_secret_file;  // --approver-secret-file FILE

@@ -27,7 +27,8 @@ struct WhyOptions {
 };
 
 bool LooksLikePath(const std::string& t) {
-  return !t.empty() && (t[0] == '/' || t[0] == '.' || t[0] == '~' || t.find('/') != std::string::npos);
+  return !t.empty() &&
+         (t[0] == '/' || t[0] == '.' || t[0] == '~' || t.find('/') != std::string::npos);
 }
 
 std::string CanonicalPath(const std::string& raw, const std::string& home) {
@@ -128,13 +129,13 @@ int RunWhy(const WhyOptions& opts) {
       }
       net::EgressRules::Decision d = egress->CheckName(host, port);
       all_ok = all_ok && d.allowed;
-      nlohmann::json j = {{"target", t},     {"host", host},      {"port", port},
+      nlohmann::json j = {{"target", t},          {"host", host},   {"port", port},
                           {"allowed", d.allowed}, {"rule", d.rule}, {"reason", d.reason}};
       if (!d.rule.empty()) j["origin"] = policy::OriginToJson(d.origin);
       out.push_back(j);
       if (!opts.json) {
-        std::printf("%s:%u: %s\n  why: %s\n", host.c_str(), port,
-                    d.allowed ? "allowed" : "denied", d.reason.c_str());
+        std::printf("%s:%u: %s\n  why: %s\n", host.c_str(), port, d.allowed ? "allowed" : "denied",
+                    d.reason.c_str());
       }
     }
   }

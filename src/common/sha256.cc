@@ -26,8 +26,8 @@ inline uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 }  // namespace
 
 Sha256::Sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-         0x5be0cd19} {}
+    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19} {}
 
 namespace {
 
@@ -76,10 +76,10 @@ __attribute__((target("sha,sse4.1"))) void BlocksShaNi(uint32_t* h, const uint8_
   const __m128i kByteSwap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
   __m128i abcd = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h));
   __m128i efgh = _mm_loadu_si128(reinterpret_cast<const __m128i*>(h + 4));
-  abcd = _mm_shuffle_epi32(abcd, 0xB1);                // lanes (from 3): c d a b
-  efgh = _mm_shuffle_epi32(efgh, 0x1B);                // e f g h
-  __m128i abef = _mm_alignr_epi8(abcd, efgh, 8);       // a b e f
-  __m128i cdgh = _mm_blend_epi16(efgh, abcd, 0xF0);    // c d g h
+  abcd = _mm_shuffle_epi32(abcd, 0xB1);              // lanes (from 3): c d a b
+  efgh = _mm_shuffle_epi32(efgh, 0x1B);              // e f g h
+  __m128i abef = _mm_alignr_epi8(abcd, efgh, 8);     // a b e f
+  __m128i cdgh = _mm_blend_epi16(efgh, abcd, 0xF0);  // c d g h
   for (; n > 0; --n, p += 64) {
     const __m128i abef_in = abef, cdgh_in = cdgh;
     __m128i w[4];
@@ -95,7 +95,8 @@ __attribute__((target("sha,sse4.1"))) void BlocksShaNi(uint32_t* h, const uint8_
         x = _mm_add_epi32(x, _mm_alignr_epi8(w[(r + 3) & 3], w[(r + 2) & 3], 4));
         cur = w[r & 3] = _mm_sha256msg2_epu32(x, w[(r + 3) & 3]);
       }
-      __m128i msg = _mm_add_epi32(cur, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK + 4 * r)));
+      __m128i msg =
+          _mm_add_epi32(cur, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK + 4 * r)));
       cdgh = _mm_sha256rnds2_epu32(cdgh, abef, msg);
       abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(msg, 0x0E));
     }

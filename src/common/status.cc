@@ -7,15 +7,24 @@ namespace ward {
 
 std::string_view CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "ok";
-    case Code::kInvalidArgument: return "invalid_argument";
-    case Code::kNotFound: return "not_found";
-    case Code::kPermissionDenied: return "permission_denied";
-    case Code::kFailedPrecondition: return "failed_precondition";
-    case Code::kResourceExhausted: return "resource_exhausted";
-    case Code::kTimeout: return "timeout";
-    case Code::kUnavailable: return "unavailable";
-    case Code::kInternal: return "internal";
+    case Code::kOk:
+      return "ok";
+    case Code::kInvalidArgument:
+      return "invalid_argument";
+    case Code::kNotFound:
+      return "not_found";
+    case Code::kPermissionDenied:
+      return "permission_denied";
+    case Code::kFailedPrecondition:
+      return "failed_precondition";
+    case Code::kResourceExhausted:
+      return "resource_exhausted";
+    case Code::kTimeout:
+      return "timeout";
+    case Code::kUnavailable:
+      return "unavailable";
+    case Code::kInternal:
+      return "internal";
   }
   return "unknown";
 }
@@ -54,19 +63,32 @@ Status NotFound(std::string message) { return Status(Code::kNotFound, std::move(
 Status ErrnoError(std::string message, int err) {
   Code code = Code::kInternal;
   switch (err) {
-    case ENOENT: code = Code::kNotFound; break;
+    case ENOENT:
+      code = Code::kNotFound;
+      break;
     case EACCES:
-    case EPERM: code = Code::kPermissionDenied; break;
+    case EPERM:
+      code = Code::kPermissionDenied;
+      break;
     case ENOSPC:
     case EDQUOT:
     case EMFILE:
     case ENFILE:
-    case ENOMEM: code = Code::kResourceExhausted; break;
-    case EINVAL: code = Code::kInvalidArgument; break;
-    case ETIMEDOUT: code = Code::kTimeout; break;
+    case ENOMEM:
+      code = Code::kResourceExhausted;
+      break;
+    case EINVAL:
+      code = Code::kInvalidArgument;
+      break;
+    case ETIMEDOUT:
+      code = Code::kTimeout;
+      break;
     case ENOSYS:
-    case EOPNOTSUPP: code = Code::kFailedPrecondition; break;
-    default: break;
+    case EOPNOTSUPP:
+      code = Code::kFailedPrecondition;
+      break;
+    default:
+      break;
   }
   return Status(code, std::move(message), err);
 }

@@ -20,8 +20,8 @@ enum class Code {
   kFailedPrecondition,  // the host cannot do what was asked (missing kernel feature)
   kResourceExhausted,   // limits, full disk
   kTimeout,
-  kUnavailable,         // transient: try again
-  kInternal,            // a syscall failed where it should not have
+  kUnavailable,  // transient: try again
+  kInternal,     // a syscall failed where it should not have
 };
 
 std::string_view CodeName(Code code);
@@ -63,9 +63,9 @@ Status Errno(std::string message);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
-    if (std::get<Status>(v_).ok()) std::abort();    // a Result error must be an error
+    if (std::get<Status>(v_).ok()) std::abort();   // a Result error must be an error
   }
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -102,14 +102,14 @@ Status AsStatus(Result<T>&& r) {
 #define WARD_CONCAT(a, b) WARD_CONCAT_INNER(a, b)
 
 // Returns the error of a Status- or Result-valued expression.
-#define WARD_TRY(expr)                                                   \
-  do {                                                                   \
-    ::ward::Status _ward_st = ::ward::internal::AsStatus((expr));        \
-    if (!_ward_st.ok()) return _ward_st;                                 \
+#define WARD_TRY(expr)                                            \
+  do {                                                            \
+    ::ward::Status _ward_st = ::ward::internal::AsStatus((expr)); \
+    if (!_ward_st.ok()) return _ward_st;                          \
   } while (0)
 
-#define WARD_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
-  auto tmp = (expr);                               \
+#define WARD_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr)    \
+  auto tmp = (expr);                                  \
   if (!tmp.ok()) return std::move(tmp).take_status(); \
   lhs = std::move(tmp).value()
 

@@ -14,22 +14,22 @@
 namespace ward::enforce {
 
 enum class MsgType : uint32_t {
-  kGo = 1,         // supervisor -> init: id maps are written, proceed
-  kSetupError,     // init/command -> supervisor: {stage, errno, detail}; exit 125 follows
-  kFd,             // init/command -> supervisor: an fd (see FdKind)
-  kMounted,        // init -> supervisor: the root is built (with MountReport)
-  kStarted,        // init -> supervisor: the command's execve succeeded (pid inside)
-  kExecFailed,     // init -> supervisor: the command could not be executed (errno, path)
-  kExited,         // init -> supervisor: the command ended (wait status) and every other
-                   // process inside is killed and reaped; init exits next
-  kTerminate,      // supervisor -> init: the deadline passed; SIGTERM to everything inside
-  kSeccomp,        // supervisor -> init: `value` instructions follow in the next packet (the
-                   // filter compiled while init built the root; see SendSeccompProgram)
-  kLateSetup,      // supervisor -> init: a memfd of `value` bytes with the command's environment
-                   // and a file's content (see SendLateSetup)
-  kNetns,          // supervisor -> init: the sandbox's network namespace (see StartSandboxNet)
-  kCgroupJoin,     // supervisor -> init: a v1 "tasks" file of the run's cgroup to write "0" to;
-                   // `value` more follow (see SendCgroupJoin)
+  kGo = 1,      // supervisor -> init: id maps are written, proceed
+  kSetupError,  // init/command -> supervisor: {stage, errno, detail}; exit 125 follows
+  kFd,          // init/command -> supervisor: an fd (see FdKind)
+  kMounted,     // init -> supervisor: the root is built (with MountReport)
+  kStarted,     // init -> supervisor: the command's execve succeeded (pid inside)
+  kExecFailed,  // init -> supervisor: the command could not be executed (errno, path)
+  kExited,      // init -> supervisor: the command ended (wait status) and every other
+                // process inside is killed and reaped; init exits next
+  kTerminate,   // supervisor -> init: the deadline passed; SIGTERM to everything inside
+  kSeccomp,     // supervisor -> init: `value` instructions follow in the next packet (the
+                // filter compiled while init built the root; see SendSeccompProgram)
+  kLateSetup,   // supervisor -> init: a memfd of `value` bytes with the command's environment
+                // and a file's content (see SendLateSetup)
+  kNetns,       // supervisor -> init: the sandbox's network namespace (see StartSandboxNet)
+  kCgroupJoin,  // supervisor -> init: a v1 "tasks" file of the run's cgroup to write "0" to;
+                // `value` more follow (see SendCgroupJoin)
 };
 
 enum class FdKind : uint32_t {
@@ -45,7 +45,7 @@ enum class FdKind : uint32_t {
 struct ControlMsg {
   MsgType type = MsgType::kGo;
   FdKind fd_kind = FdKind::kNone;
-  int32_t value = 0;  // wait status, errno, pid ...
+  int32_t value = 0;         // wait status, errno, pid ...
   struct rusage usage = {};  // kExited: what every process inside used (init's children)
   ChildError error;
   MountReport report;

@@ -2,9 +2,9 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
 #include <sched.h>
@@ -29,8 +29,8 @@
 #include "common/cpu.h"
 #include "common/linux.h"
 #include "common/trace.h"
-#include "enforce/caps.h"
 #include "enforce/bpf.h"
+#include "enforce/caps.h"
 #include "enforce/cgroup.h"
 #include "enforce/control.h"
 #include "enforce/landlock.h"
@@ -329,7 +329,7 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
   }
   MountReport report;
   std::vector<UniqueFd> detached;  // closed once the command runs (see ApplyMounts)
-  PendingSysctls sysctls;           // written once in the network namespace
+  PendingSysctls sysctls;          // written once in the network namespace
   if (!ApplyMounts(*mount, &report, &err, &detached, &sysctls)) ReportAndExit(ctl, err);
   TraceMark("init: root built");
   {
@@ -458,7 +458,7 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
   TraceMark("init: forking the command");
   // Init sleeps until the command execs: the command starts on init's CPU (see StayOnThisCpu).
   StayOnThisCpu pin;
-  CommandStart start{&plan,        &exec_args, &seccomp, ctl,          exec_pipe[0],
+  CommandStart start{&plan,        &exec_args, &seccomp,  ctl,          exec_pipe[0],
                      exec_pipe[1], sfd,        pty_slave, pin.allowed()};
   pid_t cmd = SpawnCommand(&start);
   pin.Release();
@@ -623,13 +623,11 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   }
   if (pid < 0) {
     int e = errno;
-    return ErrnoError("creating namespaces (clone3 with user, mount, pid, ipc, uts, cgroup)",
-                      e);
+    return ErrnoError("creating namespaces (clone3 with user, mount, pid, ipc, uts, cgroup)", e);
   }
   if (pid == 0) {
     parent_end.reset();
-    InitMain(plan, child_end.release(), kick.get(),
-             cpus.has_others ? &cpus.allowed : nullptr);
+    InitMain(plan, child_end.release(), kick.get(), cpus.has_others ? &cpus.allowed : nullptr);
   }
   if (cpus.has_others) {
     // Init builds the root while the supervisor compiles the filter and opens the audit trail:
@@ -729,8 +727,8 @@ Status SendLateSetup(const Sandbox& sb, const std::vector<std::string>& env,
 
 Status SendSeccompProgram(const Sandbox& sb, const SeccompProgram& program) {
   if (program.insns.empty() || program.insns.size() > kBpfMaxInsns) {
-    return Error(Code::kInternal, "seccomp program of " +
-                                      std::to_string(program.insns.size()) + " instructions");
+    return Error(Code::kInternal,
+                 "seccomp program of " + std::to_string(program.insns.size()) + " instructions");
   }
   ControlMsg m;
   m.type = MsgType::kSeccomp;

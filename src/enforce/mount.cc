@@ -146,8 +146,9 @@ class Builder {
     return fd;
   }
 
-  UniqueFd NewMount(const char* fstype, const std::vector<std::pair<const char*, std::string>>& opts,
-                    unsigned attrs, const char* what) {
+  UniqueFd NewMount(const char* fstype,
+                    const std::vector<std::pair<const char*, std::string>>& opts, unsigned attrs,
+                    const char* what) {
     UniqueFd fs(sys::Fsopen(fstype, FSOPEN_CLOEXEC));
     if (!fs) {
       error_->Set("mount", errno, "fsopen ", fstype);
@@ -297,8 +298,8 @@ class Builder {
         snprintf(mode, sizeof mode, "%o", op.mode);
         opts.push_back({"mode", mode});
         if (op.size > 0) opts.push_back({"size", std::to_string(op.size)});
-        UniqueFd mnt = NewMount("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-                                op.target.c_str());
+        UniqueFd mnt =
+            NewMount("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, op.target.c_str());
         if (!mnt) return false;
         UniqueFd tgt = MountPoint(op.target, true);
         if (!tgt || !Attach(mnt.get(), tgt.get(), op.target)) return false;
@@ -384,7 +385,8 @@ class Builder {
       if (mkdirat(dev, name, 0755) == 0) {
         fd.reset(openat(dev, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       }
-      if (!fd) error_->Set("mount", errno, "creating mount point ", (op.target + "/" + name).c_str());
+      if (!fd)
+        error_->Set("mount", errno, "creating mount point ", (op.target + "/" + name).c_str());
       return fd;
     };
     // A private devpts instance: the sandbox's ptys are its own, never the host's.
@@ -399,9 +401,8 @@ class Builder {
     UniqueFd shm_point = subdir("shm");
     if (!shm_point || !Attach(shm.get(), shm_point.get(), op.target + "/shm")) return false;
     const std::pair<const char*, const char*> links[] = {
-        {"ptmx", "pts/ptmx"},          {"fd", "/proc/self/fd"},
-        {"stdin", "/proc/self/fd/0"},  {"stdout", "/proc/self/fd/1"},
-        {"stderr", "/proc/self/fd/2"}, {"core", "/proc/kcore"},
+        {"ptmx", "pts/ptmx"},          {"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"},
+        {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}, {"core", "/proc/kcore"},
     };
     for (const auto& [name, dest] : links) {
       if (std::strcmp(name, "core") == 0) continue;  // never expose kcore
@@ -413,23 +414,20 @@ class Builder {
   }
 
   bool BuildProc(const MountOp& op) {
-    UniqueFd mnt = NewMount("proc", {}, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-                            "/proc");
+    UniqueFd mnt =
+        NewMount("proc", {}, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, "/proc");
     if (!mnt) return false;
     UniqueFd tgt = MountPoint(op.target, true);
     if (!tgt || !Attach(mnt.get(), tgt.get(), op.target)) return false;
     if (!OpenSysctls(mnt.get())) return false;
     // Kernel knobs and host-wide information: read-only, or covered with an empty file/dir.
-    static constexpr const char* kReadOnly[] = {"sys", "sysrq-trigger", "irq", "bus", "fs",
-                                                "sysvipc", "driver"};
-    static constexpr const char* kHidden[] = {"kcore",        "keys",         "key-users",
-                                              "timer_list",   "sched_debug",  "latency_stats",
-                                              "timer_stats",  "kallsyms",     "kmsg",
-                                              "kpagecount",   "kpageflags",   "kpagecgroup",
-                                              "acpi",         "scsi",         "asound",
-                                              "config.gz",    "modules",      "vmallocinfo",
-                                              "slabinfo",     "pagetypeinfo", "buddyinfo",
-                                              "iomem",        "ioports",      "dma"};
+    static constexpr const char* kReadOnly[] = {"sys", "sysrq-trigger", "irq",   "bus",
+                                                "fs",  "sysvipc",       "driver"};
+    static constexpr const char* kHidden[] = {
+        "kcore",       "keys",         "key-users", "timer_list", "sched_debug", "latency_stats",
+        "timer_stats", "kallsyms",     "kmsg",      "kpagecount", "kpageflags",  "kpagecgroup",
+        "acpi",        "scsi",         "asound",    "config.gz",  "modules",     "vmallocinfo",
+        "slabinfo",    "pagetypeinfo", "buddyinfo", "iomem",      "ioports",     "dma"};
     // Which of them this kernel has, and their types: one listing of the new /proc instead of
     // a stat each. It is this pid namespace's own procfs, which nothing else has seen, so each
     // entry is then mounted on by its name relative to it (never following a symlink).
@@ -520,10 +518,10 @@ class Builder {
   bool Cover(int dirfd, const char* name, bool dir, const std::string& what) {
     UniqueFd& tmpl = dir ? dir_cover_ : file_cover_;
     if (!tmpl) {
-      tmpl = dir ? NewMount("tmpfs", {{"mode", "0"}, {"size", "4k"}},
-                            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-                                MOUNT_ATTR_NOEXEC,
-                            what.c_str())
+      tmpl = dir ? NewMount(
+                       "tmpfs", {{"mode", "0"}, {"size", "4k"}},
+                       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+                       what.c_str())
                  : CloneTree(root_.get(), kEmptyFile, false, what.c_str());
       if (!tmpl) return false;
     }
@@ -558,7 +556,8 @@ class Builder {
       if (!ListDir(parent.get(), &entries)) return true;
       for (auto& [name, type] : entries) {
         if (name == "." || name == "..") continue;
-        if (fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) == 0) names.push_back(std::move(name));
+        if (fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) == 0)
+          names.push_back(std::move(name));
       }
     }
     for (const std::string& name : names) {
@@ -579,8 +578,8 @@ class Builder {
   // `mv .git x` cannot carry the protection away.
   bool Protect() {
     for (const std::string& root : spec_.protect.roots) {
-      UniqueFd root_fd(sys::Openat2(root_.get(), root.c_str() + 1,
-                                    O_PATH | O_DIRECTORY | O_CLOEXEC, 0, kResolveInside));
+      UniqueFd root_fd(sys::Openat2(root_.get(), root.c_str() + 1, O_PATH | O_DIRECTORY | O_CLOEXEC,
+                                    0, kResolveInside));
       if (!root_fd) return error_->Set("mount", errno, "opening writable root ", root.c_str());
       std::vector<std::pair<UniqueFd, std::string>> bases;
       bases.emplace_back(std::move(root_fd), root);
@@ -600,8 +599,8 @@ class Builder {
           ++report_->nbases;
         }
         Listing own;
-        const Listing* names = b == 0 ? (listed ? &top : nullptr)
-                                      : (ListDir(fd.get(), &own) ? &own : nullptr);
+        const Listing* names =
+            b == 0 ? (listed ? &top : nullptr) : (ListDir(fd.get(), &own) ? &own : nullptr);
         const std::vector<bool> present = FirstComponentsPresent(names);
         for (size_t r = 0; r < spec_.protect.relpaths.size(); ++r) {
           // Absent now: not creatable either (the supervisor refuses that), nothing to bind.
@@ -679,8 +678,8 @@ class Builder {
     for (size_t i = 0; i < comps.size(); ++i) {
       bool last = i + 1 == comps.size();
       path += "/" + comps[i];
-      UniqueFd next(sys::Openat2(cur, comps[i].c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
-                                 kResolveInside));
+      UniqueFd next(
+          sys::Openat2(cur, comps[i].c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, kResolveInside));
       if (!next) {
         if (errno == ENOENT || errno == ENOTDIR) return true;  // absent: not creatable (supervisor)
         return error_->Set("mount", errno, "resolving protected path ", path.c_str());
@@ -736,7 +735,7 @@ class Builder {
   std::set<uint64_t> owned_mounts_;
   PendingSysctls sysctls_;
   UniqueFd file_cover_, dir_cover_;  // detached templates of the masks (see Cover)
-  UniqueFd mask_parent_;              // the last mask's directory (see Mask)
+  UniqueFd mask_parent_;             // the last mask's directory (see Mask)
   std::string mask_parent_path_;
   std::set<std::pair<dev_t, ino_t>> pinned_;
   std::set<std::pair<dev_t, ino_t>> already_protected_;

@@ -14,8 +14,8 @@ namespace ward::enforce {
 
 // Mount ids and protection results, reported back for `ward explain` and tests.
 struct MountReport {
-  int mounts = 0;     // mount operations performed
-  int masked = 0;     // deny masks applied inside visible binds
+  int mounts = 0;              // mount operations performed
+  int masked = 0;              // deny masks applied inside visible binds
   int protected_existing = 0;  // protected paths made read-only
   int nested_repos = 0;        // nested repositories found and protected
   // Writable roots and nested repository roots below which protected names are not creatable

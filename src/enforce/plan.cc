@@ -105,7 +105,8 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   plan.uid = getuid();
   plan.gid = getgid();
   plan.privileged = geteuid() == 0;
-  if (input.argv.empty()) return InvalidArgument("no command given (ward run [OPTIONS] -- COMMAND)");
+  if (input.argv.empty())
+    return InvalidArgument("no command given (ward run [OPTIONS] -- COMMAND)");
   const DenyMatcher deny(policy.deny);
 
   // --- the workspace ---------------------------------------------------------------------
@@ -140,7 +141,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   }
 
   // --- binds -------------------------------------------------------------------------------
-  std::map<std::string, Bind> binds;  // by target
+  std::map<std::string, Bind> binds;                          // by target
   std::vector<std::pair<std::string, std::string>> symlinks;  // link path -> canonical target
   for (const policy::PathRule& r : policy.paths) {
     std::string path = NormalizePath(r.path);
@@ -184,7 +185,8 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     b.writable = *policy.workspace_access == policy::Access::kWrite;
     b.why = "workspace";
     binds[ws] = b;
-    if (NormalizePath(policy.workspace) != ws) symlinks.push_back({NormalizePath(policy.workspace), ws});
+    if (NormalizePath(policy.workspace) != ws)
+      symlinks.push_back({NormalizePath(policy.workspace), ws});
   }
 
   // Protected paths apply below every writable root, including nested write rules that the
@@ -424,10 +426,9 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
         {"PIP_PROXY", url},
         {"CARGO_HTTP_PROXY", url},
         {"NODE_USE_ENV_PROXY", "1"},
-        {"JAVA_TOOL_OPTIONS",
-         "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + port +
-             " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + port +
-             " -Dhttp.nonProxyHosts=localhost|127.0.0.1"},
+        {"JAVA_TOOL_OPTIONS", "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + port +
+                                  " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + port +
+                                  " -Dhttp.nonProxyHosts=localhost|127.0.0.1"},
     };
     for (const auto& [name, value] : vars) {
       std::string prefix = std::string(name) + "=";

@@ -21,9 +21,9 @@ struct PlanInput {
 };
 
 struct PlanNotes {
-  std::vector<std::string> skipped;    // optional paths absent on this host
-  std::vector<std::string> degraded;   // layers running weaker, each with the reason
-  std::string workspace;               // canonical workspace path
+  std::vector<std::string> skipped;   // optional paths absent on this host
+  std::vector<std::string> degraded;  // layers running weaker, each with the reason
+  std::string workspace;              // canonical workspace path
 };
 
 Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures& features,

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include <climits>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 #include <vector>
 

@@ -8,28 +8,28 @@
 namespace ward::enforce {
 
 struct CgroupInfo {
-  bool v2_mounted = false;        // a cgroup2 hierarchy is mounted
-  bool v2_unified = false;        // /sys/fs/cgroup itself is cgroup2 (no v1 controllers)
-  std::string v2_path;            // where cgroup2 is mounted
-  std::string v2_own;             // our cgroup inside it ("/user.slice/...")
+  bool v2_mounted = false;  // a cgroup2 hierarchy is mounted
+  bool v2_unified = false;  // /sys/fs/cgroup itself is cgroup2 (no v1 controllers)
+  std::string v2_path;      // where cgroup2 is mounted
+  std::string v2_own;       // our cgroup inside it ("/user.slice/...")
   // Where per-run cgroups go: $WARD_CGROUP_ROOT (absolute, or relative to the cgroup2 mount)
   // when set, else our own cgroup. Absolute directory.
   std::string v2_parent;
   bool v2_parent_is_own = false;
-  std::string v2_root_error;  // why $WARD_CGROUP_ROOT was not usable
+  std::string v2_root_error;                // why $WARD_CGROUP_ROOT was not usable
   std::vector<std::string> v2_controllers;  // cgroup.controllers of v2_parent
-  bool v2_delegated = false;      // we can create children of v2_parent and move processes
-  bool v1_memory = false;         // v1 controllers mounted
+  bool v2_delegated = false;  // we can create children of v2_parent and move processes
+  bool v1_memory = false;     // v1 controllers mounted
   bool v1_pids = false;
   bool v1_cpu = false;
-  std::string v1_memory_dir;      // our own cgroup in each v1 hierarchy (absolute)
+  std::string v1_memory_dir;  // our own cgroup in each v1 hierarchy (absolute)
   std::string v1_pids_dir;
   std::string v1_cpu_dir;
   bool v1_memory_writable = false;  // we can create a child cgroup there (root)
   bool v1_pids_writable = false;
   bool v1_cpu_writable = false;
-  bool v1_memsw = false;          // swap accounting (memory.memsw.limit_in_bytes)
-  bool v1_writable = false;       // memory and pids both writable
+  bool v1_memsw = false;     // swap accounting (memory.memsw.limit_in_bytes)
+  bool v1_writable = false;  // memory and pids both writable
 
   bool V2Has(const std::string& controller) const;
 };
@@ -54,17 +54,17 @@ struct HostLimits {
 };
 
 struct KernelFeatures {
-  std::string kernel_release;     // uname -r
-  bool user_ns = false;           // an unprivileged user namespace can be created here
+  std::string kernel_release;  // uname -r
+  bool user_ns = false;        // an unprivileged user namespace can be created here
   bool user_ns_err_is_policy = false;
-  int landlock_abi = 0;           // 0: no Landlock
+  int landlock_abi = 0;  // 0: no Landlock
   bool seccomp = false;
   bool seccomp_user_notif = false;
   bool seccomp_addfd_send = false;
   bool net_ns = false;
   bool pidfd = false;
   bool openat2 = false;
-  bool mount_api = false;          // open_tree / move_mount / mount_setattr
+  bool mount_api = false;  // open_tree / move_mount / mount_setattr
   bool close_range = false;
   CgroupInfo cgroup;
   HostLimits host_limits;

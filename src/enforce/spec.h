@@ -4,8 +4,8 @@
 
 #include <sys/ioctl.h>
 #include <sys/resource.h>
-#include <termios.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include <cstdint>
 #include <optional>
@@ -63,7 +63,7 @@ struct MountSpec {
   std::vector<MountOp> ops;
   std::vector<MaskOp> masks;
   ProtectSpec protect;
-  std::string workdir;   // chdir here after pivot_root
+  std::string workdir;  // chdir here after pivot_root
   std::string hostname = "ward";
   std::vector<Sysctl> sysctls;
 };
@@ -77,7 +77,7 @@ struct LandlockPath {
 };
 struct LandlockSpec {
   bool enabled = true;
-  int abi = 0;                      // the ABI to use (probed)
+  int abi = 0;  // the ABI to use (probed)
   std::vector<LandlockPath> paths;
   std::vector<uint16_t> connect_tcp;  // ports the command may connect to (ABI >= 4)
   std::vector<uint16_t> bind_tcp;

@@ -6,7 +6,6 @@
 
 #include "common/sha256.h"
 
-
 #include <toml++/toml.h>
 
 #include <algorithm>

@@ -13,9 +13,12 @@ const char* AccessName(Access a) { return a == Access::kWrite ? "write" : "read"
 
 const char* LayerName(Layer l) {
   switch (l) {
-    case Layer::kLandlock: return "landlock";
-    case Layer::kSeccomp: return "seccomp";
-    case Layer::kLimits: return "limits";
+    case Layer::kLandlock:
+      return "landlock";
+    case Layer::kSeccomp:
+      return "seccomp";
+    case Layer::kLimits:
+      return "limits";
   }
   return "unknown";
 }

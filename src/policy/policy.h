@@ -83,8 +83,8 @@ struct CredentialSource {
 struct CredentialInject {
   enum class Kind { kHeader, kBasic, kQuery };
   Kind kind = Kind::kHeader;
-  std::string name;      // header name or query parameter
-  std::string template_; // "Bearer {secret}"; for basic auth: the user name
+  std::string name;       // header name or query parameter
+  std::string template_;  // "Bearer {secret}"; for basic auth: the user name
 };
 
 struct Credential {
@@ -100,10 +100,10 @@ struct Credential {
 };
 
 struct ApprovalsPolicy {
-  bool enabled = false;                 // trap opens of paths the policy does not allow
-  std::vector<std::string> auto_deny;   // path or host patterns answered "deny" without asking
+  bool enabled = false;                // trap opens of paths the policy does not allow
+  std::vector<std::string> auto_deny;  // path or host patterns answered "deny" without asking
   std::vector<std::string> auto_allow_once;
-  uint64_t timeout_ms = 60000;          // no answer in time means deny
+  uint64_t timeout_ms = 60000;  // no answer in time means deny
   Origin origin;
 };
 
@@ -114,18 +114,18 @@ std::optional<Layer> ParseLayer(const std::string& name);
 
 // A profile file or built-in that contributed to the policy, with its content hash.
 struct ProfileSource {
-  std::string name;     // "default", or the file path
-  std::string origin;   // "builtin" | "file" | "workspace"
-  std::string sha256;   // hex digest of the text
+  std::string name;    // "default", or the file path
+  std::string origin;  // "builtin" | "file" | "workspace"
+  std::string sha256;  // hex digest of the text
 };
 
 struct Policy {
-  std::string profile;  // name of the top profile
+  std::string profile;      // name of the top profile
   std::string description;  // the `description` of the most derived profile that has one
   std::vector<ProfileSource> sources;
 
   // The workspace: the command's working directory, writable unless workspace_access says not.
-  std::string workspace;                // absolute host path (as given; symlinks resolved later)
+  std::string workspace;  // absolute host path (as given; symlinks resolved later)
   std::optional<Access> workspace_access = Access::kWrite;  // nullopt: not mounted at all
   Origin workspace_origin;
 

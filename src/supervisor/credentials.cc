@@ -205,7 +205,8 @@ std::vector<std::string> ApplyCredentialsToPlan(const net::CredentialSetup& setu
   for (const auto& [name, value] : setup.env) SetEnv(&env, name, value);
 
   if (!setup.ca_bundle_path.empty()) {
-    if (plan->late_file_op >= 0 && static_cast<size_t>(plan->late_file_op) < plan->mount.ops.size()) {
+    if (plan->late_file_op >= 0 &&
+        static_cast<size_t>(plan->late_file_op) < plan->mount.ops.size()) {
       plan->mount.ops[plan->late_file_op].content = setup.ca_bundle;
     } else {
       InsertMountOp(CaBundleOp(setup.ca_bundle_path, setup.ca_bundle), &plan->mount.ops);

@@ -31,12 +31,18 @@ using nlohmann::json;
 
 const char* MountKindName(enforce::MountOp::Kind k) {
   switch (k) {
-    case enforce::MountOp::Kind::kTmpfs: return "tmpfs";
-    case enforce::MountOp::Kind::kBind: return "bind";
-    case enforce::MountOp::Kind::kSymlink: return "symlink";
-    case enforce::MountOp::Kind::kDev: return "dev";
-    case enforce::MountOp::Kind::kProc: return "proc";
-    case enforce::MountOp::Kind::kFile: return "file";
+    case enforce::MountOp::Kind::kTmpfs:
+      return "tmpfs";
+    case enforce::MountOp::Kind::kBind:
+      return "bind";
+    case enforce::MountOp::Kind::kSymlink:
+      return "symlink";
+    case enforce::MountOp::Kind::kDev:
+      return "dev";
+    case enforce::MountOp::Kind::kProc:
+      return "proc";
+    case enforce::MountOp::Kind::kFile:
+      return "file";
   }
   return "?";
 }
@@ -122,12 +128,12 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
   layer("network namespace", true, "only lo; no route out");
   layer("ipc, uts, cgroup namespaces", true, "private; hostname \"ward\"");
   if (plan.landlock.enabled) {
-    std::string d = "ABI " + std::to_string(plan.landlock.abi) + ": filesystem rights mirror the "
+    std::string d = "ABI " + std::to_string(plan.landlock.abi) +
+                    ": filesystem rights mirror the "
                     "mount view";
     if (plan.landlock.abi >= 4) {
-      d += plan.landlock.connect_tcp.empty()
-               ? "; no TCP connect or bind"
-               : "; TCP connect only to port(s) of the proxy";
+      d += plan.landlock.connect_tcp.empty() ? "; no TCP connect or bind"
+                                             : "; TCP connect only to port(s) of the proxy";
     }
     if (plan.landlock.abi >= 6) d += "; abstract unix sockets and signals scoped to the sandbox";
     layer("landlock", true, d);
@@ -142,8 +148,9 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
   } else {
     layer("seccomp", false, "not applied (degraded)");
   }
-  layer("capabilities", true, "none (bounding, ambient, effective, permitted, inheritable); "
-                              "securebits locked");
+  layer("capabilities", true,
+        "none (bounding, ambient, effective, permitted, inheritable); "
+        "securebits locked");
   layer("no_new_privs", true, "setuid and file capabilities have no effect");
   layer("terminal", true, "new session; a pty of the sandbox's own when a terminal is attached");
   {
@@ -196,12 +203,12 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
                          "seccomp user notification: the supervisor refuses to create absent "
                          "ones and performs every other creation itself"})}});
     }
-    rules.push_back({{"rule", plan.net.enabled ? "egress through the proxy only" : "no network"},
-                     {"why", "network.allow / network.deny"},
-                     {"enforced_by",
-                      json::array({"network namespace: only lo",
-                                   plan.landlock.abi >= 4 ? "landlock: TCP ports" : "",
-                                   "seccomp: socket families unix, inet, inet6 only"})}});
+    rules.push_back(
+        {{"rule", plan.net.enabled ? "egress through the proxy only" : "no network"},
+         {"why", "network.allow / network.deny"},
+         {"enforced_by", json::array({"network namespace: only lo",
+                                      plan.landlock.abi >= 4 ? "landlock: TCP ports" : "",
+                                      "seccomp: socket families unix, inet, inet6 only"})}});
     rules.push_back({{"rule", "environment from an allow list"},
                      {"why", "env.pass / env.set"},
                      {"enforced_by", json::array({"supervisor: builds the environment"})}});
@@ -226,8 +233,9 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
       {"outer_wall", f.outer_wall.empty() ? "none detected" : f.outer_wall}};
   axes["granularity"] = {{"summary", in.granularity}};
   axes["escape_resistance"] = {
-      {"summary", "shared kernel; reduced syscall surface; nothing of the host mounted beyond "
-                  "the listed paths"},
+      {"summary",
+       "shared kernel; reduced syscall surface; nothing of the host mounted beyond "
+       "the listed paths"},
       {"syscalls_denied", sc.denied},
       {"syscalls_trapped", sc.notified},
       {"syscalls_killed", sc.killed},
@@ -235,31 +243,33 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
       {"mounts", plan.mount.ops.size() + plan.mount.masks.size()},
       {"host_unix_sockets_visible", "none (private /tmp, no /run)"},
       {"network", "own namespace with only lo"}};
-  axes["authority_scope"] = {
-      {"readable", readable},
-      {"writable_roots", writable},
-      {"private_scratch", json::array({"/tmp", p.home})},
-      {"protected_paths", plan.mount.protect.relpaths.size()},
-      {"protected_existing", protected_existing},
-      {"credentials_bound", creds},
-      {"env_passed", env_names}};
+  axes["authority_scope"] = {{"readable", readable},
+                             {"writable_roots", writable},
+                             {"private_scratch", json::array({"/tmp", p.home})},
+                             {"protected_paths", plan.mount.protect.relpaths.size()},
+                             {"protected_existing", protected_existing},
+                             {"credentials_bound", creds},
+                             {"env_passed", env_names}};
   axes["egress_and_mediation"] = {
       {"hosts_allowed", allowed_hosts},
-      {"broker", plan.net.enabled ? (egress.empty() ? "the supervisor's egress proxy (every host asked)"
-                                                     : "the supervisor's egress proxy")
-                                  : "none: no network at all"},
+      {"broker", plan.net.enabled
+                     ? (egress.empty() ? "the supervisor's egress proxy (every host asked)"
+                                       : "the supervisor's egress proxy")
+                     : "none: no network at all"},
       {"approvals", ApprovalsText(in, p)}};
   axes["trust_direction"] = {
-      {"summary", "protects the host, your files and secrets from the command; the command "
-                  "receives no secret (only phantoms, when credentials are bound)"}};
-  axes["persistence"] = {
-      {"survives", writable},
-      {"discarded", json::array({"/tmp", p.home + " (private HOME)", "/dev/shm",
-                                 "processes (killed with the sandbox)"})},
-      {"audit", p.audit ? "the session's audit log (outside the sandbox's view)" : "none (--no-audit)"}};
+      {"summary",
+       "protects the host, your files and secrets from the command; the command "
+       "receives no secret (only phantoms, when credentials are bound)"}};
+  axes["persistence"] = {{"survives", writable},
+                         {"discarded", json::array({"/tmp", p.home + " (private HOME)", "/dev/shm",
+                                                    "processes (killed with the sandbox)"})},
+                         {"audit", p.audit ? "the session's audit log (outside the sandbox's view)"
+                                           : "none (--no-audit)"}};
   axes["boundary_mutability"] = {
-      {"summary", "monotonic: fixed before the command starts; .ward.toml can only narrow; "
-                  "grants only through the approval broker outside the sandbox"},
+      {"summary",
+       "monotonic: fixed before the command starts; .ward.toml can only narrow; "
+       "grants only through the approval broker outside the sandbox"},
       {"approvals", p.approvals.enabled}};
   j["axes"] = std::move(axes);
   if (!in.record_only) {
@@ -331,8 +341,8 @@ std::string RenderExplain(const json& j) {
   o << "\nThe eight axes\n";
   o << "  1. enforcement layer: " << a["enforcement_layer"]["summary"].get<std::string>()
     << " (kernel " << a["enforcement_layer"]["kernel"].get<std::string>() << ", Landlock ABI "
-    << a["enforcement_layer"]["landlock_abi"].get<int>() << "); outer wall: "
-    << a["enforcement_layer"]["outer_wall"].get<std::string>() << "\n";
+    << a["enforcement_layer"]["landlock_abi"].get<int>()
+    << "); outer wall: " << a["enforcement_layer"]["outer_wall"].get<std::string>() << "\n";
   o << "  2. granularity: " << a["granularity"]["summary"].get<std::string>() << "\n";
   const json& e = a["escape_resistance"];
   o << "  3. escape resistance: " << e["summary"].get<std::string>() << "; syscalls "

@@ -31,7 +31,8 @@ Result<nlohmann::json> Explain(const ExplainInput& in, const enforce::KernelFeat
 
 // The same for a plan already made (the audit's session.start record of a real run).
 Result<nlohmann::json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& features,
-                                   const enforce::LaunchPlan& plan, const enforce::PlanNotes& notes);
+                                   const enforce::LaunchPlan& plan,
+                                   const enforce::PlanNotes& notes);
 
 // Human text for the JSON above.
 std::string RenderExplain(const nlohmann::json& j);

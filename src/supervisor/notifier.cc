@@ -141,8 +141,8 @@ class View {
       comps.pop_back();
       for (const auto& c : comps) dir += c + "/";
     }
-    UniqueFd fd(sys::Openat2(root_.get(), dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
-                             kInRoot));
+    UniqueFd fd(
+        sys::Openat2(root_.get(), dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, kInRoot));
     if (!fd) return -errno;
     *parent = std::move(fd);
     *name = last;
@@ -307,37 +307,108 @@ void Notifier::HandleOne(int listener, const struct seccomp_notif& req) {
   const char* name = "?";
   switch (req.data.nr) {
 #ifdef __NR_open
-    case __NR_open: op = kOpen; path_addr = a[0]; flags = a[1]; mode = a[2]; name = "open"; break;
+    case __NR_open:
+      op = kOpen;
+      path_addr = a[0];
+      flags = a[1];
+      mode = a[2];
+      name = "open";
+      break;
     case __NR_creat:
-      op = kOpen; path_addr = a[0]; flags = O_CREAT | O_WRONLY | O_TRUNC; mode = a[1];
-      name = "creat"; break;
-    case __NR_mkdir: op = kMkdir; path_addr = a[0]; mode = a[1]; name = "mkdir"; break;
-    case __NR_mknod: op = kMknod; path_addr = a[0]; mode = a[1]; dev = a[2]; name = "mknod"; break;
-    case __NR_symlink: op = kSymlink; path2_addr = a[0]; path_addr = a[1]; name = "symlink"; break;
-    case __NR_link: op = kLink; path2_addr = a[0]; path_addr = a[1]; name = "link"; break;
-    case __NR_rename: op = kRename; path2_addr = a[0]; path_addr = a[1]; name = "rename"; break;
+      op = kOpen;
+      path_addr = a[0];
+      flags = O_CREAT | O_WRONLY | O_TRUNC;
+      mode = a[1];
+      name = "creat";
+      break;
+    case __NR_mkdir:
+      op = kMkdir;
+      path_addr = a[0];
+      mode = a[1];
+      name = "mkdir";
+      break;
+    case __NR_mknod:
+      op = kMknod;
+      path_addr = a[0];
+      mode = a[1];
+      dev = a[2];
+      name = "mknod";
+      break;
+    case __NR_symlink:
+      op = kSymlink;
+      path2_addr = a[0];
+      path_addr = a[1];
+      name = "symlink";
+      break;
+    case __NR_link:
+      op = kLink;
+      path2_addr = a[0];
+      path_addr = a[1];
+      name = "link";
+      break;
+    case __NR_rename:
+      op = kRename;
+      path2_addr = a[0];
+      path_addr = a[1];
+      name = "rename";
+      break;
 #endif
     case __NR_openat:
-      op = kOpen; dirfd = static_cast<int>(a[0]); path_addr = a[1]; flags = a[2]; mode = a[3];
-      name = "openat"; break;
+      op = kOpen;
+      dirfd = static_cast<int>(a[0]);
+      path_addr = a[1];
+      flags = a[2];
+      mode = a[3];
+      name = "openat";
+      break;
     case __NR_mkdirat:
-      op = kMkdir; dirfd = static_cast<int>(a[0]); path_addr = a[1]; mode = a[2];
-      name = "mkdirat"; break;
+      op = kMkdir;
+      dirfd = static_cast<int>(a[0]);
+      path_addr = a[1];
+      mode = a[2];
+      name = "mkdirat";
+      break;
     case __NR_mknodat:
-      op = kMknod; dirfd = static_cast<int>(a[0]); path_addr = a[1]; mode = a[2]; dev = a[3];
-      name = "mknodat"; break;
+      op = kMknod;
+      dirfd = static_cast<int>(a[0]);
+      path_addr = a[1];
+      mode = a[2];
+      dev = a[3];
+      name = "mknodat";
+      break;
     case __NR_symlinkat:
-      op = kSymlink; path2_addr = a[0]; dirfd = static_cast<int>(a[1]); path_addr = a[2];
-      name = "symlinkat"; break;
+      op = kSymlink;
+      path2_addr = a[0];
+      dirfd = static_cast<int>(a[1]);
+      path_addr = a[2];
+      name = "symlinkat";
+      break;
     case __NR_linkat:
-      op = kLink; dirfd2 = static_cast<int>(a[0]); path2_addr = a[1]; dirfd = static_cast<int>(a[2]);
-      path_addr = a[3]; flags = a[4]; name = "linkat"; break;
+      op = kLink;
+      dirfd2 = static_cast<int>(a[0]);
+      path2_addr = a[1];
+      dirfd = static_cast<int>(a[2]);
+      path_addr = a[3];
+      flags = a[4];
+      name = "linkat";
+      break;
     case __NR_renameat:
-      op = kRename; dirfd2 = static_cast<int>(a[0]); path2_addr = a[1];
-      dirfd = static_cast<int>(a[2]); path_addr = a[3]; name = "renameat"; break;
+      op = kRename;
+      dirfd2 = static_cast<int>(a[0]);
+      path2_addr = a[1];
+      dirfd = static_cast<int>(a[2]);
+      path_addr = a[3];
+      name = "renameat";
+      break;
     case __NR_renameat2:
-      op = kRename; dirfd2 = static_cast<int>(a[0]); path2_addr = a[1];
-      dirfd = static_cast<int>(a[2]); path_addr = a[3]; flags = a[4]; name = "renameat2"; break;
+      op = kRename;
+      dirfd2 = static_cast<int>(a[0]);
+      path2_addr = a[1];
+      dirfd = static_cast<int>(a[2]);
+      path_addr = a[3];
+      flags = a[4];
+      name = "renameat2";
+      break;
     default:
       // openat2 keeps its flags behind a pointer; programs fall back to openat on ENOSYS.
       reply(0, ENOSYS);
@@ -447,7 +518,8 @@ void Notifier::HandleOne(int listener, const struct seccomp_notif& req) {
     }
     case kMkdir:
       if (IsProtected(parent.get(), entry)) return deny(name, path);
-      if (mkdirat(parent.get(), entry.c_str(), static_cast<mode_t>(mode & ~umask_bits & 07777)) != 0) {
+      if (mkdirat(parent.get(), entry.c_str(), static_cast<mode_t>(mode & ~umask_bits & 07777)) !=
+          0) {
         return reply(0, errno);
       }
       return reply(0, 0);

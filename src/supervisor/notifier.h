@@ -24,7 +24,7 @@
 namespace ward::supervisor {
 
 struct NotifierConfig {
-  std::vector<std::vector<std::string>> relpaths;          // components of each protected path
+  std::vector<std::vector<std::string>> relpaths;  // components of each protected path
   std::set<std::pair<unsigned long long, unsigned long long>> bases;  // (dev, ino) of roots
   bool privileged = false;  // supervisor is root: act with no capabilities, like the sandbox
   // File approvals (--ask): every open is trapped and decided here; null when off.

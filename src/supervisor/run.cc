@@ -102,7 +102,8 @@ class Session {
   void ServeEgress(enforce::FdKind kind, UniqueFd fd) {
     if (!egress_rules_) return;
     if (!resolver_) {
-      resolver_ = net::MakeSystemResolver(ctx_, overrides_ ? *overrides_ : net::ResolverOverrides{});
+      resolver_ =
+          net::MakeSystemResolver(ctx_, overrides_ ? *overrides_ : net::ResolverOverrides{});
       net::ProxyOptions po;
       po.credentials = broker_;
       if (approvals_) {
@@ -112,10 +113,9 @@ class Session {
       }
       net::DnsStubOptions dso;
       if (broker_) dso.name_check = broker_->DnsNameCheck(events_);
-      proxy_ = std::make_unique<net::EgressProxy>(ctx_, *egress_rules_, resolver_.get(),
-                                                  events_, po);
-      dns_ = std::make_unique<net::DnsStub>(ctx_, *egress_rules_, resolver_.get(), events_,
-                                            dso);
+      proxy_ =
+          std::make_unique<net::EgressProxy>(ctx_, *egress_rules_, resolver_.get(), events_, po);
+      dns_ = std::make_unique<net::DnsStub>(ctx_, *egress_rules_, resolver_.get(), events_, dso);
       out_->egress.enabled = true;
       out_->egress.credentials = broker_ != nullptr;
     }
@@ -245,9 +245,8 @@ class Session {
         out_->stage = m.error.stage;
         out_->err = m.error.err;
         out_->message = enforce::DescribeChildError(m.error);
-        Emit("setup.error", {{"stage", m.error.stage},
-                             {"errno", m.error.err},
-                             {"detail", m.error.detail}});
+        Emit("setup.error",
+             {{"stage", m.error.stage}, {"errno", m.error.err}, {"detail", m.error.detail}});
         break;
       case enforce::MsgType::kStarted:
         TraceMark("command started");
@@ -466,12 +465,11 @@ class Session {
       out_->kind = Outcome::Kind::kTimedOut;
       out_->exit_code = 124;
       out_->signal = 0;
-      out_->message = "timed out: " + out_->limits.hits.front().message +
-                      "; everything inside got SIGTERM" +
-                      (out_->limits.killed_after_grace
-                           ? ", then SIGKILL after the " + FormatMs(plan_.limits.grace_ms) +
-                                 " grace period"
-                           : "");
+      out_->message =
+          "timed out: " + out_->limits.hits.front().message + "; everything inside got SIGTERM" +
+          (out_->limits.killed_after_grace
+               ? ", then SIGKILL after the " + FormatMs(plan_.limits.grace_ms) + " grace period"
+               : "");
       return;
     }
     if (have_status_) {
@@ -517,7 +515,7 @@ class Session {
   std::optional<asio::posix::stream_descriptor> pty_;
   std::optional<asio::posix::stream_descriptor> stdin_;
   std::optional<asio::posix::stream_descriptor> listener_;  // until the first notification
-  std::unique_ptr<TerminalPrompter> prompter_;    // outlives the broker's terminal channel
+  std::unique_ptr<TerminalPrompter> prompter_;   // outlives the broker's terminal channel
   std::unique_ptr<ApprovalsRuntime> approvals_;  // before notifier_: it outlives it
   std::unique_ptr<Notifier> notifier_;
   // Declared after ctx_: destroyed before it (StopEgress resets them earlier anyway).
@@ -572,8 +570,8 @@ void CollectLimits(const RunRequest& req, EventSink* events, const enforce::Laun
     if (u.pids_refused > 0 && spec.pids) {
       LimitHit h;
       h.limit = "pids";
-      h.message = "the pids limit of " + std::to_string(*spec.pids) + " was reached: " +
-                  std::to_string(u.pids_refused) + " fork(s) refused";
+      h.message = "the pids limit of " + std::to_string(*spec.pids) +
+                  " was reached: " + std::to_string(u.pids_refused) + " fork(s) refused";
       h.data = {{"limit", "pids"},
                 {"max", *spec.pids},
                 {"refused_forks", u.pids_refused},
@@ -588,8 +586,7 @@ void CollectLimits(const RunRequest& req, EventSink* events, const enforce::Laun
     LimitHit h;
     h.limit = "file_size";
     h.message = "the file size limit of " +
-                enforce::FormatSize(*req.policy.limits.file_size_bytes) +
-                " was exceeded (SIGXFSZ)";
+                enforce::FormatSize(*req.policy.limits.file_size_bytes) + " was exceeded (SIGXFSZ)";
     h.data = {{"limit", "file_size"}, {"limit_bytes", *req.policy.limits.file_size_bytes}};
     hit(std::move(h));
   }
@@ -618,12 +615,18 @@ nlohmann::json LimitsOutcomeToJson(const LimitsOutcome& l) {
 
 const char* OutcomeKindName(Outcome::Kind k) {
   switch (k) {
-    case Outcome::Kind::kExited: return "exited";
-    case Outcome::Kind::kSignaled: return "signaled";
-    case Outcome::Kind::kExecFailed: return "exec_failed";
-    case Outcome::Kind::kSetupFailed: return "setup_failed";
-    case Outcome::Kind::kRefused: return "refused";
-    case Outcome::Kind::kTimedOut: return "timed_out";
+    case Outcome::Kind::kExited:
+      return "exited";
+    case Outcome::Kind::kSignaled:
+      return "signaled";
+    case Outcome::Kind::kExecFailed:
+      return "exec_failed";
+    case Outcome::Kind::kSetupFailed:
+      return "setup_failed";
+    case Outcome::Kind::kRefused:
+      return "refused";
+    case Outcome::Kind::kTimedOut:
+      return "timed_out";
   }
   return "unknown";
 }
@@ -661,8 +664,8 @@ Status FetchAndSendCredentials(const RunRequest& req, const RunCredentialsOption
   if (plan->late_file_op >= 0) {
     bundle = plan->mount.ops[plan->late_file_op].content;
     if (bundle.empty()) {
-      return Error(Code::kInternal, "credentials: no CA bundle for " +
-                                        plan->mount.ops[plan->late_file_op].target);
+      return Error(Code::kInternal,
+                   "credentials: no CA bundle for " + plan->mount.ops[plan->late_file_op].target);
     }
   }
   return enforce::SendLateSetup(sb, plan->process.env, bundle);
@@ -822,8 +825,8 @@ Outcome Run(const RunRequest& req) {
   // teardown is then the reaper's work after the run, not init's exit's, which the cgroup's
   // removal waits for (best effort).
   if (cgroup) {
-    UniqueFd mnt_ns(open(("/proc/" + std::to_string(sb->pid) + "/ns/mnt").c_str(),
-                         O_RDONLY | O_CLOEXEC));
+    UniqueFd mnt_ns(
+        open(("/proc/" + std::to_string(sb->pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
     cgroup->StartReaper(mnt_ns.get());
     TraceMark("cgroup reaper started");
   }
@@ -838,8 +841,7 @@ Outcome Run(const RunRequest& req) {
   }
   CollectLimits(req, events, *plan, cgroup.get(), init_pidfd.get(), &out);
   if (cgroup) TraceMark("cgroup removed");
-  out.duration_ms =
-      std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   if (!out.rusage_from_init) getrusage(RUSAGE_CHILDREN, &out.rusage);
   return out;
 }

@@ -69,7 +69,7 @@ struct LimitHit {
 
 // What the resource limits did during the run.
 struct LimitsOutcome {
-  std::string backend;  // "cgroup v2", "cgroup v1", "rlimits", "none"
+  std::string backend;              // "cgroup v2", "cgroup v1", "rlimits", "none"
   std::vector<std::string> cgroup;  // the run's cgroup directories (removed at the end)
   std::optional<uint64_t> memory_peak_bytes;
   uint64_t oom_kills = 0;
@@ -85,12 +85,12 @@ nlohmann::json LimitsOutcomeToJson(const LimitsOutcome& l);
 
 struct Outcome {
   enum class Kind {
-    kExited,      // the command exited: exit_code is its status
-    kSignaled,    // killed by `signal`: exit_code 128+signal
-    kExecFailed,  // could not be executed: 126/127
-    kSetupFailed, // a layer could not be applied inside the sandbox: 125
-    kRefused,     // refused before starting (policy, missing kernel feature): 125
-    kTimedOut,    // the wall-clock limit ended it: 124, like timeout(1)
+    kExited,       // the command exited: exit_code is its status
+    kSignaled,     // killed by `signal`: exit_code 128+signal
+    kExecFailed,   // could not be executed: 126/127
+    kSetupFailed,  // a layer could not be applied inside the sandbox: 125
+    kRefused,      // refused before starting (policy, missing kernel feature): 125
+    kTimedOut,     // the wall-clock limit ended it: 124, like timeout(1)
   };
   Kind kind = Kind::kRefused;
   int exit_code = 125;
@@ -110,8 +110,8 @@ struct Outcome {
     bool credentials = false;  // a credential broker served this run
     uint64_t intercepted = 0, credential_uses = 0, leak_attempts = 0;
   } egress;
-  int notifications = 0;       // trapped syscalls answered by the supervisor
-  int protected_denials = 0;   // of those, creations of protected paths refused
+  int notifications = 0;      // trapped syscalls answered by the supervisor
+  int protected_denials = 0;  // of those, creations of protected paths refused
   LimitsOutcome limits;
 };
 

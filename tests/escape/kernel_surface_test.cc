@@ -46,7 +46,8 @@ TEST_F(KernelSurface, HK05_HighRiskSyscalls) {
 
 TEST_F(KernelSurface, HK08_Personality) {
   EXPECT_EQ(Probe({"personality", "0x40000"}).out, "err EPERM personality\n");  // ADDR_NO_RANDOMIZE
-  EXPECT_EQ(Probe({"personality", "0x400000"}).out, "err EPERM personality\n");  // READ_IMPLIES_EXEC
+  EXPECT_EQ(Probe({"personality", "0x400000"}).out,
+            "err EPERM personality\n");                       // READ_IMPLIES_EXEC
   EXPECT_EQ(Probe({"personality", "0xffffffff"}).status, 0);  // query: allowed
   EXPECT_EQ(Probe({"personality", "0"}).status, 0);
 }

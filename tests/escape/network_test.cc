@@ -27,8 +27,7 @@ TEST_F(Network, NE02_UdpAndIcmp) {
 TEST_F(Network, NE07_ExoticFamilies) {
   for (int family : {4 /*IPX*/, 9 /*X25*/, 16 /*NETLINK*/, 17 /*PACKET*/, 29 /*CAN*/,
                      31 /*BLUETOOTH*/, 38 /*ALG*/, 40 /*VSOCK*/, 44 /*XDP*/}) {
-    EXPECT_EQ(Probe({"socket", std::to_string(family)}).out, "err EAFNOSUPPORT socket\n")
-        << family;
+    EXPECT_EQ(Probe({"socket", std::to_string(family)}).out, "err EAFNOSUPPORT socket\n") << family;
   }
   EXPECT_EQ(Probe({"socket", "1"}).status, 0);  // control: AF_UNIX
   EXPECT_EQ(Probe({"socket", "2"}).status, 0);  // AF_INET (the socket, not a route)

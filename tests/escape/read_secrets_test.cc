@@ -11,8 +11,8 @@ class ReadSecrets : public SandboxTest {};
 
 // RS01: credential files in HOME; RS02: not even their existence leaks through metadata calls.
 TEST_F(ReadSecrets, RS01_RS02_HomeCredentialFilesDoNotExist) {
-  for (const char* rel : {".ssh/id_ed25519", ".aws/credentials", ".config/gh/hosts.yml",
-                          ".netrc", ".git-credentials"}) {
+  for (const char* rel : {".ssh/id_ed25519", ".aws/credentials", ".config/gh/hosts.yml", ".netrc",
+                          ".git-credentials"}) {
     std::string p = home_ + "/" + rel;
     EXPECT_EQ(Probe({"read", p}).out, "err ENOENT open\n") << rel;
     EXPECT_EQ(Probe({"stat", p}).out, "err ENOENT " + p + "\n") << rel;

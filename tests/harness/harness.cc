@@ -119,8 +119,9 @@ void MakeDirs(const std::string& path, int mode) {
 
 void PlantCanaryHome(const std::string& home) {
   MakeDirs(home + "/.ssh", 0700);
-  WriteFile(home + "/.ssh/id_ed25519", std::string("-----BEGIN OPENSSH PRIVATE KEY-----\n") +
-                                           kCanarySecret + "\n-----END OPENSSH PRIVATE KEY-----\n",
+  WriteFile(home + "/.ssh/id_ed25519",
+            std::string("-----BEGIN OPENSSH PRIVATE KEY-----\n") + kCanarySecret +
+                "\n-----END OPENSSH PRIVATE KEY-----\n",
             0600);
   MakeDirs(home + "/.aws", 0700);
   WriteFile(home + "/.aws/credentials",

@@ -59,12 +59,12 @@ struct RunResult {
 };
 
 struct RunOptions {
-  std::string cwd;                           // default: current directory
-  std::map<std::string, std::string> env;    // added to the base environment
-  bool clean_env = false;                    // start from an empty environment
+  std::string cwd;                         // default: current directory
+  std::map<std::string, std::string> env;  // added to the base environment
+  bool clean_env = false;                  // start from an empty environment
   std::string stdin_data;
   int timeout_s = 60;
-  std::vector<int> pass_fds;                 // inherited fds (for --json-status N)
+  std::vector<int> pass_fds;  // inherited fds (for --json-status N)
 };
 
 // Forks `argv` with the pty's slave as its controlling terminal and stdio, in o.cwd, with

@@ -238,9 +238,10 @@ TEST_F(ApprovalsTest, HostApprovalHoldsThenForwards) {
     return json{{"op", "deny"}};
   });
   std::string url = "http://approved.test:" + std::to_string(up.port()) + "/";
-  RunResult r = Shell(
-      "curl -sS --max-time 20 " + url,
-      {"--ask", "-n", "127.0.0.1:" + std::to_string(up.port()), "--resolve", "approved.test:127.0.0.1"}, Opts());
+  RunResult r = Shell("curl -sS --max-time 20 " + url,
+                      {"--ask", "-n", "127.0.0.1:" + std::to_string(up.port()), "--resolve",
+                       "approved.test:127.0.0.1"},
+                      Opts());
   EXPECT_EQ(r.status, 0) << r.out << r.err << approver.errors();
   EXPECT_NE(r.out.find("upstream-ok"), std::string::npos) << r.out;
   // curl may also ask for files (its config under the real HOME): only the host counts here.
@@ -257,9 +258,10 @@ TEST_F(ApprovalsTest, HostDeniedIsRefusedAndNeverReached) {
   LocalHttp up("upstream-ok");
   Approver approver(runtime_, [](const json&) { return json{{"op", "deny"}}; });
   std::string url = "http://denied.test:" + std::to_string(up.port()) + "/";
-  RunResult r = Shell(
-      "curl -sS --max-time 20 -o /dev/null -w '%{http_code}' " + url,
-      {"--ask", "-n", "127.0.0.1:" + std::to_string(up.port()), "--resolve", "denied.test:127.0.0.1"}, Opts());
+  RunResult r = Shell("curl -sS --max-time 20 -o /dev/null -w '%{http_code}' " + url,
+                      {"--ask", "-n", "127.0.0.1:" + std::to_string(up.port()), "--resolve",
+                       "denied.test:127.0.0.1"},
+                      Opts());
   EXPECT_NE(r.out.find("403"), std::string::npos) << r.out << r.err;
   EXPECT_EQ(up.hits(), 0);
   int hosts = 0;

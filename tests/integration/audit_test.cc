@@ -79,8 +79,8 @@ TEST_F(AuditTest, EachRunWritesAVerifiableSession) {
 // The session's files are made after the clone; a run refused before it (here a bad --resolve)
 // still leaves a verifiable session that says what was refused and why.
 TEST_F(AuditTest, ARunRefusedBeforeTheSandboxExistsIsRecordedWithItsReason) {
-  RunResult r = Probe({"write", ws_ + "/should-not-exist"}, {"--resolve", "no-address-here"},
-                      WithState());
+  RunResult r =
+      Probe({"write", ws_ + "/should-not-exist"}, {"--resolve", "no-address-here"}, WithState());
   EXPECT_EQ(r.status, 125) << r.out << r.err;
   EXPECT_NE(r.err.find("--resolve"), std::string::npos) << r.err;
   EXPECT_FALSE(PathExists(ws_ + "/should-not-exist"));
@@ -127,8 +127,8 @@ TEST_F(AuditTest, TheSandboxCannotSeeOrReachTheAuditDirectory) {
 }
 
 TEST_F(AuditTest, EveryDenialIsExactlyOneEvent) {
-  RunResult r = Shell(
-      "echo x > .envrc; mkdir .vscode; ln -s a .mcp.json; echo ok > fine.txt", {}, WithState());
+  RunResult r = Shell("echo x > .envrc; mkdir .vscode; ln -s a .mcp.json; echo ok > fine.txt", {},
+                      WithState());
   EXPECT_EQ(r.status, 0);  // the shell's last command succeeded
   auto sessions = audit::ListSessions(state_ + "/ward");
   ASSERT_EQ(sessions.size(), 1u);
@@ -147,8 +147,8 @@ TEST_F(AuditTest, EveryDenialIsExactlyOneEvent) {
 
 TEST_F(AuditTest, SigkillOfTheSupervisorLeavesAVerifiableLog) {
   RunOptions o = WithState();
-  std::vector<std::string> argv = {WardBin(), "run", "-r", StageDir(), "--", ProbeBin(), "sleep",
-                                   "60"};
+  std::vector<std::string> argv = {WardBin(), "run",      "-r",    StageDir(),
+                                   "--",      ProbeBin(), "sleep", "60"};
   pid_t pid = fork();
   if (pid == 0) {
     if (chdir(o.cwd.c_str()) != 0) _exit(126);

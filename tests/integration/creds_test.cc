@@ -462,8 +462,7 @@ TEST_F(CredsTest, TheSecretIsNotInTheMemoryOfProcessesInside) {
     size_t ns = status.find("NSpid:");
     std::string nspid =
         ns == std::string::npos ? "" : status.substr(ns, status.find('\n', ns) - ns);
-    const bool is_init =
-        nspid.size() >= 2 && nspid.substr(nspid.find_last_of(" \t") + 1) == "1";
+    const bool is_init = nspid.size() >= 2 && nspid.substr(nspid.find_last_of(" \t") + 1) == "1";
     std::vector<bool> hits;
     MemScan m = ScanMemory(pid, {secret_, phantom}, &hits, asan_environ);
     report += std::to_string(pid) + (m.readable ? " read" : " unreadable") +

@@ -2,10 +2,10 @@
 // The allowed real host is the npm registry this machine is configured with (derived at run
 // time, never written here); local servers on the host's loopback stand in for everything else.
 #include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -93,8 +93,8 @@ TEST_F(EgressTest, HostLoopbackNeedsAnAddressRule) {
   RunResult r = Shell("curl -sSf --max-time 10 " + url, {"-n", any_host}, WithState());
   EXPECT_NE(r.status, 0);
   EXPECT_EQ(server.hits(), 0);
-  r = Shell("curl -sSf --max-time 10 " + url,
-            {"-n", "127.0.0.1:" + std::to_string(server.port())}, WithState());
+  r = Shell("curl -sSf --max-time 10 " + url, {"-n", "127.0.0.1:" + std::to_string(server.port())},
+            WithState());
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "local-dev-server");
   EXPECT_EQ(server.hits(), 1);
@@ -105,9 +105,9 @@ TEST_F(EgressTest, DnsAnswersAllowedNamesOnly) {
   if (host.empty()) GTEST_SKIP() << "npm has no registry configured";
   std::mt19937_64 rng(std::random_device{}());
   std::string canary = "canary-" + std::to_string(rng()) + ".exfil.example";
-  RunResult r = Shell("getent hosts " + host + " && ! getent hosts " + canary +
-                          " && cat /etc/resolv.conf",
-                      {"-n", host}, WithState());
+  RunResult r =
+      Shell("getent hosts " + host + " && ! getent hosts " + canary + " && cat /etc/resolv.conf",
+            {"-n", host}, WithState());
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("127.0.0.1"), std::string::npos) << r.out;
   // The canary shows up only as a dns.deny event, never as a lookup.
@@ -123,7 +123,8 @@ TEST_F(EgressTest, GitCloneOverHttpsThroughTheProxy) {
   std::string srv = root_->path() + "/srv";
   MakeDirs(srv);
   std::string setup =
-      "set -e; cd " + srv + "; git init -q --bare repo.git; git init -q src; cd src;"
+      "set -e; cd " + srv +
+      "; git init -q --bare repo.git; git init -q src; cd src;"
       " git -c user.email=t@t -c user.name=t commit -q --allow-empty -m first;"
       " git push -q ../repo.git HEAD:refs/heads/main; cd ../repo.git;"
       " git symbolic-ref HEAD refs/heads/main; git update-server-info; cd ..;"
@@ -136,7 +137,8 @@ TEST_F(EgressTest, GitCloneOverHttpsThroughTheProxy) {
   std::string server =
       "import http.server, ssl, os, sys\n"
       "os.chdir(sys.argv[1])\n"
-      "h = http.server.ThreadingHTTPServer(('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler)\n"
+      "h = http.server.ThreadingHTTPServer(('127.0.0.1', 0), "
+      "http.server.SimpleHTTPRequestHandler)\n"
       "c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); c.load_cert_chain('cert.pem', 'key.pem')\n"
       "h.socket = c.wrap_socket(h.socket, server_side=True)\n"
       "print(h.server_address[1], flush=True)\n"
@@ -159,8 +161,9 @@ TEST_F(EgressTest, GitCloneOverHttpsThroughTheProxy) {
   ASSERT_GT(n, 0);
   std::string port = std::to_string(atoi(buf));
   std::string url = "https://127.0.0.1:" + port + "/repo.git";
-  r = Shell("git -c http.sslCAInfo=" + srv + "/cert.pem clone -q " + url + " clone && "
-            "git -C clone log --format=%s",
+  r = Shell("git -c http.sslCAInfo=" + srv + "/cert.pem clone -q " + url +
+                " clone && "
+                "git -C clone log --format=%s",
             {"-n", "127.0.0.1:" + port, "-r", srv}, WithState());
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "first\n");
@@ -188,10 +191,10 @@ TEST_F(EgressTest, DirectRoutesStayClosed) {
 
 TEST_F(EgressTest, ProxyVariablesForCommonTools) {
   RunResult r = Shell("env | sort", {"-n", "allowed.example"}, WithState());
-  for (const char* v : {"HTTP_PROXY=", "HTTPS_PROXY=", "ALL_PROXY=", "NO_PROXY=", "http_proxy=",
-                        "https_proxy=", "all_proxy=", "no_proxy=", "npm_config_proxy=",
-                        "npm_config_https_proxy=", "NODE_USE_ENV_PROXY=1", "JAVA_TOOL_OPTIONS=",
-                        "YARN_HTTP_PROXY=", "PIP_PROXY="}) {
+  for (const char* v :
+       {"HTTP_PROXY=", "HTTPS_PROXY=", "ALL_PROXY=", "NO_PROXY=", "http_proxy=", "https_proxy=",
+        "all_proxy=", "no_proxy=", "npm_config_proxy=", "npm_config_https_proxy=",
+        "NODE_USE_ENV_PROXY=1", "JAVA_TOOL_OPTIONS=", "YARN_HTTP_PROXY=", "PIP_PROXY="}) {
     EXPECT_NE(r.out.find(v), std::string::npos) << v;
   }
   // No network policy: no proxy and no variables.

@@ -88,9 +88,9 @@ TEST_F(ExplainTest, FlagsChangeWhatIsExplained) {
 TEST_F(ExplainTest, TextNamesTheLayersTheViewAndTheAxes) {
   RunResult r = RunWard({"explain", "--", "true"}, Defaults());
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const char* s : {"ward explain", "Layers", "[on]  landlock", "[on]  seccomp",
-                        "Filesystem view", "The eight axes", "1. enforcement layer",
-                        "8. boundary mutability"}) {
+  for (const char* s :
+       {"ward explain", "Layers", "[on]  landlock", "[on]  seccomp", "Filesystem view",
+        "The eight axes", "1. enforcement layer", "8. boundary mutability"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
   EXPECT_NE(r.out.find(Real(ws_)), std::string::npos);
@@ -139,7 +139,8 @@ TEST_F(ExplainTest, WhyCitesTheProfileFileAndLine) {
             "extends = \"default\"\n"
             "\n"
             "[filesystem]\n"
-            "deny = [\"" + ws_ + "/private\"]\n");
+            "deny = [\"" +
+                ws_ + "/private\"]\n");
   RunResult r = Why({"-p", profile, ws_ + "/private/notes.txt"});
   EXPECT_EQ(r.status, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("hidden"), std::string::npos) << r.out;

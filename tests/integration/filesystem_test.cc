@@ -113,12 +113,13 @@ TEST_F(FilesystemTest, NoSysAndMinimalDev) {
   EXPECT_EQ(Probe({"stat", "/sys"}).out, "err ENOENT /sys\n");
   RunResult r = Probe({"ls", "/dev"});
   ASSERT_EQ(r.status, 0);
-  for (const char* want : {"null", "zero", "full", "random", "urandom", "tty", "pts", "ptmx",
-                           "shm"}) {
+  for (const char* want :
+       {"null", "zero", "full", "random", "urandom", "tty", "pts", "ptmx", "shm"}) {
     EXPECT_NE(r.out.find(want), std::string::npos) << want << " in " << r.out;
   }
   for (const char* absent : {"sda", "vda", "mem", "kmsg", "kvm", "console", "vcs"}) {
-    EXPECT_EQ(r.out.find(std::string(absent) + ","), std::string::npos) << absent << " in " << r.out;
+    EXPECT_EQ(r.out.find(std::string(absent) + ","), std::string::npos)
+        << absent << " in " << r.out;
   }
   EXPECT_EQ(Probe({"write", "/dev/null"}).status, 0);
 }
@@ -196,8 +197,8 @@ TEST_F(FilesystemTest, ExistingProtectedEntriesAreReadOnlyAtTheRootAndInNestedRe
   MakeDirs(ws_ + "/vendor/lib/.git");
   WriteFile(ws_ + "/vendor/lib/.mcp.json", "{}\n");
   WriteFile(ws_ + "/vendor/lib/.zshrc", "# rc\n");
-  for (const std::string rel : {"/.envrc", "/.vscode/settings.json", "/vendor/lib/.mcp.json",
-                                "/vendor/lib/.zshrc"}) {
+  for (const std::string rel :
+       {"/.envrc", "/.vscode/settings.json", "/vendor/lib/.mcp.json", "/vendor/lib/.zshrc"}) {
     EXPECT_EQ(Probe({"append", ws_ + rel}).out, "err EROFS open\n") << rel;
   }
   EXPECT_EQ(Probe({"write", ws_ + "/.vscode/tasks.json"}).out, "err EROFS open\n");

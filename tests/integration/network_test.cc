@@ -4,9 +4,9 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <unistd.h>
 #include <cstddef>
 #include <cstring>
-#include <unistd.h>
 
 #include "harness.h"
 

@@ -146,8 +146,8 @@ TEST_F(ProcessTest, ProcessesLeftBehindAreGoneAfterTheRun) {
 
 TEST_F(ProcessTest, KillingTheSupervisorKillsTheSandbox) {
   std::string marker = Marker();
-  std::vector<std::string> argv = {WardBin(), "run", "-r", StageDir(), "--", ProbeBin(), "sleep",
-                                   "120", marker};
+  std::vector<std::string> argv = {WardBin(),  "run",   "-r",  StageDir(), "--",
+                                   ProbeBin(), "sleep", "120", marker};
   RunOptions o = Defaults();
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
@@ -176,8 +176,9 @@ TEST_F(ProcessTest, KillingTheSupervisorKillsTheSandbox) {
 
 TEST_F(ProcessTest, SignalsAreForwardedToTheCommand) {
   // The command says it runs, then becomes the probe's sleep.
-  std::vector<std::string> argv = {WardBin(), "run", "-r", StageDir(), "--", "/bin/sh", "-c",
-                                   "echo ready; exec \"$0\" sleep 60", ProbeBin()};
+  std::vector<std::string> argv = {WardBin(), "run",     "-r", StageDir(),
+                                   "--",      "/bin/sh", "-c", "echo ready; exec \"$0\" sleep 60",
+                                   ProbeBin()};
   RunOptions o = Defaults();
   int out_pipe[2];
   ASSERT_EQ(pipe(out_pipe), 0);

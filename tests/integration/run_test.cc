@@ -75,9 +75,8 @@ TEST_F(RunTest, JsonStatusReportsTheOutcome) {
   ASSERT_EQ(pipe(fds), 0);
   RunOptions o = Defaults();
   o.pass_fds = {fds[1]};
-  RunResult r = RunWard({"run", "--json-status", std::to_string(fds[1]), "--", "/bin/sh", "-c",
-                         "exit 7"},
-                        o);
+  RunResult r =
+      RunWard({"run", "--json-status", std::to_string(fds[1]), "--", "/bin/sh", "-c", "exit 7"}, o);
   close(fds[1]);
   char buf[4096];
   ssize_t n = read(fds[0], buf, sizeof buf);
@@ -90,9 +89,8 @@ TEST_F(RunTest, JsonStatusReportsTheOutcome) {
 
   ASSERT_EQ(pipe(fds), 0);
   o.pass_fds = {fds[1]};
-  r = RunWard({"run", "--json-status", std::to_string(fds[1]), "-r", "/nonexistent", "--",
-               "/bin/true"},
-              o);
+  r = RunWard(
+      {"run", "--json-status", std::to_string(fds[1]), "-r", "/nonexistent", "--", "/bin/true"}, o);
   close(fds[1]);
   n = read(fds[0], buf, sizeof buf);
   close(fds[0]);
@@ -170,7 +168,6 @@ TEST_F(RunTest, StdinAndStdoutPassThrough) {
   EXPECT_EQ(r.out, "line from stdin\n");
   EXPECT_NE(r.err.find("err"), std::string::npos);
 }
-
 
 // The supervisor's threads while the sandbox runs: the main one only, until the command makes
 // a file (a trapped syscall, which starts the notifier's thread). Audit records far apart

@@ -20,8 +20,7 @@ class TerminalTest : public SandboxTest {
  protected:
   // Runs ward with a fresh pty as its terminal; writes `input` after a moment; returns what
   // appeared on the terminal.
-  std::string RunOnPty(const std::vector<std::string>& cmd, const std::string& input,
-                       int* status) {
+  std::string RunOnPty(const std::vector<std::string>& cmd, const std::string& input, int* status) {
     int master = -1, slave = -1;
     struct winsize ws = {40, 100, 0, 0};
     if (openpty(&master, &slave, nullptr, nullptr, &ws) != 0) {

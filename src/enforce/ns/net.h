@@ -17,7 +17,7 @@ namespace ward::enforce {
 int BringUpLoopback(int* netns = nullptr);
 
 struct SandboxNet {
-  UniqueFd netns;  // for init's setns (see MsgType::kNetns)
+  UniqueFd netns;                                    // for init's setns (see MsgType::kNetns)
   std::vector<std::pair<FdKind, UniqueFd>> sockets;  // listening inside, served from outside
 };
 

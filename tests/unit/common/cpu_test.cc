@@ -1,8 +1,8 @@
 #include "common/cpu.h"
 
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>

@@ -122,7 +122,8 @@ TEST(CredentialSetupTest, MissingSourcesStopTheRunNamingTheCredential) {
   s = PrepareCredentials(q, Options({}, dir));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("credential gh"), std::string::npos);
-  EXPECT_NE(s.status().message().find("exited with status 1: 'gh: not logged in'"), std::string::npos)
+  EXPECT_NE(s.status().message().find("exited with status 1: 'gh: not logged in'"),
+            std::string::npos)
       << s.status().message();
 
   policy::Policy r;

@@ -45,8 +45,10 @@ TEST(BuiltinProfiles, TheDigestMadeAtBuildTimeIsTheTextsDigest) {
   ASSERT_TRUE(r.ok()) << ErrorOf(r);
   ASSERT_FALSE(r->sources.empty());
   EXPECT_EQ(r->sources.back().name, "default");
-  auto text = std::find_if(BuiltinProfiles().begin(), BuiltinProfiles().end(),
-                           [](const BuiltinProfile& p) { return p.name == "default"; })->text;
+  auto text =
+      std::find_if(BuiltinProfiles().begin(), BuiltinProfiles().end(), [](const BuiltinProfile& p) {
+        return p.name == "default";
+      })->text;
   EXPECT_EQ(r->sources.back().sha256, Sha256Hex(text));
 }
 

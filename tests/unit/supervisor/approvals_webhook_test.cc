@@ -71,8 +71,8 @@ std::string SignedReply(const Received& r, nlohmann::json extra, std::string_vie
   std::string text = body.dump();
   std::string t = std::to_string(ts ? ts : Now());
   return "HTTP/1.1 " + std::to_string(status) +
-         " X\r\nContent-Type: application/json\r\nContent-Length: " +
-         std::to_string(text.size()) + "\r\nX-Ward-Timestamp: " + t +
+         " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(text.size()) +
+         "\r\nX-Ward-Timestamp: " + t +
          "\r\nX-Ward-Signature: " + WebhookSignature(secret, t, text) +
          "\r\nConnection: close\r\n\r\n" + text;
 }
@@ -246,8 +246,8 @@ class TlsServer {
       asio::error_code ec;
       auto sock = co_await acceptor_.async_accept(Await(ec));
       if (ec) co_return;
-      auto stream = std::make_shared<asio::ssl::stream<asio::ip::tcp::socket>>(std::move(sock),
-                                                                             ctx_);
+      auto stream =
+          std::make_shared<asio::ssl::stream<asio::ip::tcp::socket>>(std::move(sock), ctx_);
       asio::co_spawn(
           acceptor_.get_executor(),
           [stream, b = behaviour_, log = log_, failed = failed_]() -> asio::awaitable<void> {
@@ -296,7 +296,8 @@ class WebhookTest : public ::testing::Test {
     broker_->AddChannel(std::move(ch).value());
     DecisionBox box;
     broker_->Ask(std::move(r), box.Fn());
-    EXPECT_TRUE(RunUntil(io_, [&] { return box.d.has_value(); }, 20s));
+    EXPECT_TRUE(RunUntil(
+        io_, [&] { return box.d.has_value(); }, 20s));
     return box.d.value_or(ApprovalDecision{});
   }
   ApprovalDecision AskUnix(std::function<std::string(const Received&)> reply,
@@ -314,8 +315,9 @@ class WebhookTest : public ::testing::Test {
 };
 
 TEST_F(WebhookTest, SignedAllowIsAnAllow) {
-  ApprovalDecision d =
-      AskUnix([](const Received& r) { return SignedReply(r, {{"decision", "allow_session"}}); });
+  ApprovalDecision d = AskUnix([](const Received& r) {
+    return SignedReply(r, {{"decision", "allow_session"}});
+  });
   EXPECT_TRUE(d.allow) << d.reason;
   EXPECT_EQ(d.channel, "webhook");
   ASSERT_TRUE(d.grant.has_value());
@@ -340,8 +342,9 @@ TEST_F(WebhookTest, SignedAllowIsAnAllow) {
 }
 
 TEST_F(WebhookTest, AllowForSecondsAndDeny) {
-  ApprovalDecision d = AskUnix(
-      [](const Received& r) { return SignedReply(r, {{"decision", "allow_for"}, {"seconds", 600}}); });
+  ApprovalDecision d = AskUnix([](const Received& r) {
+    return SignedReply(r, {{"decision", "allow_for"}, {"seconds", 600}});
+  });
   ASSERT_TRUE(d.allow) << d.reason;
   EXPECT_EQ(d.grant->spec.scope.lifetime, Lifetime::kDuration);
   EXPECT_EQ(d.grant->spec.scope.duration, std::chrono::minutes(10));
@@ -375,8 +378,8 @@ TEST_F(WebhookTest, EveryBadReplyDenies) {
                                             {"nonce", r.json["nonce"]},
                                             {"decision", "allow_once"}})
                                 .dump();
-         return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
-                "\r\n\r\n" + body;
+         return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+                body;
        },
        "unsigned"},
       {"stale timestamp",
@@ -395,13 +398,19 @@ TEST_F(WebhookTest, EveryBadReplyDenies) {
        },
        "nonce"},
       {"wrong id",
-       [](const Received& r) { return SignedReply(r, {{"decision", "allow_once"}, {"id", 999}}); },
+       [](const Received& r) {
+         return SignedReply(r, {{"decision", "allow_once"}, {"id", 999}});
+       },
        "(id)"},
       {"unknown decision",
-       [](const Received& r) { return SignedReply(r, {{"decision", "allow_forever"}}); },
+       [](const Received& r) {
+         return SignedReply(r, {{"decision", "allow_forever"}});
+       },
        "unknown decision"},
       {"allow_for without seconds",
-       [](const Received& r) { return SignedReply(r, {{"decision", "allow_for"}}); },
+       [](const Received& r) {
+         return SignedReply(r, {{"decision", "allow_for"}});
+       },
        "seconds"},
       {"http 500",
        [](const Received& r) {
@@ -472,7 +481,9 @@ TEST_F(WebhookTest, TooLateDenies) {
   o.timeout = 200ms;
   server_ = std::make_unique<UnixServer>(
       io_, sock_,
-      ServerBehaviour{[](const Received& r) { return SignedReply(r, {{"decision", "allow_once"}}); },
+      ServerBehaviour{[](const Received& r) {
+                        return SignedReply(r, {{"decision", "allow_once"}});
+                      },
                       2s});
   auto start = std::chrono::steady_clock::now();
   ApprovalDecision d = AskThrough(o);
@@ -487,7 +498,9 @@ TEST_F(WebhookTest, TheBrokersTimeoutBoundsTheWebhook) {
   broker_ = *ApprovalBroker::Create(io_, bo, &events_);
   server_ = std::make_unique<UnixServer>(
       io_, sock_,
-      ServerBehaviour{[](const Received& r) { return SignedReply(r, {{"decision", "allow_once"}}); },
+      ServerBehaviour{[](const Received& r) {
+                        return SignedReply(r, {{"decision", "allow_once"}});
+                      },
                       2s});
   ApprovalDecision d = AskThrough(Options("unix:" + sock_));
   EXPECT_FALSE(d.allow);
@@ -504,7 +517,9 @@ TEST_F(WebhookTest, NoServerDenies) {
 TEST_F(WebhookTest, AnswerElsewhereWithdrawsTheCall) {
   server_ = std::make_unique<UnixServer>(
       io_, sock_,
-      ServerBehaviour{[](const Received& r) { return SignedReply(r, {{"decision", "allow_once"}}); },
+      ServerBehaviour{[](const Received& r) {
+                        return SignedReply(r, {{"decision", "allow_once"}});
+                      },
                       1s});
   auto ch = WebhookChannel::Create(io_, Options("unix:" + sock_));
   ASSERT_TRUE(ch.ok());
@@ -517,17 +532,19 @@ TEST_F(WebhookTest, AnswerElsewhereWithdrawsTheCall) {
   ASSERT_TRUE(broker_->Answer(id, ChannelAnswer{false}, "socket").ok());
   ASSERT_TRUE(RunUntil(io_, [&] { return box.d.has_value(); }));
   EXPECT_EQ(box.d->channel, "socket");
-  RunUntil(io_, [] { return false; }, 1200ms);  // the server's late reply changes nothing
+  RunUntil(
+      io_, [] { return false; }, 1200ms);  // the server's late reply changes nothing
   EXPECT_EQ(raw->in_flight(), 0u);
   EXPECT_EQ(testing::EventsOfType(events_, "approval.answer").size(), 1u);
 }
 
 TEST_F(WebhookTest, HttpsWithATrustedCa) {
   Pki pki(dir_.path());
-  TlsServer server(io_, pki, {[](const Received& r) {
-                                return SignedReply(r, {{"decision", "allow_once"}});
-                              },
-                              0ms});
+  TlsServer server(io_, pki,
+                   {[](const Received& r) {
+                      return SignedReply(r, {{"decision", "allow_once"}});
+                    },
+                    0ms});
   WebhookOptions o = Options("https://127.0.0.1:" + std::to_string(server.port()) + "/hook?x=1");
   o.ca_files = {pki.ca_file};
   o.system_trust = false;
@@ -558,10 +575,11 @@ TEST_F(WebhookTest, HttpsWithTheHostsTrustAndACaFile) {
 
 TEST_F(WebhookTest, HttpsWithAnUntrustedCertificateDenies) {
   Pki pki(dir_.path());
-  TlsServer server(io_, pki, {[](const Received& r) {
-                                return SignedReply(r, {{"decision", "allow_once"}});
-                              },
-                              0ms});
+  TlsServer server(io_, pki,
+                   {[](const Received& r) {
+                      return SignedReply(r, {{"decision", "allow_once"}});
+                    },
+                    0ms});
   WebhookOptions o = Options("https://127.0.0.1:" + std::to_string(server.port()) + "/");
   o.system_trust = false;  // and no CA file: nothing vouches for the test CA
   ApprovalDecision d = AskThrough(o);
@@ -573,10 +591,11 @@ TEST_F(WebhookTest, HttpsWithAnUntrustedCertificateDenies) {
 
 TEST_F(WebhookTest, HttpsWithANameMismatchDenies) {
   Pki pki(dir_.path());  // the certificate names 127.0.0.1 only
-  TlsServer server(io_, pki, {[](const Received& r) {
-                                return SignedReply(r, {{"decision", "allow_once"}});
-                              },
-                              0ms});
+  TlsServer server(io_, pki,
+                   {[](const Received& r) {
+                      return SignedReply(r, {{"decision", "allow_once"}});
+                    },
+                    0ms});
   WebhookOptions o = Options("https://localhost:" + std::to_string(server.port()) + "/");
   o.ca_files = {pki.ca_file};
   o.system_trust = false;
