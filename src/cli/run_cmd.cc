@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <climits>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -232,6 +234,16 @@ void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
 }
 
 int RunCommand(RunCommandOptions& opts) {
+  // The outcome must have somewhere to go: a descriptor that is not open, or not for writing,
+  // refuses the run before anything ran, rather than losing the status at the end.
+  if (opts.json_status_fd >= 0) {
+    int flags = fcntl(opts.json_status_fd, F_GETFL);
+    if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
+      std::fprintf(stderr, "ward: --json-status %d: %s\n", opts.json_status_fd,
+                   flags < 0 ? "not an open file descriptor" : "not open for writing");
+      return 125;
+    }
+  }
   if (opts.command.empty()) {
     std::fprintf(stderr,
                  "ward: no command given (usage: ward run [OPTIONS] -- COMMAND [ARGS...])\n");
@@ -442,7 +454,8 @@ void AddRunCommand(CLI::App& app, int* exit_code, bool probe_now) {
   CLI::App* sub = app.add_subcommand("run", "Run COMMAND inside the sandbox");
   AddRunOptions(sub, &opts->run);
   sub->add_option("--json-status", opts->json_status_fd,
-                  "Write the outcome as one JSON object to file descriptor FD");
+                  "Write the outcome as one JSON object to file descriptor FD (open for writing)")
+      ->check(CLI::Range(0, INT_MAX));
   sub->add_option("--label", opts->labels, "KEY=VALUE recorded in the audit session (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)

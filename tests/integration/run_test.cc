@@ -101,6 +101,49 @@ TEST_F(RunTest, JsonStatusReportsTheOutcome) {
   EXPECT_NE(j["message"].get<std::string>().find("/nonexistent"), std::string::npos);
 }
 
+// A status that would have nowhere to go refuses the run before the command ran: a descriptor
+// that is not open, one open for reading only, a negative number.
+TEST_F(RunTest, JsonStatusToADescriptorThatCannotTakeItIsRefused) {
+  RunOptions o = Defaults();
+  const std::string marker = root_->path() + "/ran";
+  const std::vector<std::string> command = {"--", "/bin/sh", "-c", "echo > '" + marker + "'"};
+  auto run = [&](const std::string& fd) {
+    std::vector<std::string> args = {"run", "--json-status", fd, "-w", root_->path()};
+    args.insert(args.end(), command.begin(), command.end());
+    return RunWard(args, o);
+  };
+  RunResult r = run("57");
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("--json-status 57: not an open file descriptor"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(PathExists(marker));
+
+  int ro = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(ro, 0);
+  o.pass_fds = {ro};
+  r = run(std::to_string(ro));
+  close(ro);
+  EXPECT_EQ(r.status, 125);
+  EXPECT_NE(r.err.find("not open for writing"), std::string::npos) << r.err;
+  EXPECT_FALSE(PathExists(marker));
+
+  o.pass_fds.clear();
+  r = run("-3");
+  EXPECT_EQ(r.status, 125) << r.err;
+  EXPECT_NE(r.err.find("--json-status"), std::string::npos) << r.err;
+  EXPECT_FALSE(PathExists(marker));
+
+  // The positive control: a writable descriptor, and the command runs.
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  o.pass_fds = {fds[1]};
+  r = run(std::to_string(fds[1]));
+  close(fds[1]);
+  close(fds[0]);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(PathExists(marker));
+}
+
 TEST_F(RunTest, WorkspaceUnderTmpWithSpacesAndSymlink) {
   // The fixture's workspace already lives under /tmp, which is private inside.
   std::string spaced = root_->path() + "/my work space";
