@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <thread>
 
 #include "common/linux.h"
 #include "enforce/cgroup_reaper.h"
@@ -76,44 +75,12 @@ std::optional<uint64_t> NumberIn(const std::string& path) {
   return std::strtoull(s.c_str(), nullptr, 10);
 }
 
-std::vector<pid_t> Procs(const std::string& dir) {
-  std::vector<pid_t> pids;
-  std::string s = ReadText(dir + "/cgroup.procs");
-  const char* p = s.c_str();
-  while (*p) {
-    char* end = nullptr;
-    long v = std::strtol(p, &end, 10);
-    if (end == p) break;
-    if (v > 0) pids.push_back(static_cast<pid_t>(v));
-    p = end;
-    while (*p == '\n' || *p == ' ') ++p;
-  }
-  return pids;
-}
-
-void KillDir(const std::string& dir, int version) {
-  // cgroup.kill (Linux 5.14) kills the whole subtree at once, including processes forking.
-  if (version == 2 && WriteText(dir + "/cgroup.kill", "1").ok()) return;
-  for (pid_t pid : Procs(dir)) kill(pid, SIGKILL);
-}
-
-// Kills and removes every directory, children first; true when all are gone.
-bool Teardown(std::vector<std::string> dirs, int version, int timeout_ms) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  int pause_us = 200;
-  while (true) {
-    for (size_t i = dirs.size(); i-- > 0;) {
-      if (rmdir(dirs[i].c_str()) == 0 || errno == ENOENT) {
-        dirs.erase(dirs.begin() + static_cast<long>(i));
-      } else {
-        KillDir(dirs[i], version);
-      }
-    }
-    if (dirs.empty()) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
-    pause_us = std::min(pause_us * 2, 50000);
-  }
+// The supervisor's teardown, with cgroup_reaper.cc's function (the reaper's own).
+bool Teardown(const std::vector<std::string>& dirs, int version, int timeout_ms) {
+  const char* d[kMaxCgroupDirs];
+  if (dirs.size() > kMaxCgroupDirs) return false;
+  for (size_t i = 0; i < dirs.size(); ++i) d[i] = dirs[i].c_str();
+  return TeardownCgroupDirs(version, d, static_cast<int>(dirs.size()), timeout_ms);
 }
 
 // Removes empty cgroups left by supervisors that died together with their reaper.
@@ -302,7 +269,7 @@ Status Cgroup::Attach(pid_t pid) {
 }
 
 void Cgroup::KillAll() {
-  for (const std::string& dir : paths_) KillDir(dir, version_);
+  for (const std::string& dir : paths_) KillCgroupDir(version_, dir.c_str());
 }
 
 CgroupUsage Cgroup::ReadUsage() const {

@@ -46,7 +46,7 @@ inline long Sys(long n, long a = 0, long b = 0, long c = 0, long d = 0) {
 }
 #endif
 
-constexpr int kMaxDirs = 4;
+constexpr int kMaxDirs = kMaxCgroupDirs;
 constexpr size_t kStackSize = 64 << 10;
 
 // Everything the reaper reads, beside its stack in one mapping: the supervisor writes it before
@@ -88,9 +88,58 @@ bool JoinPath(char (&out)[PATH_MAX], const char* dir, const char* leaf) {
   return true;
 }
 
-// SIGKILL to everything in the directory: cgroup.kill (v2, Linux 5.14) kills the subtree at
-// once, processes forking included; otherwise each pid cgroup.procs lists.
-void KillInside(int version, const char* dir) {
+int ReaperMain(void* arg) {
+  const ReaperArgs& a = *static_cast<const ReaperArgs*>(arg);
+  // Outlives the supervisor on purpose: its own session, every signal blocked (by the
+  // supervisor around the clone), and no inherited descriptors but its three (it must not hold
+  // the caller's pipes open): the pipe, the pidfd and the kept descriptor as 3, 4 and 5, the
+  // standard ones on /dev/null.
+  Sys(SYS_setsid);
+  Sys(SYS_prctl, PR_SET_NAME, L("ward-cgroup-reaper"));
+  long pipe_fd = Sys(SYS_fcntl, a.done_fd, F_DUPFD, 10);
+  long pidfd = a.pidfd >= 0 ? Sys(SYS_fcntl, a.pidfd, F_DUPFD, 10) : -1;
+  long kept = a.keep_fd >= 0 ? Sys(SYS_fcntl, a.keep_fd, F_DUPFD, 10) : -1;
+  if (pipe_fd < 0 || Sys(SYS_dup2, pipe_fd, 3) != 3) Exit();
+  if (pidfd >= 0 && Sys(SYS_dup2, pidfd, 4) != 4) Exit();
+  if (kept >= 0 && Sys(SYS_dup2, kept, 5) != 5) Exit();
+  if (pidfd < 0) Sys(SYS_close, 4);
+  if (kept < 0) Sys(SYS_close, 5);
+  Sys(SYS_close_range, 6, UINT_MAX, 0);
+  long null = Sys(SYS_openat, AT_FDCWD, L("/dev/null"), O_RDWR | O_CLOEXEC);
+  for (int fd = 0; fd < 3; ++fd) {
+    if (null < 0) {
+      Sys(SYS_close, fd);
+    } else if (null != fd) {
+      Sys(SYS_dup2, null, fd);
+    }
+  }
+  if (null > 2) Sys(SYS_close, null);
+
+  struct pollfd pfds[2] = {{3, POLLIN, 0}, {pidfd >= 0 ? 4 : -1, POLLIN, 0}};
+  while (Sys(SYS_poll, L(pfds), 2, -1) == -EINTR) {
+  }
+  // "done" may be in the pipe even when the supervisor has exited since.
+  Sys(SYS_fcntl, 3, F_SETFL, O_NONBLOCK);
+  char b = 0;
+  if (Sys(SYS_read, 3, L(&b), 1) == 1 && b == 'd') Exit();  // the supervisor tore it down
+  const char* dirs[kMaxDirs];
+  for (int i = 0; i < a.ndirs; ++i) dirs[i] = a.dirs[i];
+  TeardownCgroupDirs(a.version, dirs, a.ndirs, a.timeout_ms);
+  Exit();
+}
+
+struct Reaper {
+  pid_t pid;
+  void* mem;  // its stack and arguments; null when it is a fork (its copy is its own)
+  size_t size;
+  bool retired;
+};
+std::mutex reapers_mu;
+std::vector<Reaper> reapers;
+
+}  // namespace
+
+void KillCgroupDir(int version, const char* dir) {
   char path[PATH_MAX];
   if (version == 2 && JoinPath(path, dir, "cgroup.kill")) {
     long fd = Sys(SYS_openat, AT_FDCWD, L(path), O_WRONLY | O_CLOEXEC);
@@ -128,78 +177,30 @@ void KillInside(int version, const char* dir) {
   Sys(SYS_close, fd);
 }
 
-// Kills and removes every directory, the last first, until all are gone or time is up.
-void Teardown(const ReaperArgs& a) {
-  const int64_t deadline = NowMs() + a.timeout_ms;
+bool TeardownCgroupDirs(int version, const char* const* dirs, int n, int timeout_ms) {
+  if (n < 0 || n > kMaxDirs) return false;
+  const int64_t deadline = NowMs() + timeout_ms;
   bool gone[kMaxDirs] = {};
   long pause_us = 200;
   while (true) {
     int left = 0;
-    for (int i = a.ndirs; i-- > 0;) {
+    for (int i = n; i-- > 0;) {
       if (gone[i]) continue;
-      long r = Sys(SYS_rmdir, L(a.dirs[i]));
+      long r = Sys(SYS_rmdir, L(dirs[i]));
       if (r == 0 || r == -ENOENT) {
         gone[i] = true;
       } else {
-        KillInside(a.version, a.dirs[i]);
+        KillCgroupDir(version, dirs[i]);
         ++left;
       }
     }
-    if (left == 0 || NowMs() >= deadline) return;
+    if (left == 0) return true;
+    if (NowMs() >= deadline) return false;
     struct timespec ts = {0, pause_us * 1000};
     Sys(SYS_nanosleep, L(&ts), 0);
     pause_us = pause_us * 2 < 50000 ? pause_us * 2 : 50000;
   }
 }
-
-int ReaperMain(void* arg) {
-  const ReaperArgs& a = *static_cast<const ReaperArgs*>(arg);
-  // Outlives the supervisor on purpose: its own session, every signal blocked (by the
-  // supervisor around the clone), and no inherited descriptors but its three (it must not hold
-  // the caller's pipes open): the pipe, the pidfd and the kept descriptor as 3, 4 and 5, the
-  // standard ones on /dev/null.
-  Sys(SYS_setsid);
-  Sys(SYS_prctl, PR_SET_NAME, L("ward-cgroup-reaper"));
-  long pipe_fd = Sys(SYS_fcntl, a.done_fd, F_DUPFD, 10);
-  long pidfd = a.pidfd >= 0 ? Sys(SYS_fcntl, a.pidfd, F_DUPFD, 10) : -1;
-  long kept = a.keep_fd >= 0 ? Sys(SYS_fcntl, a.keep_fd, F_DUPFD, 10) : -1;
-  if (pipe_fd < 0 || Sys(SYS_dup2, pipe_fd, 3) != 3) Exit();
-  if (pidfd >= 0 && Sys(SYS_dup2, pidfd, 4) != 4) Exit();
-  if (kept >= 0 && Sys(SYS_dup2, kept, 5) != 5) Exit();
-  if (pidfd < 0) Sys(SYS_close, 4);
-  if (kept < 0) Sys(SYS_close, 5);
-  Sys(SYS_close_range, 6, UINT_MAX, 0);
-  long null = Sys(SYS_openat, AT_FDCWD, L("/dev/null"), O_RDWR | O_CLOEXEC);
-  for (int fd = 0; fd < 3; ++fd) {
-    if (null < 0) {
-      Sys(SYS_close, fd);
-    } else if (null != fd) {
-      Sys(SYS_dup2, null, fd);
-    }
-  }
-  if (null > 2) Sys(SYS_close, null);
-
-  struct pollfd pfds[2] = {{3, POLLIN, 0}, {pidfd >= 0 ? 4 : -1, POLLIN, 0}};
-  while (Sys(SYS_poll, L(pfds), 2, -1) == -EINTR) {
-  }
-  // "done" may be in the pipe even when the supervisor has exited since.
-  Sys(SYS_fcntl, 3, F_SETFL, O_NONBLOCK);
-  char b = 0;
-  if (Sys(SYS_read, 3, L(&b), 1) == 1 && b == 'd') Exit();  // the supervisor tore it down
-  Teardown(a);
-  Exit();
-}
-
-struct Reaper {
-  pid_t pid;
-  void* mem;  // its stack and arguments; null when it is a fork (its copy is its own)
-  size_t size;
-  bool retired;
-};
-std::mutex reapers_mu;
-std::vector<Reaper> reapers;
-
-}  // namespace
 
 pid_t SpawnCgroupReaper(const CgroupReaperSpec& spec) {
   if (spec.dirs.empty() || spec.dirs.size() > kMaxDirs || spec.done_fd < 0) {

@@ -9,9 +9,13 @@
 
 namespace ward::enforce {
 
+// A run has one cgroup directory per controller hierarchy it uses (v1: memory, pids, cpu).
+inline constexpr int kMaxCgroupDirs = 4;
+
 struct CgroupReaperSpec {
-  int version = 0;                // 1 or 2
-  std::vector<std::string> dirs;  // the run's directories, removed last first; at most 4
+  int version = 0;  // 1 or 2
+  std::vector<std::string>
+      dirs;          // the run's directories, removed last first; at most kMaxCgroupDirs
   int done_fd = -1;  // read end of the supervisor's pipe: 'd' = torn down, EOF = on its own
   int supervisor_pidfd = -1;  // readable once the supervisor has exited; -1 for none
   int keep_fd = -1;           // held until the reaper exits; -1 for none
@@ -28,6 +32,15 @@ struct CgroupReaperSpec {
 // shared memory stays mapped while it runs). Under AddressSanitizer, and off x86-64, it is a
 // fork running the same code.
 pid_t SpawnCgroupReaper(const CgroupReaperSpec& spec);
+
+// SIGKILL to everything in one of a run's cgroup directories: cgroup.kill (v2, Linux 5.14)
+// kills the subtree at once, processes forking included; otherwise each pid of cgroup.procs.
+void KillCgroupDir(int version, const char* dir);
+
+// Kills and removes `n` (at most kMaxCgroupDirs) directories, the last first, until all are gone or
+// `timeout_ms` has passed; true when all are gone. The supervisor's teardown and the reaper's
+// are this one function: it makes only raw system calls, as the reaper must.
+bool TeardownCgroupDirs(int version, const char* const* dirs, int n, int timeout_ms);
 
 // Hands over a reaper that was told to exit, or left to carry on alone: it is reaped, and its
 // stack and arguments unmapped, by a later ReapRetiredCgroupReapers once it has exited.
