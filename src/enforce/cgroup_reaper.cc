@@ -46,7 +46,6 @@ inline long Sys(long n, long a = 0, long b = 0, long c = 0, long d = 0) {
 }
 #endif
 
-constexpr int kMaxDirs = kMaxCgroupDirs;
 constexpr size_t kStackSize = 64 << 10;
 
 // Everything the reaper reads, beside its stack in one mapping: the supervisor writes it before
@@ -56,7 +55,7 @@ struct ReaperArgs {
   int ndirs;
   int done_fd, pidfd, keep_fd;
   int timeout_ms;
-  char dirs[kMaxDirs][PATH_MAX];  // only the strings' own bytes are ever touched
+  char dirs[kMaxCgroupDirs][PATH_MAX];  // only the strings' own bytes are ever touched
 };
 
 long L(const void* p) { return reinterpret_cast<long>(p); }
@@ -122,7 +121,7 @@ int ReaperMain(void* arg) {
   Sys(SYS_fcntl, 3, F_SETFL, O_NONBLOCK);
   char b = 0;
   if (Sys(SYS_read, 3, L(&b), 1) == 1 && b == 'd') Exit();  // the supervisor tore it down
-  const char* dirs[kMaxDirs];
+  const char* dirs[kMaxCgroupDirs];
   for (int i = 0; i < a.ndirs; ++i) dirs[i] = a.dirs[i];
   TeardownCgroupDirs(a.version, dirs, a.ndirs, a.timeout_ms);
   Exit();
@@ -178,9 +177,9 @@ void KillCgroupDir(int version, const char* dir) {
 }
 
 bool TeardownCgroupDirs(int version, const char* const* dirs, int n, int timeout_ms) {
-  if (n < 0 || n > kMaxDirs) return false;
+  if (n < 0 || n > kMaxCgroupDirs) return false;
   const int64_t deadline = NowMs() + timeout_ms;
-  bool gone[kMaxDirs] = {};
+  bool gone[kMaxCgroupDirs] = {};
   long pause_us = 200;
   while (true) {
     int left = 0;
@@ -203,7 +202,7 @@ bool TeardownCgroupDirs(int version, const char* const* dirs, int n, int timeout
 }
 
 pid_t SpawnCgroupReaper(const CgroupReaperSpec& spec) {
-  if (spec.dirs.empty() || spec.dirs.size() > kMaxDirs || spec.done_fd < 0) {
+  if (spec.dirs.empty() || spec.dirs.size() > kMaxCgroupDirs || spec.done_fd < 0) {
     errno = EINVAL;
     return -1;
   }

@@ -14,8 +14,8 @@ inline constexpr int kMaxCgroupDirs = 4;
 
 struct CgroupReaperSpec {
   int version = 0;  // 1 or 2
-  std::vector<std::string>
-      dirs;          // the run's directories, removed last first; at most kMaxCgroupDirs
+  // The run's directories, removed last first; at most kMaxCgroupDirs.
+  std::vector<std::string> dirs;
   int done_fd = -1;  // read end of the supervisor's pipe: 'd' = torn down, EOF = on its own
   int supervisor_pidfd = -1;  // readable once the supervisor has exited; -1 for none
   int keep_fd = -1;           // held until the reaper exits; -1 for none
