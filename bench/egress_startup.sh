@@ -4,6 +4,8 @@
 # (no egress at all), in one hyperfine run. Prints the ratio.
 #   bench/egress_startup.sh [WARD] [RUNS]      env: RUN_AS=<uid> (run unprivileged)
 set -eu
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 WARD=${1:-build/bin/ward}
 RUNS=${2:-40}
 WARD=$(cd "$(dirname "$WARD")" && pwd)/$(basename "$WARD")
@@ -15,8 +17,8 @@ mkdir -p "$dir/ws" "$dir/home"
 pre=""
 if [ -n "${RUN_AS:-}" ]; then
   chown "$RUN_AS" "$dir" "$dir/ws" "$dir/home"
-  pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups env HOME=$dir/home"
-  cp "$WARD" "$dir/ward"; chmod 755 "$dir/ward"; WARD=$dir/ward
+  pre="$(as_user "$RUN_AS") env HOME=$dir/home"
+  stage_ward "$dir"
 fi
 cd "$dir/ws"
 out=$dir/result.json

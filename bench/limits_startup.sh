@@ -6,6 +6,8 @@
 # cgroup; unprivileged (RUN_AS) they are rlimits.
 #   bench/limits_startup.sh [WARD] [RUNS]      env: RUN_AS=<user> (run unprivileged)
 set -eu
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 WARD=${1:-build/bin/ward}
 RUNS=${2:-60}
 WARD=$(cd "$(dirname "$WARD")" && pwd)/$(basename "$WARD")
@@ -16,8 +18,8 @@ chmod 755 "$dir"
 pre=""
 if [ -n "${RUN_AS:-}" ]; then
   chown "$RUN_AS" "$dir"
-  pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups env HOME=$dir/home"
-  cp "$WARD" "$dir/ward"; chmod 755 "$dir/ward"; WARD=$dir/ward
+  pre="$(as_user "$RUN_AS") env HOME=$dir/home"
+  stage_ward "$dir"
 fi
 mkdir -p "$dir/ws" "$dir/home"
 [ -n "${RUN_AS:-}" ] && chown "$RUN_AS" "$dir/ws" "$dir/home"

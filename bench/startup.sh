@@ -9,6 +9,8 @@
 #   bench/startup.sh [WARD] [RUNS]      env: PEERS=/tmp/peers RUN_AS=<uid> (run unprivileged)
 #                                            ROUNDS=5
 set -eu
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 WARD=${1:-build/bin/ward}
 RUNS=${2:-40}
 WARD=$(cd "$(dirname "$WARD")" && pwd)/$(basename "$WARD")
@@ -23,9 +25,9 @@ mkdir -p "$dir/ws" "$dir/home"
 pre=""
 if [ -n "${RUN_AS:-}" ]; then
   chown "$RUN_AS" "$dir" "$dir/ws" "$dir/home"
-  pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups env HOME=$dir/home XDG_STATE_HOME=$dir/home/.local/state"
+  pre="$(as_user "$RUN_AS") env HOME=$dir/home XDG_STATE_HOME=$dir/home/.local/state"
   # The binary must be reachable by that user.
-  cp "$WARD" "$dir/ward"; chmod 755 "$dir/ward"; WARD=$dir/ward
+  stage_ward "$dir"
 fi
 cd "$dir/ws"
 ROUNDS=${ROUNDS:-5}

@@ -7,6 +7,8 @@
 #   bench/startup_ab.sh NEW_WARD [OLD_WARD] [N]      env: RUN_AS=<uid> (run unprivileged)
 # Prints the medians, then NEW/bwrap and, with OLD_WARD, NEW/OLD and OLD/bwrap.
 set -eu
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 NEW=${1:?usage: bench/startup_ab.sh NEW_WARD [OLD_WARD] [N]}
 OLD=${2:-}
 N=${3:-200}
@@ -31,7 +33,7 @@ chmod 755 "$dir"/ward-* "$dir/interleave"
 pre=""
 if [ -n "${RUN_AS:-}" ]; then
   chown "$RUN_AS" "$dir/ws" "$dir/home"
-  pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups env HOME=$dir/home XDG_STATE_HOME=$dir/home/.local/state"
+  pre="$(as_user "$RUN_AS") env HOME=$dir/home XDG_STATE_HOME=$dir/home/.local/state"
 fi
 cd "$dir/ws"
 # shellcheck disable=SC2086

@@ -15,6 +15,8 @@
 #   bench/syscall_heavy.sh [WARD] [RUNS]      env: LOOPS, RUN_AS=<uid> (run unprivileged),
 #                                                  INTERLEAVE=1
 set -eu
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 WARD=${1:-build/bin/ward}
 RUNS=${2:-15}
 WARD=$(cd "$(dirname "$WARD")" && pwd)/$(basename "$WARD")
@@ -54,8 +56,8 @@ if [ -n "${RUN_AS:-}" ]; then
   gid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS")
   chown -R "$RUN_AS:$gid" "$dir"
   chmod 755 "$dir"
-  pre="setpriv --reuid=$RUN_AS --regid=$gid --clear-groups env HOME=$dir/home"
-  cp "$WARD" "$dir/ward"; chmod 755 "$dir/ward"; WARD=$dir/ward
+  pre="$(as_user "$RUN_AS") env HOME=$dir/home"
+  stage_ward "$dir"
 fi
 set -- -n find-bare "sh -c '$FIND'" \
        -n find-ward "$WARD run --no-audit -- sh -c '$FIND'" \

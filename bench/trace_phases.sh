@@ -8,6 +8,8 @@
 # read by a busy process would slow the marks down.
 #   bench/trace_phases.sh [WARD] [N]      env: RUN_AS=<uid> (run unprivileged)
 set -eu
+# shellcheck source=bench/lib.sh
+. "$(dirname "$0")/lib.sh"
 WARD=${1:-build/bin/ward}
 N=${2:-40}
 case $N in '' | *[!0-9]*) echo "N must be a number of runs, got '$N'" >&2; exit 2 ;; esac
@@ -16,12 +18,11 @@ dir=$(mktemp -d /tmp/ward-bench.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 chmod 755 "$dir"
 mkdir -p "$dir/ws" "$dir/home"
-cp "$WARD" "$dir/ward"
-chmod 755 "$dir/ward"
+stage_ward "$dir"
 pre=""
 if [ -n "${RUN_AS:-}" ]; then
   chown "$RUN_AS" "$dir/ws" "$dir/home"
-  pre="setpriv --reuid=$RUN_AS --regid=$(id -g "$RUN_AS" 2>/dev/null || echo "$RUN_AS") --clear-groups"
+  pre=$(as_user "$RUN_AS")
 fi
 cd "$dir/ws"
 i=0
