@@ -42,15 +42,20 @@ int main(int argc, char** argv) {
   // tables and tears them down again, and each page the supervisor writes after the clone is a
   // copy-on-write fault. The supervisor's threads allocate little; they share the main heap.
   if (run) mallopt(M_ARENA_MAX, 1);
+  // Sandbox init is cloned now, while this process is small and single-threaded; its first
+  // wakeup overlaps with the parsing and planning below (enforce/launcher.h).
+  if (run) ward::enforce::PrecloneSandboxInit();
   ward::cli::AddRunCommand(app, &exit_code, /*probe_now=*/run);
   if (!run) AddOtherCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    ward::enforce::DiscardPreclonedInit();
     int rc = app.exit(e);
     // Usage errors of `ward run` are setup failures of ward itself: 125, like env(1) uses 125.
     return rc == 0 ? 0 : 125;
   }
+  ward::enforce::DiscardPreclonedInit();  // when the run was refused before it took init
   ward::TraceMark("exit");
   return exit_code;
 }

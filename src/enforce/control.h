@@ -30,6 +30,8 @@ enum class MsgType : uint32_t {
   kNetns,       // supervisor -> init: the sandbox's network namespace (see StartSandboxNet)
   kCgroupJoin,  // supervisor -> init: a v1 "tasks" file of the run's cgroup to write "0" to;
                 // `value` more follow (see SendCgroupJoin)
+  kMapped,      // init -> supervisor: init wrote its own id maps (unprivileged; see
+                // CloneSandboxInit)
 };
 
 enum class FdKind : uint32_t {

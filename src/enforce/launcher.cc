@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/magic.h>
 #include <linux/sched.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -16,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -23,6 +25,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,7 @@
 #include "enforce/mount.h"
 #include "enforce/ns/net.h"
 #include "enforce/ns/user.h"
+#include "enforce/plan_wire.h"
 #include "enforce/seccomp.h"
 
 namespace ward::enforce {
@@ -286,8 +290,28 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
   return true;
 }
 
-// Sandbox init: pid 1 of the new namespaces. Never returns.
-[[noreturn]] void InitMain(const LaunchPlan& plan, int ctl, int kick, const cpu_set_t* cpus) {
+// The plan attached to the go message (see StartSandbox): a memfd of `go.value` bytes.
+Status ReceivePlan(const ControlMsg& go, int fd, LaunchPlan* plan, InitLaunch* launch) {
+  if (fd < 0 || go.value <= 0 || static_cast<size_t>(go.value) > kMaxInitPlanBytes) {
+    return InvalidArgument("no launch plan with the go message");
+  }
+  std::string blob(static_cast<size_t>(go.value), '\0');
+  if (pread(fd, blob.data(), blob.size(), 0) != static_cast<ssize_t>(blob.size())) {
+    return Errno("reading the launch plan");
+  }
+  return DecodeInitPlan(blob, plan, launch);
+}
+
+// The ids an unprivileged init maps for itself, before anything else.
+struct OwnIds {
+  uid_t uid;
+  gid_t gid;
+};
+
+// Sandbox init: pid 1 of the new namespaces. Writes its own id maps when `own_ids` is given
+// (nullptr: the supervisor wrote them), then waits for its plan with the go message. Never
+// returns.
+[[noreturn]] void InitMain(int ctl, int kick, const cpu_set_t* cpus, const OwnIds* own_ids) {
   // Keep only 0, 1, 2, the control socket and the kick eventfd.
   const int lo = ctl < kick ? ctl : kick, hi = ctl < kick ? kick : ctl;
   if (lo > 3) sys::CloseRange(3, lo - 1, 0);
@@ -295,14 +319,43 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
   sys::CloseRange(hi + 1, UINT_MAX, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   WipeProcessArgs("ward-init");
+  if (own_ids) {
+    const char* failed = "";
+    if (int rc = WriteOwnIdMaps(own_ids->uid, own_ids->gid, &failed); rc != 0) {
+      ChildError err;
+      err.Set("id maps", -rc, failed);
+      ReportAndExit(ctl, err);
+    }
+    ControlMsg mapped;
+    mapped.type = MsgType::kMapped;
+    SendControl(ctl, mapped);
+    TraceMark("init: id maps written");
+  }
 
   ControlMsg go;
-  UniqueFd unused;
-  if (AwaitControl(ctl, kick, &go, &unused) != 1 || go.type != MsgType::kGo) _exit(125);
+  UniqueFd plan_fd;
+  if (AwaitControl(ctl, kick, &go, &plan_fd) != 1 || go.type != MsgType::kGo) _exit(125);
   TraceMark("init: go");
-  // Every CPU the supervisor may use again (StartSandbox kept init off the supervisor's CPU
+  // Every CPU the supervisor may use again (CloneSandboxInit kept init off the supervisor's CPU
   // until now); the command inherits this.
   if (cpus) sched_setaffinity(0, sizeof *cpus, cpus);
+  ChildError err;
+  LaunchPlan plan;
+  {
+    InitLaunch launch;
+    Status got = ReceivePlan(go, plan_fd.get(), &plan, &launch);
+    plan_fd.reset();
+    if (!got.ok()) {
+      err.Set("plan", got.err() ? got.err() : EPROTO, got.message().c_str());
+      ReportAndExit(ctl, err);
+    }
+    // Moved into the run's cgroup after the clone: a cgroup namespace rooted there.
+    if (launch.unshare_cgroup_ns && unshare(CLONE_NEWCGROUP) != 0) {
+      err.Set("cgroup", errno, "entering a cgroup namespace");
+      ReportAndExit(ctl, err);
+    }
+  }
+  TraceMark("init: plan received");
 
   // Brokered credentials: the environment with the phantoms and the CA bundle, made by the
   // supervisor after the clone (their secrets were never in this process's memory).
@@ -317,7 +370,6 @@ bool ReceiveLateSetup(const LaunchPlan& plan, int ctl, int kick, MountSpec* moun
     TraceMark("init: late setup received");
   }
 
-  ChildError err;
   // The raw syscall: glibc's wrapper would try to broadcast to threads this clone does not have.
   if (plan.privileged && syscall(SYS_setgroups, 0, nullptr) != 0) {
     err.Set("setgroups", errno);
@@ -588,9 +640,21 @@ int Kick(const Sandbox& sb) {
   return n == static_cast<ssize_t>(sizeof one) ? 0 : -(n < 0 ? errno : EIO);
 }
 
+// Kills and reaps an init that has not been told to go.
+void KillInit(Sandbox* sb) {
+  if (sb->pid <= 0) return;
+  sys::PidfdSendSignal(sb->pidfd.get(), SIGKILL, nullptr, 0);
+  while (waitpid(sb->pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  sb->pid = -1;
+}
+
+// `ward run`'s init, cloned first thing (PrecloneSandboxInit) and taken by StartSandbox.
+std::optional<Sandbox> g_precloned;
+
 }  // namespace
 
-Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
+Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, Cgroup* cgroup) {
   if (cgroup && cgroup->version() != 2) {
     return InvalidArgument("only a v2 cgroup is joined at the clone (v1: SendCgroupJoin)");
   }
@@ -617,7 +681,7 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   }
   long pid = sys::Clone3(&args);
   if (pid < 0 && (args.flags & CLONE_INTO_CGROUP) && (errno == EINVAL || errno == E2BIG)) {
-    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);  // older kernel: attach below
+    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);  // older kernel: attached at launch
     args.cgroup = 0;
     pid = sys::Clone3(&args);
   }
@@ -625,9 +689,14 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
     int e = errno;
     return ErrnoError("creating namespaces (clone3 with user, mount, pid, ipc, uts, cgroup)", e);
   }
+  // Unprivileged, init writes its own id maps: the supervisor goes on meanwhile (LaunchSandbox
+  // waits for init's word). As root, the maps (with setgroups allowed, so that init can drop the
+  // supplementary groups) need the supervisor's capabilities.
+  const OwnIds own_ids = {uid, gid};
   if (pid == 0) {
     parent_end.reset();
-    InitMain(plan, child_end.release(), kick.get(), cpus.has_others ? &cpus.allowed : nullptr);
+    InitMain(child_end.release(), kick.get(), cpus.has_others ? &cpus.allowed : nullptr,
+             privileged ? nullptr : &own_ids);
   }
   if (cpus.has_others) {
     // Init builds the root while the supervisor compiles the filter and opens the audit trail:
@@ -637,32 +706,121 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   Sandbox sb;
   sb.pid = static_cast<pid_t>(pid);
   sb.pidfd.reset(pidfd);
+  sb.uid = uid;
+  sb.gid = gid;
+  sb.privileged = privileged;
+  sb.in_cgroup = (args.flags & CLONE_INTO_CGROUP) != 0;
   child_end.reset();
-  if (cgroup && !(args.flags & CLONE_INTO_CGROUP)) {
-    // Init waits for kGo before doing anything, so it cannot fork before it is inside.
-    Status joined = cgroup->Attach(sb.pid);
-    if (!joined.ok()) {
-      sys::PidfdSendSignal(sb.pidfd.get(), SIGKILL, nullptr, 0);
-      waitpid(sb.pid, nullptr, 0);
-      return std::move(joined).With("moving sandbox init into its cgroup");
+  sb.control = std::move(parent_end);
+  sb.kick = std::move(kick);
+  sb.maps_pending = !privileged;
+  if (privileged) {
+    Status st = WriteIdMaps(sb.pid, uid, gid, privileged);
+    if (!st.ok()) {
+      KillInit(&sb);
+      return std::move(st).With("writing user namespace id maps");
     }
   }
-  Status st = WriteIdMaps(sb.pid, plan.uid, plan.gid, plan.privileged);
-  if (!st.ok()) {
-    sys::PidfdSendSignal(sb.pidfd.get(), SIGKILL, nullptr, 0);
-    waitpid(sb.pid, nullptr, 0);
-    return std::move(st).With("writing user namespace id maps");
+  return sb;
+}
+
+Status LaunchSandbox(Sandbox* sb, const LaunchPlan& plan, Cgroup* cgroup) {
+  auto fail = [sb](Status st) {
+    KillInit(sb);
+    return st;
+  };
+  if (plan.uid != sb->uid || plan.gid != sb->gid || plan.privileged != sb->privileged) {
+    return fail(InvalidArgument("sandbox init's id maps do not match the plan's ids"));
+  }
+  if (cgroup && cgroup->version() != 2) {
+    return fail(InvalidArgument("only a v2 cgroup is joined at the launch (v1: SendCgroupJoin)"));
+  }
+  if (sb->maps_pending) {
+    // Init's word that it mapped its ids, sent at its first run (normally long done by now).
+    ControlMsg m;
+    UniqueFd none;
+    int r;
+    do {
+      r = RecvControl(sb->control.get(), &m, &none);
+    } while (r == -EINTR);
+    if (r == 1 && m.type == MsgType::kSetupError) {
+      return fail(Error(Code::kInternal, "sandbox init: " + DescribeChildError(m.error)));
+    }
+    if (r == 0) return fail(Error(Code::kInternal, "sandbox init exited before its setup"));
+    if (r != 1 || m.type != MsgType::kMapped) {
+      return fail(ErrnoError("sandbox init: waiting for its id maps", r < 0 ? -r : EPROTO));
+    }
+    sb->maps_pending = false;
+  }
+  InitLaunch launch;
+  if (cgroup && !sb->in_cgroup) {
+    // Init waits for kGo before doing anything, so it cannot fork before it is inside.
+    Status joined = cgroup->Attach(sb->pid);
+    if (!joined.ok()) return fail(std::move(joined).With("moving sandbox init into its cgroup"));
+    launch.unshare_cgroup_ns = true;
+  }
+  const std::string blob = EncodeInitPlan(plan, launch);
+  if (blob.size() > kMaxInitPlanBytes) {
+    return fail(InvalidArgument("the launch plan is too large (" + std::to_string(blob.size()) +
+                                " bytes)"));
+  }
+  UniqueFd fd(memfd_create("ward-plan", MFD_CLOEXEC));
+  if (!fd) return fail(Errno("memfd_create"));
+  for (size_t off = 0; off < blob.size();) {
+    ssize_t n = write(fd.get(), blob.data() + off, blob.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(Errno("writing the launch plan"));
+    off += static_cast<size_t>(n);
   }
   ControlMsg go;
   go.type = MsgType::kGo;
-  sb.control = std::move(parent_end);
-  sb.kick = std::move(kick);
-  if (int rc = SendControl(sb.control.get(), go); rc != 0 || (rc = Kick(sb)) != 0) {
-    sys::PidfdSendSignal(sb.pidfd.get(), SIGKILL, nullptr, 0);
-    waitpid(sb.pid, nullptr, 0);
-    return ErrnoError("starting sandbox init", -rc);
+  go.value = static_cast<int32_t>(blob.size());
+  if (int rc = SendControl(sb->control.get(), go, fd.get()); rc != 0 || (rc = Kick(*sb)) != 0) {
+    return fail(ErrnoError("starting sandbox init", -rc));
   }
-  return sb;
+  return Ok();
+}
+
+void PrecloneSandboxInit() {
+  if (g_precloned) return;
+  // As root on a cgroup2-only host the run's cgroup is a v2 one, made before the clone so that
+  // init is born in it (StartSandbox): an init cloned now would only be discarded.
+  struct statfs fs;
+  if (geteuid() == 0 && statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) {
+    return;
+  }
+  Result<Sandbox> sb = CloneSandboxInit(getuid(), getgid(), geteuid() == 0);
+  // Not fatal: StartSandbox clones again and reports what fails then.
+  if (sb.ok()) g_precloned = std::move(sb).value();
+  TraceMark("init cloned");
+}
+
+void DiscardPreclonedInit() {
+  if (!g_precloned) return;
+  KillInit(&*g_precloned);
+  g_precloned.reset();
+}
+
+Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
+  std::optional<Sandbox> sb;
+  if (g_precloned) {
+    sb = std::move(g_precloned);
+    g_precloned.reset();
+    // A v2 cgroup: init is cloned into it instead (the caller discarded the pre-cloned one
+    // before making the cgroup; see DiscardPreclonedInit).
+    if (sb->uid != plan.uid || sb->gid != plan.gid || sb->privileged != plan.privileged || cgroup) {
+      KillInit(&*sb);
+      sb.reset();
+    }
+  }
+  if (!sb) {
+    Result<Sandbox> cloned = CloneSandboxInit(plan.uid, plan.gid, plan.privileged, cgroup);
+    if (!cloned.ok()) return cloned.status();
+    sb = std::move(cloned).value();
+  }
+  Status launched = LaunchSandbox(&*sb, plan, cgroup);
+  if (!launched.ok()) return launched;
+  return std::move(*sb);
 }
 
 Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan) {

@@ -37,15 +37,46 @@ struct Sandbox {
   // sender is about to sleep, and the supervisor is not (it goes on to compile the filter and
   // open the audit trail): init would wait for the supervisor's CPU while another sat idle.
   UniqueFd kick;
+  // The ids init's user namespace maps (CloneSandboxInit), and whether init was born in the
+  // run's cgroup (CLONE_INTO_CGROUP) or is still to be moved into it (LaunchSandbox).
+  uid_t uid = 0;
+  gid_t gid = 0;
+  bool privileged = false;
+  bool in_cgroup = false;
+  bool maps_pending = false;  // init maps its own ids (unprivileged) and has not said so yet
   // Listening sockets inside the sandbox's network namespace, for the supervisor to serve (the
   // proxy and the DNS stub; see StartSandboxNet).
   std::vector<std::pair<FdKind, UniqueFd>> egress_sockets;
 };
 
-// Clones sandbox init into new user, mount, pid, ipc, uts and cgroup namespaces, writes its id
-// maps and tells it to proceed. With a cgroup (v2 only), init is in it before it may proceed
-// (cloned into it, or moved on kernels before 5.7); a v1 cgroup is joined later (SendCgroupJoin).
-// The caller must be single-threaded.
+// Clones sandbox init into new user, mount, pid, ipc, uts and cgroup namespaces, with the ids
+// mapped to themselves (`privileged`: written from here, setgroups left for init to drop the
+// supplementary groups; otherwise init writes its own maps, setgroups denied).
+// Init then waits for its plan (LaunchSandbox), so it may be cloned before the plan exists. With
+// a v2 cgroup, init is born in it where the kernel can (5.7). The caller must be
+// single-threaded. A v1 cgroup is joined later (SendCgroupJoin).
+Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, Cgroup* cgroup = nullptr);
+
+// Sends init its plan and tells it to proceed. A v2 cgroup init was not born in is joined first
+// (init then enters a cgroup namespace rooted there). The plan's ids must be the ones init's maps
+// were written with. On an error init is killed and reaped.
+Status LaunchSandbox(Sandbox* sb, const LaunchPlan& plan, Cgroup* cgroup = nullptr);
+
+// `ward run` clones sandbox init first thing, before its command line is parsed: the clone of a
+// process that has done nothing yet is cheap, and init's first wakeup, which on a busy machine
+// can take a millisecond, passes while the supervisor parses, loads the policy and plans.
+// StartSandbox takes it. Best effort: when the clone fails here, StartSandbox clones again and
+// reports the failure. Not done as root on a cgroup2-only host (see DiscardPreclonedInit).
+// Call while single-threaded.
+void PrecloneSandboxInit();
+// Kills and reaps a pre-cloned init that no run took (a usage error, a refused run), and before
+// a v2 cgroup is made: init is then cloned into it, and a process left in the supervisor's
+// cgroup could keep the supervisor from making that cgroup a parent (v2 allows no processes in a
+// cgroup whose controllers are enabled for its children).
+void DiscardPreclonedInit();
+
+// CloneSandboxInit (or the pre-cloned init, when its ids are the plan's), then LaunchSandbox.
+// Unless init was pre-cloned, the caller must be single-threaded.
 Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup = nullptr);
 
 // The sandbox's network namespace, owned by init's user namespace, made from here while init

@@ -282,6 +282,7 @@ class Session {
       case enforce::MsgType::kLateSetup:
       case enforce::MsgType::kNetns:
       case enforce::MsgType::kCgroupJoin:
+      case enforce::MsgType::kMapped:  // taken by LaunchSandbox
         break;
     }
   }
@@ -756,6 +757,7 @@ Outcome Run(const RunRequest& req) {
   // cost the start-up some 0.3 ms.
   plan->cgroup_after_clone = plan->limits.cgroup.version == 1;
   if (plan->limits.cgroup.version != 0 && !plan->cgroup_after_clone) {
+    enforce::DiscardPreclonedInit();  // init is cloned into the v2 cgroup instead
     Status made = create_cgroup();
     if (!made.ok()) {
       out.kind = Outcome::Kind::kRefused;

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +56,40 @@ TEST_F(RunTest, RefusalIs125AndNamesTheProblem) {
   r = RunWard({"run", "-p", "no-such-profile", "--", "/bin/true"}, Defaults());
   EXPECT_EQ(r.status, 125);
   EXPECT_NE(r.err.find("no-such-profile"), std::string::npos) << r.err;
+}
+
+// Reaps the children this process (a subreaper) was given, for `ms` milliseconds: how many
+// there were.
+int ReapOrphans(int ms = 300) {
+  int n = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    while (waitpid(-1, nullptr, WNOHANG) > 0) ++n;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return n;
+}
+
+// `ward run` clones sandbox init before it parses its command line: a usage error or a refused
+// run kills and reaps it before ward exits, so that nothing of it outlives ward.
+TEST_F(RunTest, ARefusedRunLeavesNoSandboxInitBehind) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+  // Positive control: what a program leaves behind is re-parented to this process.
+  RunResult r = RunProgram({"/bin/sh", "-c", "sleep 0.1 >/dev/null 2>&1 & exit 0"});
+  ASSERT_EQ(r.status, 0);
+  EXPECT_EQ(ReapOrphans(), 1);
+  const std::vector<std::vector<std::string>> refused = {
+      {"run", "--no-such-option", "--", "/bin/true"},          // usage error
+      {"run", "-p", "no-such-profile", "--", "/bin/true"},     // before the supervisor
+      {"run", "-r", "/nonexistent/path", "--", "/bin/true"},   // refused by the planner
+      {"run", "-C", ws_ + "/no-such-dir", "--", "/bin/true"},  // no workdir
+  };
+  for (const auto& args : refused) {
+    r = RunWard(args, Defaults());
+    EXPECT_EQ(r.status, 125) << args[1] << ": " << r.err;
+    EXPECT_EQ(ReapOrphans(), 0) << args[1] << " left a process behind";
+  }
+  prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
 }
 
 TEST_F(RunTest, MalformedProfileIsRefusedWithFileAndLine) {

@@ -1,4 +1,5 @@
-// User namespace id maps, written by the parent for the child it cloned.
+// User namespace id maps: written by the parent for the child it cloned, or by an unprivileged
+// child for itself.
 #pragma once
 
 #include <sys/types.h>
@@ -12,5 +13,10 @@ namespace ward::enforce {
 // groups with setgroups(0, NULL); otherwise setgroups is denied, as the kernel requires for an
 // unprivileged single-id map.
 Status WriteIdMaps(pid_t pid, uid_t uid, gid_t gid, bool allow_setgroups);
+
+// The same maps written by the child itself, unprivileged (setgroups denied): a process may map
+// its own ids in a user namespace it owns. Child side, no allocation. Returns 0, or -errno with
+// *failed naming the file.
+int WriteOwnIdMaps(uid_t uid, gid_t gid, const char** failed);
 
 }  // namespace ward::enforce
