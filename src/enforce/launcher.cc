@@ -320,8 +320,8 @@ struct OwnIds {
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   WipeProcessArgs("ward-init");
   if (own_ids) {
-    const char* failed = "";
-    if (int rc = WriteOwnIdMaps(own_ids->uid, own_ids->gid, &failed); rc != 0) {
+    char failed[64] = "";
+    if (int rc = WriteOwnIdMaps(own_ids->uid, own_ids->gid, failed, sizeof failed); rc != 0) {
       ChildError err;
       err.Set("id maps", -rc, failed);
       ReportAndExit(ctl, err);
@@ -652,12 +652,10 @@ void KillInit(Sandbox* sb) {
 // `ward run`'s init, cloned first thing (PrecloneSandboxInit) and taken by StartSandbox.
 std::optional<Sandbox> g_precloned;
 
-}  // namespace
-
+// Clones init with its ids mapped (by init itself when unprivileged: see OwnIds); init then
+// waits for its plan (LaunchSandbox), so it may be cloned before the plan exists. `cgroup`: a
+// v2 cgroup to be born in. The caller must be single-threaded.
 Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, Cgroup* cgroup) {
-  if (cgroup && cgroup->version() != 2) {
-    return InvalidArgument("only a v2 cgroup is joined at the clone (v1: SendCgroupJoin)");
-  }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return Errno("socketpair");
@@ -724,17 +722,13 @@ Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, Cgroup* 
   return sb;
 }
 
+// Sends init its plan and tells it to proceed; a v2 cgroup init was not born in is joined
+// first. On an error init is killed and reaped.
 Status LaunchSandbox(Sandbox* sb, const LaunchPlan& plan, Cgroup* cgroup) {
   auto fail = [sb](Status st) {
     KillInit(sb);
     return st;
   };
-  if (plan.uid != sb->uid || plan.gid != sb->gid || plan.privileged != sb->privileged) {
-    return fail(InvalidArgument("sandbox init's id maps do not match the plan's ids"));
-  }
-  if (cgroup && cgroup->version() != 2) {
-    return fail(InvalidArgument("only a v2 cgroup is joined at the launch (v1: SendCgroupJoin)"));
-  }
   if (sb->maps_pending) {
     // Init's word that it mapped its ids, sent at its first run (normally long done by now).
     ControlMsg m;
@@ -781,6 +775,8 @@ Status LaunchSandbox(Sandbox* sb, const LaunchPlan& plan, Cgroup* cgroup) {
   return Ok();
 }
 
+}  // namespace
+
 void PrecloneSandboxInit() {
   if (g_precloned) return;
   // As root on a cgroup2-only host the run's cgroup is a v2 one, made before the clone so that
@@ -789,7 +785,7 @@ void PrecloneSandboxInit() {
   if (geteuid() == 0 && statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) {
     return;
   }
-  Result<Sandbox> sb = CloneSandboxInit(getuid(), getgid(), geteuid() == 0);
+  Result<Sandbox> sb = CloneSandboxInit(getuid(), getgid(), geteuid() == 0, nullptr);
   // Not fatal: StartSandbox clones again and reports what fails then.
   if (sb.ok()) g_precloned = std::move(sb).value();
   TraceMark("init cloned");
@@ -802,6 +798,9 @@ void DiscardPreclonedInit() {
 }
 
 Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
+  if (cgroup && cgroup->version() != 2) {
+    return InvalidArgument("only a v2 cgroup is joined at the clone (v1: SendCgroupJoin)");
+  }
   std::optional<Sandbox> sb;
   if (g_precloned) {
     sb = std::move(g_precloned);

@@ -37,8 +37,8 @@ struct Sandbox {
   // sender is about to sleep, and the supervisor is not (it goes on to compile the filter and
   // open the audit trail): init would wait for the supervisor's CPU while another sat idle.
   UniqueFd kick;
-  // The ids init's user namespace maps (CloneSandboxInit), and whether init was born in the
-  // run's cgroup (CLONE_INTO_CGROUP) or is still to be moved into it (LaunchSandbox).
+  // The ids init's user namespace maps, and whether init was born in the run's cgroup
+  // (CLONE_INTO_CGROUP) or is still to be moved into it (see StartSandbox).
   uid_t uid = 0;
   gid_t gid = 0;
   bool privileged = false;
@@ -48,19 +48,6 @@ struct Sandbox {
   // proxy and the DNS stub; see StartSandboxNet).
   std::vector<std::pair<FdKind, UniqueFd>> egress_sockets;
 };
-
-// Clones sandbox init into new user, mount, pid, ipc, uts and cgroup namespaces, with the ids
-// mapped to themselves (`privileged`: written from here, setgroups left for init to drop the
-// supplementary groups; otherwise init writes its own maps, setgroups denied).
-// Init then waits for its plan (LaunchSandbox), so it may be cloned before the plan exists. With
-// a v2 cgroup, init is born in it where the kernel can (5.7). The caller must be
-// single-threaded. A v1 cgroup is joined later (SendCgroupJoin).
-Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, Cgroup* cgroup = nullptr);
-
-// Sends init its plan and tells it to proceed. A v2 cgroup init was not born in is joined first
-// (init then enters a cgroup namespace rooted there). The plan's ids must be the ones init's maps
-// were written with. On an error init is killed and reaped.
-Status LaunchSandbox(Sandbox* sb, const LaunchPlan& plan, Cgroup* cgroup = nullptr);
 
 // `ward run` clones sandbox init first thing, before its command line is parsed: the clone of a
 // process that has done nothing yet is cheap, and init's first wakeup, which on a busy machine
@@ -75,8 +62,13 @@ void PrecloneSandboxInit();
 // cgroup whose controllers are enabled for its children).
 void DiscardPreclonedInit();
 
-// CloneSandboxInit (or the pre-cloned init, when its ids are the plan's), then LaunchSandbox.
-// Unless init was pre-cloned, the caller must be single-threaded.
+// Starts sandbox init in new user, mount, pid, ipc, uts and cgroup namespaces, the caller's ids
+// mapped to themselves (as root with setgroups allowed, so that init drops the supplementary
+// groups; otherwise init writes its own maps, setgroups denied), and sends it the plan. Takes
+// the pre-cloned init when its ids are the plan's and no v2 cgroup is given; otherwise clones
+// one, into the v2 cgroup where the kernel can (5.7; else it is moved there and enters a cgroup
+// namespace rooted there). A v1 cgroup is joined later (SendCgroupJoin). Unless init was
+// pre-cloned, the caller must be single-threaded.
 Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup = nullptr);
 
 // The sandbox's network namespace, owned by init's user namespace, made from here while init

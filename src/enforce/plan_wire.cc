@@ -23,9 +23,14 @@ class Writer {
     Raw<uint64_t>(s.size());
     out_ += s;
   }
-  void Strs(const std::vector<std::string>& v) {
+  // A count, then each element as `put` writes it.
+  template <typename T, typename Put>
+  void Vec(const std::vector<T>& v, Put put) {
     Raw<uint64_t>(v.size());
-    for (const std::string& s : v) Str(s);
+    for (const T& e : v) put(e);
+  }
+  void Strs(const std::vector<std::string>& v) {
+    Vec(v, [this](const std::string& s) { Str(s); });
   }
   std::string Take() { return std::move(out_); }
 
@@ -70,14 +75,19 @@ class Reader {
     *n = static_cast<size_t>(v);
     return true;
   }
-  bool Strs(const char* field, std::vector<std::string>* v) {
+  // What Writer::Vec wrote: a count (bounded as in Count), then each element as `get` reads it.
+  template <typename T, typename Get>
+  bool Vec(const char* field, size_t min_bytes, std::vector<T>* v, Get get) {
     size_t n = 0;
-    if (!Count(field, sizeof(uint64_t), &n)) return false;
+    if (!Count(field, min_bytes, &n)) return false;
     v->resize(n);
-    for (std::string& s : *v) {
-      if (!Str(field, &s)) return false;
+    for (T& e : *v) {
+      if (!get(e)) return false;
     }
     return true;
+  }
+  bool Strs(const char* field, std::vector<std::string>* v) {
+    return Vec(field, sizeof(uint64_t), v, [&](std::string& e) { return Str(field, &e); });
   }
   bool Fail(const char* field, const char* what) {
     if (error_.empty()) error_ = std::string(field) + ": " + what;
@@ -98,8 +108,7 @@ class Reader {
 };
 
 void PutMount(Writer& w, const MountSpec& m) {
-  w.Raw<uint64_t>(m.ops.size());
-  for (const MountOp& op : m.ops) {
+  w.Vec(m.ops, [&](const MountOp& op) {
     w.Raw<uint8_t>(static_cast<uint8_t>(op.kind));
     w.Str(op.source);
     w.Str(op.target);
@@ -109,149 +118,118 @@ void PutMount(Writer& w, const MountSpec& m) {
     w.Raw<uint32_t>(op.mode);
     w.Str(op.content);
     w.Str(op.why);
-  }
-  w.Raw<uint64_t>(m.masks.size());
-  for (const MaskOp& mask : m.masks) {
+  });
+  w.Vec(m.masks, [&](const MaskOp& mask) {
     w.Str(mask.target);
     w.Str(mask.why);
-  }
+  });
   w.Strs(m.protect.roots);
   w.Strs(m.protect.relpaths);
   w.Raw<int32_t>(m.protect.nested_repo_depth);
   w.Str(m.workdir);
   w.Str(m.hostname);
-  w.Raw<uint64_t>(m.sysctls.size());
-  for (const Sysctl& s : m.sysctls) {
-    w.Str(s.path);
-    w.Str(s.value);
-    w.Bool(s.optional);
-  }
+  w.Vec(m.sysctls, [&](const Sysctl& sysctl) {
+    w.Str(sysctl.path);
+    w.Str(sysctl.value);
+    w.Bool(sysctl.optional);
+  });
 }
 
 bool GetMount(Reader& r, MountSpec* m) {
-  size_t n = 0;
   // Each op takes at least its kind, four length words, two booleans, size and mode.
-  if (!r.Count("mount.ops", 1 + 4 * 8 + 2 + 8 + 4, &n)) return false;
-  m->ops.resize(n);
-  for (MountOp& op : m->ops) {
+  const bool ops = r.Vec("mount.ops", 1 + 4 * 8 + 2 + 8 + 4, &m->ops, [&](MountOp& op) {
     uint8_t kind = 0;
     if (!r.Raw("mount.ops.kind", &kind)) return false;
     if (kind > static_cast<uint8_t>(MountOp::Kind::kFile)) {
       return r.Fail("mount.ops.kind", "unknown kind");
     }
     op.kind = static_cast<MountOp::Kind>(kind);
-    if (!r.Str("mount.ops.source", &op.source) || !r.Str("mount.ops.target", &op.target) ||
-        !r.Bool("mount.ops.writable", &op.writable) || !r.Bool("mount.ops.is_dir", &op.is_dir) ||
-        !r.Raw("mount.ops.size", &op.size) || !r.Raw("mount.ops.mode", &op.mode) ||
-        !r.Str("mount.ops.content", &op.content) || !r.Str("mount.ops.why", &op.why)) {
-      return false;
-    }
-  }
-  if (!r.Count("mount.masks", 2 * 8, &n)) return false;
-  m->masks.resize(n);
-  for (MaskOp& mask : m->masks) {
-    if (!r.Str("mount.masks.target", &mask.target) || !r.Str("mount.masks.why", &mask.why)) {
-      return false;
-    }
-  }
+    return r.Str("mount.ops.source", &op.source) && r.Str("mount.ops.target", &op.target) &&
+           r.Bool("mount.ops.writable", &op.writable) && r.Bool("mount.ops.is_dir", &op.is_dir) &&
+           r.Raw("mount.ops.size", &op.size) && r.Raw("mount.ops.mode", &op.mode) &&
+           r.Str("mount.ops.content", &op.content) && r.Str("mount.ops.why", &op.why);
+  });
   int32_t depth = 0;
-  if (!r.Strs("mount.protect.roots", &m->protect.roots) ||
-      !r.Strs("mount.protect.relpaths", &m->protect.relpaths) ||
-      !r.Raw("mount.protect.nested_repo_depth", &depth)) {
-    return false;
-  }
+  const bool ok = ops &&
+                  r.Vec("mount.masks", 2 * 8, &m->masks,
+                        [&](MaskOp& mask) {
+                          return r.Str("mount.masks.target", &mask.target) &&
+                                 r.Str("mount.masks.why", &mask.why);
+                        }) &&
+                  r.Strs("mount.protect.roots", &m->protect.roots) &&
+                  r.Strs("mount.protect.relpaths", &m->protect.relpaths) &&
+                  r.Raw("mount.protect.nested_repo_depth", &depth) &&
+                  r.Str("mount.workdir", &m->workdir) && r.Str("mount.hostname", &m->hostname) &&
+                  r.Vec("mount.sysctls", 2 * 8 + 1, &m->sysctls, [&](Sysctl& sysctl) {
+                    return r.Str("mount.sysctls.path", &sysctl.path) &&
+                           r.Str("mount.sysctls.value", &sysctl.value) &&
+                           r.Bool("mount.sysctls.optional", &sysctl.optional);
+                  });
   m->protect.nested_repo_depth = depth;
-  if (!r.Str("mount.workdir", &m->workdir) || !r.Str("mount.hostname", &m->hostname) ||
-      !r.Count("mount.sysctls", 2 * 8 + 1, &n)) {
-    return false;
-  }
-  m->sysctls.resize(n);
-  for (Sysctl& s : m->sysctls) {
-    if (!r.Str("mount.sysctls.path", &s.path) || !r.Str("mount.sysctls.value", &s.value) ||
-        !r.Bool("mount.sysctls.optional", &s.optional)) {
-      return false;
-    }
-  }
-  return true;
+  return ok;
 }
 
 void PutPorts(Writer& w, const std::vector<uint16_t>& ports) {
-  w.Raw<uint64_t>(ports.size());
-  for (uint16_t p : ports) w.Raw(p);
+  w.Vec(ports, [&](uint16_t p) { w.Raw(p); });
 }
 
 bool GetPorts(Reader& r, const char* field, std::vector<uint16_t>* ports) {
-  size_t n = 0;
-  if (!r.Count(field, sizeof(uint16_t), &n)) return false;
-  ports->resize(n);
-  for (uint16_t& p : *ports) {
-    if (!r.Raw(field, &p)) return false;
-  }
-  return true;
+  return r.Vec(field, sizeof(uint16_t), ports, [&](uint16_t& p) { return r.Raw(field, &p); });
 }
 
 void PutLandlock(Writer& w, const LandlockSpec& l) {
   w.Bool(l.enabled);
   w.Raw<int32_t>(l.abi);
-  w.Raw<uint64_t>(l.paths.size());
-  for (const LandlockPath& p : l.paths) {
+  w.Vec(l.paths, [&](const LandlockPath& p) {
     w.Str(p.path);
     w.Bool(p.writable);
     w.Bool(p.device);
     w.Bool(p.proc);
-  }
+  });
   PutPorts(w, l.connect_tcp);
   PutPorts(w, l.bind_tcp);
 }
 
 bool GetLandlock(Reader& r, LandlockSpec* l) {
   int32_t abi = 0;
-  size_t n = 0;
-  if (!r.Bool("landlock.enabled", &l->enabled) || !r.Raw("landlock.abi", &abi) ||
-      !r.Count("landlock.paths", 8 + 3, &n)) {
-    return false;
-  }
+  const bool ok = r.Bool("landlock.enabled", &l->enabled) && r.Raw("landlock.abi", &abi) &&
+                  r.Vec("landlock.paths", 8 + 3, &l->paths,
+                        [&](LandlockPath& p) {
+                          return r.Str("landlock.paths.path", &p.path) &&
+                                 r.Bool("landlock.paths.writable", &p.writable) &&
+                                 r.Bool("landlock.paths.device", &p.device) &&
+                                 r.Bool("landlock.paths.proc", &p.proc);
+                        }) &&
+                  GetPorts(r, "landlock.connect_tcp", &l->connect_tcp) &&
+                  GetPorts(r, "landlock.bind_tcp", &l->bind_tcp);
   l->abi = abi;
-  l->paths.resize(n);
-  for (LandlockPath& p : l->paths) {
-    if (!r.Str("landlock.paths.path", &p.path) || !r.Bool("landlock.paths.writable", &p.writable) ||
-        !r.Bool("landlock.paths.device", &p.device) || !r.Bool("landlock.paths.proc", &p.proc)) {
-      return false;
-    }
-  }
-  return GetPorts(r, "landlock.connect_tcp", &l->connect_tcp) &&
-         GetPorts(r, "landlock.bind_tcp", &l->bind_tcp);
+  return ok;
 }
 
 void PutProcess(Writer& w, const ProcessSpec& p) {
   w.Strs(p.argv);
   w.Strs(p.env);
   w.Str(p.workdir);
-  w.Raw<uint64_t>(p.rlimits.size());
-  for (const ProcessSpec::Rlimit& rl : p.rlimits) {
+  w.Vec(p.rlimits, [&](const ProcessSpec::Rlimit& rl) {
     w.Raw<int32_t>(rl.resource);
     w.Raw<uint64_t>(rl.soft);
     w.Raw<uint64_t>(rl.hard);
-  }
+  });
 }
 
 bool GetProcess(Reader& r, ProcessSpec* p) {
-  size_t n = 0;
-  if (!r.Strs("process.argv", &p->argv) || !r.Strs("process.env", &p->env) ||
-      !r.Str("process.workdir", &p->workdir) || !r.Count("process.rlimits", 4 + 2 * 8, &n)) {
-    return false;
-  }
-  p->rlimits.resize(n);
-  for (ProcessSpec::Rlimit& rl : p->rlimits) {
-    int32_t resource = 0;
-    uint64_t soft = 0, hard = 0;
-    if (!r.Raw("process.rlimits", &resource) || !r.Raw("process.rlimits", &soft) ||
-        !r.Raw("process.rlimits", &hard)) {
-      return false;
-    }
-    rl = {resource, static_cast<rlim_t>(soft), static_cast<rlim_t>(hard)};
-  }
-  return true;
+  return r.Strs("process.argv", &p->argv) && r.Strs("process.env", &p->env) &&
+         r.Str("process.workdir", &p->workdir) &&
+         r.Vec("process.rlimits", 4 + 2 * 8, &p->rlimits, [&](ProcessSpec::Rlimit& rl) {
+           int32_t resource = 0;
+           uint64_t soft = 0, hard = 0;
+           if (!r.Raw("process.rlimits", &resource) || !r.Raw("process.rlimits", &soft) ||
+               !r.Raw("process.rlimits", &hard)) {
+             return false;
+           }
+           rl = {resource, static_cast<rlim_t>(soft), static_cast<rlim_t>(hard)};
+           return true;
+         });
 }
 
 }  // namespace
@@ -266,8 +244,7 @@ std::string EncodeInitPlan(const LaunchPlan& plan, const InitLaunch& launch) {
   PutMount(w, plan.mount);
   PutLandlock(w, plan.landlock);
   w.Bool(plan.seccomp_enabled);
-  w.Raw<uint64_t>(plan.seccomp.insns.size());
-  for (const struct sock_filter& f : plan.seccomp.insns) w.Raw(f);
+  w.Vec(plan.seccomp.insns, [&](const struct sock_filter& f) { w.Raw(f); });
   PutProcess(w, plan.process);
   w.Bool(plan.await_late_setup);
   w.Raw<int32_t>(plan.late_file_op);
@@ -283,35 +260,31 @@ std::string EncodeInitPlan(const LaunchPlan& plan, const InitLaunch& launch) {
 Status DecodeInitPlan(std::string_view bytes, LaunchPlan* plan, InitLaunch* launch) {
   Reader r(bytes);
   uint32_t magic = 0, uid = 0, gid = 0;
+  int32_t late_file_op = -1;
   if (r.Raw("magic", &magic) && magic != kMagic) r.Fail("magic", "not a launch plan");
-  if (r.Bool("unshare_cgroup_ns", &launch->unshare_cgroup_ns) && r.Raw("uid", &uid) &&
+  const bool read =
+      r.Bool("unshare_cgroup_ns", &launch->unshare_cgroup_ns) && r.Raw("uid", &uid) &&
       r.Raw("gid", &gid) && r.Bool("privileged", &plan->privileged) && GetMount(r, &plan->mount) &&
-      GetLandlock(r, &plan->landlock) && r.Bool("seccomp_enabled", &plan->seccomp_enabled)) {
-    size_t n = 0;
-    if (r.Count("seccomp.insns", sizeof(struct sock_filter), &n)) {
-      plan->seccomp.insns.resize(n);
-      for (struct sock_filter& f : plan->seccomp.insns) {
-        if (!r.Raw("seccomp.insns", &f)) break;
-      }
-    }
-    int32_t late_file_op = -1;
-    if (GetProcess(r, &plan->process) && r.Bool("await_late_setup", &plan->await_late_setup) &&
-        r.Raw("late_file_op", &late_file_op) &&
-        r.Bool("cgroup_after_clone", &plan->cgroup_after_clone) && r.Bool("tty", &plan->tty[0]) &&
-        r.Bool("tty", &plan->tty[1]) && r.Bool("tty", &plan->tty[2]) &&
-        r.Bool("has_termios", &plan->has_termios) && r.Raw("termios", &plan->termios) &&
-        r.Bool("has_winsize", &plan->has_winsize) && r.Raw("winsize", &plan->winsize)) {
-      plan->late_file_op = late_file_op;
-      if (late_file_op < -1 ||
-          (late_file_op >= 0 && static_cast<size_t>(late_file_op) >= plan->mount.ops.size())) {
-        r.Fail("late_file_op", "not a mount op");
-      } else if (!r.AtEnd()) {
-        r.Fail("end", "trailing bytes");
-      }
+      GetLandlock(r, &plan->landlock) && r.Bool("seccomp_enabled", &plan->seccomp_enabled) &&
+      r.Vec("seccomp.insns", sizeof(struct sock_filter), &plan->seccomp.insns,
+            [&](struct sock_filter& f) { return r.Raw("seccomp.insns", &f); }) &&
+      GetProcess(r, &plan->process) && r.Bool("await_late_setup", &plan->await_late_setup) &&
+      r.Raw("late_file_op", &late_file_op) &&
+      r.Bool("cgroup_after_clone", &plan->cgroup_after_clone) && r.Bool("tty", &plan->tty[0]) &&
+      r.Bool("tty", &plan->tty[1]) && r.Bool("tty", &plan->tty[2]) &&
+      r.Bool("has_termios", &plan->has_termios) && r.Raw("termios", &plan->termios) &&
+      r.Bool("has_winsize", &plan->has_winsize) && r.Raw("winsize", &plan->winsize);
+  if (read) {
+    if (late_file_op < -1 ||
+        (late_file_op >= 0 && static_cast<size_t>(late_file_op) >= plan->mount.ops.size())) {
+      r.Fail("late_file_op", "not a mount op");
+    } else if (!r.AtEnd()) {
+      r.Fail("end", "trailing bytes");
     }
   }
   plan->uid = uid;
   plan->gid = gid;
+  plan->late_file_op = late_file_op;
   if (!r.error().empty()) return InvalidArgument("launch plan: " + r.error());
   return Ok();
 }

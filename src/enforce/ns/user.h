@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+
 #include "common/status.h"
 
 namespace ward::enforce {
@@ -16,7 +18,7 @@ Status WriteIdMaps(pid_t pid, uid_t uid, gid_t gid, bool allow_setgroups);
 
 // The same maps written by the child itself, unprivileged (setgroups denied): a process may map
 // its own ids in a user namespace it owns. Child side, no allocation. Returns 0, or -errno with
-// *failed naming the file.
-int WriteOwnIdMaps(uid_t uid, gid_t gid, const char** failed);
+// `failed` naming the file.
+int WriteOwnIdMaps(uid_t uid, gid_t gid, char* failed, size_t failed_size);
 
 }  // namespace ward::enforce
