@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "common/heap.h"
 #include "common/trace.h"
 #include "enforce/launcher.h"
 
@@ -45,6 +46,10 @@ int main(int argc, char** argv) {
   // Sandbox init is cloned now, while this process is small and single-threaded; its first
   // wakeup overlaps with the parsing and planning below (enforce/launcher.h).
   if (run) ward::enforce::PrecloneSandboxInit();
+  // The heap the run will use (~400 KiB), present in one call: interleaved, 0.97-0.98 of the
+  // time of faulting it in page by page. After the clone, so that these pages are the
+  // supervisor's own rather than shared with init, where every write would be a copy.
+  if (run) ward::PopulateHeap(512 << 10);
   ward::cli::AddRunCommand(app, &exit_code, /*probe_now=*/run);
   if (!run) AddOtherCommands(app, &exit_code);
   try {
