@@ -14,6 +14,10 @@
 namespace ward {
 
 void PopulateHeap(size_t bytes) {
+#if defined(__SANITIZE_ADDRESS__)
+  (void)bytes;  // AddressSanitizer's allocator does not take memory from the brk heap
+  return;
+#endif
   // From now on the heap's top grows by the request plus `bytes` at once. Chunks below glibc's
   // mmap threshold are taken from the top until the break is `bytes` past the first one, then
   // freed: they merge back into the top (which a trim keeps at least `bytes` large), and the
