@@ -8,9 +8,7 @@ class App;
 
 namespace ward::cli {
 
-// probe_now: the caller knows `run` is the subcommand; the kernel probe starts at once, while
-// the command line is parsed.
-void AddRunCommand(CLI::App& app, int* exit_code, bool probe_now = false);
+void AddRunCommand(CLI::App& app, int* exit_code);
 void AddCheckCommand(CLI::App& app, int* exit_code);
 void AddAuditCommand(CLI::App& app, int* exit_code);
 void AddExplainCommand(CLI::App& app, int* exit_code);

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   // `ward run` wraps every tool call: its start-up does not pay for building the other
-  // subcommands' parsers, and its kernel probe overlaps with parsing its own.
+  // subcommands' parsers.
   const bool run = argc >= 2 && std::string_view(argv[1]) == "run";
   // One malloc arena for every thread of a run. A thread's own arena is a fresh heap: its pages
   // fault in one by one, sandbox init (cloned from this process) copies them with their page
@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   // time of faulting it in page by page. After the clone, so that these pages are the
   // supervisor's own rather than shared with init, where every write would be a copy.
   if (run) ward::PopulateHeap(512 << 10);
-  ward::cli::AddRunCommand(app, &exit_code, /*probe_now=*/run);
+  ward::cli::AddRunCommand(app, &exit_code);
   if (!run) AddOtherCommands(app, &exit_code);
   try {
     app.parse(argc, argv);
