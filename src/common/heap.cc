@@ -34,6 +34,8 @@ void PopulateHeap(size_t bytes) {
     if (c == nullptr) break;
     chunks[n++] = c;
     if (start == 0) start = (reinterpret_cast<uintptr_t>(c) + page - 1) & ~(page - 1);
+    // Unsigned: a chunk above the break (brk failed and malloc fell back to mmap) also ends
+    // the loop, and nothing is populated below.
     if (reinterpret_cast<uintptr_t>(sbrk(0)) - start >= bytes) break;
   }
   while (n > 0) free(chunks[--n]);
