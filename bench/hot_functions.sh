@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerates src/cli/hot_functions.txt: the functions of ward's own binary that a
 # `ward run -- true` executes, which the link places side by side (src/cli/CMakeLists.txt), so
-# that a run's processes fault in a few dozen pages of ward's code rather than hundreds spread
+# that a run's processes touch ~200 pages of ward's code side by side rather than ~370 spread
 # over its 4 MB. Samples where the supervisor, sandbox init and the command before its exec
 # spend their user time (perf, cpu-clock, one sample per 50 us of CPU) over N runs as root and N
 # more as RUN_AS (unprivileged, when given), and prints the sampled functions' symbol names,
