@@ -44,5 +44,5 @@ perf record -q -o "$dir/perf.data" -e cpu-clock:u -c 50000 -- sh "$dir/runs.sh" 
 # and so is any name a linker script pattern could misread.
 perf script -i "$dir/perf.data" -F ip,sym,dso --no-demangle 2>/dev/null |
   awk -v bin="($WARD)" '$NF == bin { print $2 }' |
-  grep -E '^[A-Za-z_][A-Za-z0-9_.]*$' | grep -vE '@|^_init$|^_start$' |
+  grep -E '^[A-Za-z_][A-Za-z0-9_.]*$' | grep -vxE '_init|_start' |
   sort | uniq -c | sort -k1,1nr -k2 | awk '{ print $2 }'
