@@ -1,13 +1,20 @@
 #!/bin/sh
 # Regenerates src/cli/hot_functions.txt: the functions of ward's own binary that a
 # `ward run -- true` executes, which the link places side by side (src/cli/CMakeLists.txt), so
-# that a run's processes touch ~200 pages of ward's code side by side rather than ~370 spread
-# over its 4 MB. Samples where the supervisor, sandbox init and the command before its exec
-# spend their user time (perf, cpu-clock, one sample per 50 us of CPU) over N runs as root and N
-# more as RUN_AS (unprivileged, when given), and prints the sampled functions' symbol names,
-# the most sampled first, to stdout. A function that is missing from the list still works; it
+# that a run's processes touch ~220 pages of ward's code side by side rather than ~370 spread
+# over its 4 MB. Over N runs as root and N more as RUN_AS (unprivileged, when given), perf
+# samples where the supervisor, sandbox init and the command before its exec spend their user
+# time (cpu-clock, one sample per 50 us of CPU) and records every page fault. It prints the
+# sampled functions' symbol names, the most sampled first, then the functions whose code
+# faulted in outside the hot section and were not sampled (run once, such as static
+# initialisers, constructors and exit-time destructors: too short for a sample, but each costs
+# a fault), in the order they first faulted. A function missing from the list still works; it
 # only sits among the cold code. Rerun after large changes to what a run executes:
-#   bench/hot_functions.sh [WARD] [N] > src/cli/hot_functions.txt    env: RUN_AS=<uid>
+#   bench/hot_functions.sh [WARD] [N] > list     env: RUN_AS=<uid>, KEEP=<list>
+# A function found by its fault no longer faults once it is placed, so a list made from a build
+# that already used an earlier one loses it again: KEEP=src/cli/hot_functions.txt appends the
+# names of that list which the new one lacks and the binary still defines. From scratch: make
+# the list, rebuild, rerun with KEEP until no name is added.
 # Needs perf (Debian: linux-perf) and a ward built with its symbols (the default build).
 set -eu
 # shellcheck source=bench/lib.sh
@@ -38,11 +45,72 @@ while [ \$i -lt $N ]; do
   i=\$((i + 1))
 done
 EOF
-echo "# Made by bench/hot_functions.sh ($N runs$([ -z "$pre" ] || echo " as root and as uid $RUN_AS" )): one symbol per line, most sampled first."
-perf record -q -o "$dir/perf.data" -e cpu-clock:u -c 50000 -- sh "$dir/runs.sh" >&2
-# Symbols in ward's own binary only; what the link cannot place (PLT entries, _init) is left out,
-# and so is any name a linker script pattern could misread.
-perf script -i "$dir/perf.data" -F ip,sym,dso --no-demangle 2>/dev/null |
-  awk -v bin="($WARD)" '$NF == bin { print $2 }' |
-  grep -E '^[A-Za-z_][A-Za-z0-9_.]*$' | grep -vxE '_init|_start' |
-  sort | uniq -c | sort -k1,1nr -k2 | awk '{ print $2 }'
+if [ -n "${KEEP:-}" ] && [ ! -r "$KEEP" ]; then
+  echo "KEEP: cannot read the list '$KEEP'" >&2
+  exit 2
+fi
+echo "# Made by bench/hot_functions.sh ($N runs$([ -z "$pre" ] || echo " as root and as uid $RUN_AS" )): one symbol per line, most sampled first, then those found by their faults."
+# Two passes: with both events in one recording, runs slowed down a thousandfold on the
+# development microVM.
+perf record -q -o "$dir/samples.data" -e cpu-clock:u -c 50000 -- sh "$dir/runs.sh" >&2
+perf record -q -o "$dir/faults.data" -e page-faults:u -c 1 -d -- sh "$dir/runs.sh" >&2
+# Symbols in ward's own binary only; what the link cannot place (PLT entries, _init, _fini,
+# _start) is left out, and so is any name a linker script pattern could misread. A fault is an
+# instruction fetch when its address is where the instruction is (within its length); its file
+# offset (the address less the load bias of its process's mapping of the code) places it in or
+# out of the hot section.
+perf script -i "$dir/samples.data" -F event,ip,sym,dso --no-demangle 2>/dev/null > "$dir/script"
+perf script -i "$dir/faults.data" -F event,ip,sym,dso,addr --no-demangle --show-mmap-events \
+  2>/dev/null >> "$dir/script"
+readelf -S -W "$WARD" > "$dir/sections"
+python3 - "$WARD" "$dir/script" "$dir/sections" > "$dir/list" <<'PY'
+import collections, re, sys
+ward, script, sections = sys.argv[1:4]
+hot = None
+for line in open(sections):
+    f = line.replace("[ ", "[").split()
+    if len(f) > 5 and f[1] == ".text.hot_ward":
+        hot = (int(f[4], 16), int(f[4], 16) + int(f[5], 16))
+name_ok = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+skip = {"_init", "_fini", "_start"}
+def clean(sym):
+    sym = re.sub(r"\+0x[0-9a-f]+$", "", sym)
+    return sym if name_ok.match(sym) and sym not in skip else None
+sampled = collections.Counter()
+faulted = []
+mmap = re.compile(r"PERF_RECORD_MMAP2 (\d+)/\d+: \[0x([0-9a-f]+)\(0x[0-9a-f]+\) @ (0x[0-9a-f]+|0) .* r-xp (\S+)$")
+# "EVENT: [ADDR SYM (DSO)] IP SYM (DSO)": a fault's address, then where the code was.
+sample = re.compile(r"^\s*(\S+):\s+(?:([0-9a-f]+) (\S+) \((\S+)\)\s+)?([0-9a-f]+) (\S+) \((\S+)\)$")
+last_bias = None
+for line in open(script, errors="replace"):
+    line = line.rstrip("\n")
+    m = mmap.search(line)
+    if m:
+        if m.group(4) == ward:
+            last_bias = int(m.group(2), 16) - int(m.group(3), 16)
+        continue
+    m = sample.match(line)
+    if not m or m.group(7) != ward:
+        continue
+    event, addr, ip, sym = m.group(1), m.group(2), int(m.group(5), 16), clean(m.group(6))
+    if sym is None:
+        continue
+    if event.startswith("cpu-clock"):
+        sampled[sym] += 1
+    elif event.startswith("page-faults") and addr and hot and last_bias is not None:
+        a = int(addr, 16)
+        # Every process of a run maps the same file at the same place (init and the command are
+        # clones of the supervisor), so the last mapping seen gives the bias.
+        if 0 <= a - ip <= 16 and not hot[0] <= ip - last_bias < hot[1] and sym not in faulted:
+            faulted.append(sym)
+names = [s for s, _ in sorted(sampled.items(), key=lambda kv: (-kv[1], kv[0]))]
+names += [s for s in faulted if s not in sampled]
+print("\n".join(names))
+PY
+cat "$dir/list"
+if [ -n "${KEEP:-}" ]; then
+  nm --defined-only "$WARD" | awk '{ print $3 }' | sort -u > "$dir/defined"
+  grep -E '^[A-Za-z_][A-Za-z0-9_.]*$' "$KEEP" | awk -v list="$dir/list" -v defined="$dir/defined" '
+    BEGIN { while ((getline l < list) > 0) have[l] = 1; while ((getline l < defined) > 0) def[l] = 1 }
+    !($0 in have) && ($0 in def) && !seen[$0]++'
+fi
