@@ -97,11 +97,13 @@ for line in open(script, errors="replace"):
         continue
     if event.startswith("cpu-clock"):
         sampled[sym] += 1
-    elif event.startswith("page-faults") and addr and hot and last_bias is not None:
+    elif event.startswith("page-faults") and addr and last_bias is not None:
+        # The runs follow one another, and init and the command are clones of their supervisor:
+        # the last mapping of the binary seen is the one the fault happened in. Without a hot
+        # section (a build without WARD_HOT_TEXT), every function that faulted is found.
         a = int(addr, 16)
-        # Every process of a run maps the same file at the same place (init and the command are
-        # clones of the supervisor), so the last mapping seen gives the bias.
-        if 0 <= a - ip <= 16 and not hot[0] <= ip - last_bias < hot[1] and sym not in faulted:
+        cold = hot is None or not hot[0] <= ip - last_bias < hot[1]
+        if 0 <= a - ip <= 16 and cold and sym not in faulted:
             faulted.append(sym)
 names = [s for s, _ in sorted(sampled.items(), key=lambda kv: (-kv[1], kv[0]))]
 names += [s for s in faulted if s not in sampled]
