@@ -49,7 +49,7 @@ if [ -n "${KEEP:-}" ] && [ ! -r "$KEEP" ]; then
   echo "KEEP: cannot read the list '$KEEP'" >&2
   exit 2
 fi
-echo "# Made by bench/hot_functions.sh ($N runs$([ -z "$pre" ] || echo " as root and as uid $RUN_AS" )): one symbol per line, most sampled first, then those found by their faults."
+echo "# Made by bench/hot_functions.sh ($N runs$([ -z "$pre" ] || echo " as root and as uid $RUN_AS" )): one symbol per line, most sampled first, then those found by their faults$([ -z "${KEEP:-}" ] || echo ", then those kept from the list before")."
 # Two passes: with both events in one recording, runs slowed down a thousandfold on the
 # development microVM.
 perf record -q -o "$dir/samples.data" -e cpu-clock:u -c 50000 -- sh "$dir/runs.sh" >&2
