@@ -63,9 +63,10 @@ perf script -i "$dir/samples.data" -F event,ip,sym,dso --no-demangle 2>/dev/null
 perf script -i "$dir/faults.data" -F event,ip,sym,dso,addr --no-demangle --show-mmap-events \
   2>/dev/null >> "$dir/script"
 readelf -S -W "$WARD" > "$dir/sections"
-python3 - "$WARD" "$dir/script" "$dir/sections" > "$dir/list" <<'PY'
+nm --defined-only "$WARD" > "$dir/defined"
+python3 - "$WARD" "$dir/script" "$dir/sections" "$dir/defined" "${KEEP:-}" <<'PY'
 import collections, re, sys
-ward, script, sections = sys.argv[1:4]
+ward, script, sections, defined, keep = sys.argv[1:6]
 hot = None
 for line in open(sections):
     f = line.replace("[ ", "[").split()
@@ -107,12 +108,14 @@ for line in open(script, errors="replace"):
             faulted.append(sym)
 names = [s for s, _ in sorted(sampled.items(), key=lambda kv: (-kv[1], kv[0]))]
 names += [s for s in faulted if s not in sampled]
-print("\n".join(names))
+if keep:
+    have = set(names)
+    symbols = {line.split()[-1] for line in open(defined) if line.strip()}
+    for line in open(keep):
+        sym = clean(line.strip())
+        if sym and sym not in have and sym in symbols:
+            names.append(sym)
+            have.add(sym)
+for name in names:
+    print(name)
 PY
-cat "$dir/list"
-if [ -n "${KEEP:-}" ]; then
-  nm --defined-only "$WARD" | awk '{ print $3 }' | sort -u > "$dir/defined"
-  grep -E '^[A-Za-z_][A-Za-z0-9_.]*$' "$KEEP" | awk -v list="$dir/list" -v defined="$dir/defined" '
-    BEGIN { while ((getline l < list) > 0) have[l] = 1; while ((getline l < defined) > 0) def[l] = 1 }
-    !($0 in have) && ($0 in def) && !seen[$0]++'
-fi
