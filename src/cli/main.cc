@@ -1,5 +1,6 @@
 // ward: a sandbox runtime for AI agents. Subcommands are one file each.
 #include <malloc.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
@@ -24,6 +25,18 @@ void AddOtherCommands(CLI::App& app, int* exit_code) {
   ward::cli::AddShellPrefixCommand(app, exit_code);
   ward::cli::AddHookCommand(app, exit_code);
   ward::cli::AddApprovalsCommand(app, exit_code);
+}
+
+// The end of a run: what stdio holds is written out, and the process ends without the static
+// destructors and exit handlers (the iostreams' and locale's, the loader's walk of every
+// object's finalisers), which a run needs none of: RunCommand has closed the audit trail (and
+// synced it when asked to), the sandbox is gone and the outcome is written. Interleaved against
+// a return from main (bench/startup_ab.sh, 500 rounds each): 0.977, 0.994 and 1.000 of the time
+// unprivileged, 0.993 and 0.995 as root; small, but it only removes work. Under
+// AddressSanitizer the run returns, so that LeakSanitizer still checks it at exit.
+[[noreturn]] void EndRun(int exit_code) {
+  std::fflush(nullptr);
+  _exit(exit_code);
 }
 
 }  // namespace
@@ -62,5 +75,8 @@ int main(int argc, char** argv) {
   }
   ward::enforce::DiscardPreclonedInit();  // when the run was refused before it took init
   ward::TraceMark("exit");
+#if !defined(__SANITIZE_ADDRESS__)
+  if (run) EndRun(exit_code);
+#endif
   return exit_code;
 }
