@@ -28,12 +28,12 @@ void AddOtherCommands(CLI::App& app, int* exit_code) {
 }
 
 // The end of a run: what stdio holds is written out, and the process ends without the static
-// destructors and exit handlers (the iostreams' and locale's, the loader's walk of every
-// object's finalisers), which a run needs none of: RunCommand has closed the audit trail (and
-// synced it when asked to), the sandbox is gone and the outcome is written. Interleaved against
-// a return from main (bench/startup_ab.sh, 500 rounds each): 0.977, 0.994 and 1.000 of the time
-// unprivileged, 0.993 and 0.995 as root; small, but it only removes work. Under
-// AddressSanitizer the run returns, so that LeakSanitizer still checks it at exit.
+// destructors and exit handlers (the iostreams' and locale's, the loader's walk of every object's
+// finalisers), which a run needs none of: RunCommand has closed the audit trail (and synced it when
+// asked to), init has emptied the sandbox and the outcome is written. Interleaved against a return
+// from main (bench/startup_ab.sh, 500 rounds each): 0.977, 0.994 and 1.000 of the time
+// unprivileged, 0.993 and 0.995 as root; small, but it only removes work. Under AddressSanitizer
+// the run returns, so that LeakSanitizer still checks it at exit.
 [[noreturn]] void EndRun(int exit_code) {
   std::fflush(nullptr);
   _exit(exit_code);
