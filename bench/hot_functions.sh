@@ -13,8 +13,9 @@
 #   bench/hot_functions.sh [WARD] [N] > list     env: RUN_AS=<uid>, KEEP=<list>
 # A function found by its fault no longer faults once it is placed, so a list made from a build
 # that already used an earlier one loses it again: KEEP=src/cli/hot_functions.txt appends the
-# names of that list which the new one lacks and the binary still defines. From scratch: make
-# the list, rebuild, rerun with KEEP until no name is added.
+# names of that list which the new one lacks and which the runs still execute (counted with a
+# uprobe on each, so that code a run stopped executing leaves the list). From scratch: make the
+# list, rebuild, rerun with KEEP until no name is added.
 # Needs perf (Debian: linux-perf) and a ward built with its symbols (the default build).
 set -eu
 # shellcheck source=bench/lib.sh
@@ -26,7 +27,8 @@ command -v perf >/dev/null 2>&1 || { echo "perf is missing (Debian: apt-get inst
 [ "$(id -u)" = 0 ] || { echo "run as root (perf samples the unprivileged runs too)" >&2; exit 1; }
 WARD=$(cd "$(dirname "$WARD")" && pwd)/$(basename "$WARD")
 dir=$(mktemp -d /tmp/ward-bench.XXXXXX)
-trap 'rm -rf "$dir"' EXIT
+# The uprobes of KEEP's check are removed however the script ends.
+trap 'perf probe -q -d "ward_hot:*" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 chmod 755 "$dir"
 mkdir -p "$dir/ws" "$dir/home" "$dir/home-user"
 stage_ward "$dir"
@@ -64,9 +66,10 @@ perf script -i "$dir/faults.data" -F event,ip,sym,dso,addr --no-demangle --show-
   2>/dev/null >> "$dir/script"
 readelf -S -W "$WARD" > "$dir/sections"
 nm --defined-only "$WARD" > "$dir/defined"
-python3 - "$WARD" "$dir/script" "$dir/sections" "$dir/defined" "${KEEP:-}" <<'PY'
+python3 - "$WARD" "$dir/script" "$dir/sections" "$dir/defined" "${KEEP:-}" "$dir/candidates" \
+  > "$dir/names" <<'PY'
 import collections, re, sys
-ward, script, sections, defined, keep = sys.argv[1:6]
+ward, script, sections, defined, keep, candidates = sys.argv[1:7]
 hot = None
 for line in open(sections):
     f = line.replace("[ ", "[").split()
@@ -108,14 +111,33 @@ for line in open(script, errors="replace"):
             faulted.append(sym)
 names = [s for s, _ in sorted(sampled.items(), key=lambda kv: (-kv[1], kv[0]))]
 names += [s for s in faulted if s not in sampled]
-if keep:
-    have = set(names)
-    symbols = {line.split()[-1] for line in open(defined) if line.strip()}
-    for line in open(keep):
-        sym = clean(line.strip())
-        if sym and sym not in have and sym in symbols:
-            names.append(sym)
-            have.add(sym)
 for name in names:
     print(name)
+# KEEP's names that the new list lacks, with their addresses, for the uprobe check below.
+with open(candidates, "w") as out:
+    if keep:
+        have = set(names)
+        symbols = {}
+        for line in open(defined):
+            f = line.split()
+            if len(f) == 3 and f[1] in "tTwW":
+                symbols.setdefault(f[2], f[0])
+        for line in open(keep):
+            sym = clean(line.strip())
+            if sym and sym not in have and sym in symbols:
+                out.write(f"{sym} {symbols[sym]}\n")
+                have.add(sym)
 PY
+cat "$dir/names"
+if [ -s "$dir/candidates" ]; then
+  # One uprobe per candidate (in batches: one perf call per name is slow), the runs again under
+  # perf stat, and the names whose probe fired, in KEEP's order.
+  awk '{ printf "-a ward_hot:k%d=0x%s ", NR, $2; if (NR % 60 == 0) printf "\n" } END { printf "\n" }' \
+    "$dir/candidates" | while read -r probes; do
+    # shellcheck disable=SC2086  # $probes is a list of options, split on purpose
+    [ -z "$probes" ] || perf probe -q -x "$WARD" $probes >&2
+  done
+  perf stat -x, -o "$dir/kept.csv" -e 'ward_hot:*' -- sh "$dir/runs.sh" >&2
+  awk -F, 'NR == FNR { if ($3 ~ /^ward_hot:k/ && $1 ~ /^[0-9]+$/ && $1 > 0) { sub(/^ward_hot:k/, "", $3); hit[$3] = 1 }; next }
+           hit[FNR] { print $1 }' "$dir/kept.csv" FS=' ' "$dir/candidates"
+fi
