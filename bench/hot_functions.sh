@@ -7,14 +7,15 @@
 # time (cpu-clock, one sample per 50 us of CPU) and records every page fault. It prints the
 # sampled functions' symbol names, the most sampled first, then the functions whose code
 # faulted in outside the hot section and were not sampled (run once, such as static
-# initialisers, constructors and exit-time destructors: too short for a sample, but each costs
-# a fault), in the order they first faulted. A function missing from the list still works; it
-# only sits among the cold code. Rerun after large changes to what a run executes:
+# initialisers and constructors: too short for a sample, but each costs a fault), in the order
+# they first faulted. A function missing from the list still works; it only sits among the cold
+# code. Rerun after large changes to what a run executes:
 #   bench/hot_functions.sh [WARD] [N] > list     env: RUN_AS=<uid>, KEEP=<list>
 # A function found by its fault no longer faults once it is placed, so a list made from a build
 # that already used an earlier one loses it again: KEEP=src/cli/hot_functions.txt appends the
 # names of that list which the new one lacks and which the runs still execute (counted with a
-# uprobe on each, so that code a run stopped executing leaves the list). From scratch: make the
+# uprobe on each over a third pass of the runs, so that code a run stopped executing leaves the
+# list). From scratch: make the
 # list, rebuild, rerun with KEEP until no name is added.
 # Needs perf (Debian: linux-perf) and a ward built with its symbols (the default build).
 set -eu
