@@ -10,18 +10,26 @@
 
 namespace ward::enforce {
 
+int DropBoundingSet() {
+  for (int cap = 0; cap < 64; ++cap) {
+    const int held = prctl(PR_CAPBSET_READ, cap, 0, 0, 0);
+    if (held < 0) {
+      if (errno == EINVAL) break;  // past the last capability this kernel knows
+      return -errno;
+    }
+    // Each drop commits new credentials; a capability already gone costs only the read.
+    if (held == 1 && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) return -errno;
+  }
+  return 0;
+}
+
 int DropAllCapabilities() {
   // Needs CAP_SETPCAP (held in the sandbox's user namespace until the capset below).
   const unsigned long kBits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
                               SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
                               SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
   if (prctl(PR_SET_SECUREBITS, kBits, 0, 0, 0) != 0) return -errno;
-  for (int cap = 0; cap < 64; ++cap) {
-    if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
-      if (errno == EINVAL) break;  // past the last capability this kernel knows
-      return -errno;
-    }
-  }
+  if (int rc = DropBoundingSet(); rc != 0) return rc;
   if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
     return -errno;
   }

@@ -5,6 +5,10 @@
 
 namespace ward::enforce {
 
+// Empties the bounding set (needs CAP_SETPCAP): each capability still in it is dropped, so a
+// second call costs only the reads. Returns 0 or -errno.
+int DropBoundingSet();
+
 // Returns 0 or -errno.
 int DropAllCapabilities();
 

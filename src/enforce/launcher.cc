@@ -332,6 +332,13 @@ struct OwnIds {
     TraceMark("init: id maps written");
   }
 
+  // Init never execs, so an empty bounding set takes nothing from it, and the command inherits
+  // it: its own DropAllCapabilities then only checks. Done now, while init waits for the
+  // supervisor's plan, rather than one credential commit per capability on the command's path.
+  // A failure here is not fatal: the command drops them itself and fails closed.
+  (void)DropBoundingSet();
+  TraceMark("init: bounding set dropped");
+
   ControlMsg go;
   UniqueFd plan_fd;
   if (AwaitControl(ctl, kick, &go, &plan_fd) != 1 || go.type != MsgType::kGo) _exit(125);
