@@ -12,8 +12,6 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <string>
 
 #include "enforce/caps.h"
 
@@ -42,10 +40,12 @@ bool ClearCapabilities() {
   return syscall(SYS_capset, &hdr, data) == 0;
 }
 
-// Runs `body` in a child in a new user namespace; returns its exit code (kNoUserNs: none).
+// Runs `body` in a child in a new user namespace; returns its exit code (kNoUserNs: none; -1:
+// no child).
 template <typename Body>
 int InUserNamespace(Body body) {
   pid_t pid = fork();
+  if (pid < 0) return -1;
   if (pid == 0) {
     if (unshare(CLONE_NEWUSER) != 0) _exit(kNoUserNs);
     _exit(body());
