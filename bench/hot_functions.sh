@@ -15,8 +15,7 @@
 # that already used an earlier one loses it again: KEEP=src/cli/hot_functions.txt appends the
 # names of that list which the new one lacks and which the runs still execute (counted with a
 # uprobe on each over a third pass of the runs, so that code a run stopped executing leaves the
-# list). From scratch: make the
-# list, rebuild, rerun with KEEP until no name is added.
+# list). From scratch: make the list, rebuild, rerun with KEEP until no name is added.
 # Needs perf (Debian: linux-perf) and a ward built with its symbols (the default build).
 set -eu
 # shellcheck source=bench/lib.sh
