@@ -16,6 +16,9 @@ dir=$(mktemp -d /tmp/ward-bench-limits.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 chmod 755 "$dir"
 pre=""
+# The audit trail goes to a directory that outlives the bench (lib.sh: state_dir).
+XDG_STATE_HOME=$(state_dir "$(id -u "${RUN_AS:-$(id -u)}")")
+export XDG_STATE_HOME
 if [ -n "${RUN_AS:-}" ]; then
   chown "$RUN_AS" "$dir"
   pre="$(as_user "$RUN_AS") env HOME=$dir/home"

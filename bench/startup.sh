@@ -23,9 +23,12 @@ chmod 755 "$dir"
 # must not be inside the workspace (ward refuses a run whose sandbox would see its own log).
 mkdir -p "$dir/ws" "$dir/home"
 pre=""
+# The audit trail goes to a directory that outlives the bench (lib.sh: state_dir).
+XDG_STATE_HOME=$(state_dir "$(id -u "${RUN_AS:-$(id -u)}")")
+export XDG_STATE_HOME
 if [ -n "${RUN_AS:-}" ]; then
   chown "$RUN_AS" "$dir" "$dir/ws" "$dir/home"
-  pre="$(as_user "$RUN_AS") env HOME=$dir/home XDG_STATE_HOME=$dir/home/.local/state"
+  pre="$(as_user "$RUN_AS") env HOME=$dir/home"
   # The binary must be reachable by that user.
   stage_ward "$dir"
 fi

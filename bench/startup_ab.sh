@@ -31,9 +31,12 @@ set -- "$@" :: bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --die-w
   --cap-drop ALL true
 chmod 755 "$dir"/ward-* "$dir/interleave"
 pre=""
+# The audit trail goes to a directory that outlives the bench (lib.sh: state_dir).
+XDG_STATE_HOME=$(state_dir "$(id -u "${RUN_AS:-$(id -u)}")")
+export XDG_STATE_HOME
 if [ -n "${RUN_AS:-}" ]; then
   chown "$RUN_AS" "$dir/ws" "$dir/home"
-  pre="$(as_user "$RUN_AS") env HOME=$dir/home XDG_STATE_HOME=$dir/home/.local/state"
+  pre="$(as_user "$RUN_AS") env HOME=$dir/home"
 fi
 cd "$dir/ws"
 # shellcheck disable=SC2086
