@@ -21,7 +21,7 @@ stage_ward() {
 # its trail in its temporary directory deleted thousands of sessions at its end, and for the
 # next minutes ext4 made every file created near them slower: its inode allocator skips inodes
 # freed in the last 60-360 seconds and reads the inode table for each one it skips (0.3-1 ms per
-# new file on the development machine, against ~0.05 otherwise). ward creates three per run (the
+# new file on the development machine, against ~0.05-0.1 otherwise). ward creates three per run (the
 # session's directory, its log and its head), bwrap none, so the next bench measured the last
 # one's cleanup: 6-12% of ward's start-up. The trail grows by ~22 KB per run; remove
 # /var/tmp/ward-bench-state when you are done benchmarking.
