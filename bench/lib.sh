@@ -38,3 +38,10 @@ state_dir() {
   fi
   echo "$base/$1"
 }
+
+# use_state_dir: exports XDG_STATE_HOME as the state_dir of the user the runs are made as
+# (RUN_AS, else this one); the runs inherit it, through as_user's prefix too.
+use_state_dir() {
+  XDG_STATE_HOME=$(state_dir "$(id -u "${RUN_AS:-$(id -u)}")") || exit 1
+  export XDG_STATE_HOME
+}

@@ -17,8 +17,7 @@ trap 'rm -rf "$dir"' EXIT
 chmod 755 "$dir"
 pre=""
 # The audit trail goes to a directory that outlives the bench (lib.sh: state_dir).
-XDG_STATE_HOME=$(state_dir "$(id -u "${RUN_AS:-$(id -u)}")")
-export XDG_STATE_HOME
+use_state_dir
 if [ -n "${RUN_AS:-}" ]; then
   chown "$RUN_AS" "$dir"
   pre="$(as_user "$RUN_AS") env HOME=$dir/home"

@@ -32,8 +32,7 @@ set -- "$@" :: bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --die-w
 chmod 755 "$dir"/ward-* "$dir/interleave"
 pre=""
 # The audit trail goes to a directory that outlives the bench (lib.sh: state_dir).
-XDG_STATE_HOME=$(state_dir "$(id -u "${RUN_AS:-$(id -u)}")")
-export XDG_STATE_HOME
+use_state_dir
 if [ -n "${RUN_AS:-}" ]; then
   chown "$RUN_AS" "$dir/ws" "$dir/home"
   pre="$(as_user "$RUN_AS") env HOME=$dir/home"

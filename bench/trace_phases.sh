@@ -21,7 +21,7 @@ mkdir -p "$dir/ws" "$dir/home"
 stage_ward "$dir"
 pre=""
 # The audit trail goes to a directory that outlives the bench (lib.sh: state_dir).
-state=$(state_dir "$(id -u "${RUN_AS:-$(id -u)}")")
+use_state_dir
 if [ -n "${RUN_AS:-}" ]; then
   chown "$RUN_AS" "$dir/ws" "$dir/home"
   pre=$(as_user "$RUN_AS")
@@ -30,7 +30,7 @@ cd "$dir/ws"
 i=0
 while [ "$i" -lt "$N" ]; do
   # shellcheck disable=SC2086  # $pre is a command prefix, split on purpose
-  $pre env HOME="$dir/home" XDG_STATE_HOME="$state" WARD_TRACE_TIMING=1 \
+  $pre env HOME="$dir/home" WARD_TRACE_TIMING=1 \
     "$dir/ward" run -- true 2>> "$dir/marks" || { echo "ward run -- true failed" >&2; exit 1; }
   i=$((i + 1))
 done
