@@ -24,7 +24,7 @@ enum class MsgType : uint32_t {
                 // process inside is killed and reaped; init exits next
   kTerminate,   // supervisor -> init: the deadline passed; SIGTERM to everything inside
   kSeccomp,     // supervisor -> init: `value` instructions follow in the next packet (the
-                // filter compiled while init built the root; see SendSeccompProgram)
+                // filter sent while init built the root; see SendSeccompProgram)
   kLateSetup,   // supervisor -> init: a memfd of `value` bytes with the command's environment
                 // and a file's content (see SendLateSetup)
   kNetns,       // supervisor -> init: the sandbox's network namespace (see StartSandboxNet)

@@ -464,7 +464,7 @@ struct OwnIds {
   }
   if (!WriteSysctls(&sysctls, &err)) ReportAndExit(ctl, err);
 
-  // The filter, when the supervisor compiled it while the root was being built.
+  // The filter, when the supervisor sent it while the root was being built.
   SeccompProgram deferred;
   if (plan.seccomp_enabled && plan.seccomp.insns.empty()) {
     ControlMsg m;
@@ -704,8 +704,9 @@ Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, Cgroup* 
              privileged ? nullptr : &own_ids);
   }
   if (cpus.has_others) {
-    // Init builds the root while the supervisor compiles the filter and opens the audit trail:
-    // it starts on another CPU (common/cpu.h) and allows every CPU again once told to go.
+    // Init builds the root while the supervisor opens the audit trail and makes the network
+    // namespace: it starts on another CPU (common/cpu.h) and allows every CPU again once told
+    // to go.
     sched_setaffinity(static_cast<pid_t>(pid), sizeof cpus.others, &cpus.others);
   }
   Sandbox sb;

@@ -77,10 +77,11 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup = nullptr);
 // late setup, before the seccomp program; the caller must be single-threaded.
 Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan);
 
-// A plan planned with PlanInput::compile_seccomp = false starts without its filter: init builds
+// A plan planned with PlanInput::prepare_seccomp = false starts without its filter: init builds
 // the root meanwhile and waits, before it forks the command, for the program sent here (the
-// supervisor compiles it in parallel, off the start-up's critical path). Call once, right after
-// StartSandbox; on an error the caller kills the sandbox.
+// supervisor sends it once it has opened the audit trail, made the network namespace and, on
+// cgroup v1, the cgroups). Call once, after StartSandbox; on an error the caller kills the
+// sandbox.
 Status SendSeccompProgram(const Sandbox& sb, const SeccompProgram& program);
 
 // For a plan with cgroup_after_clone: the run's v1 "tasks" files, which init writes itself into

@@ -397,7 +397,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     }
     plan.seccomp_spec.notify_opens = true;
   }
-  if (plan.seccomp_enabled && input.compile_seccomp) {
+  if (plan.seccomp_enabled && input.prepare_seccomp) {
     WARD_ASSIGN_OR_RETURN(plan.seccomp, PrepareSeccomp(plan.seccomp_spec));
   }
 

@@ -17,7 +17,7 @@ struct PlanInput {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "NAME=VALUE", already built from the policy's allow list
   bool tty[3] = {false, false, false};
-  bool compile_seccomp = true;  // false for explain-only plans that do not need the program
+  bool prepare_seccomp = true;  // false for explain-only plans that do not need the program
 };
 
 struct PlanNotes {

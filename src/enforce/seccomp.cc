@@ -1,22 +1,12 @@
 #include "enforce/seccomp.h"
 
-#include <fcntl.h>
 #include <linux/audit.h>
-#include <linux/sched.h>
-#include <seccomp.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <climits>
-#include <initializer_list>
-#include <memory>
+#include <span>
 #include <string>
-#include <string_view>
 
-#include "common/unique_fd.h"
 #include "enforce/bpf.h"
 #include "enforce/syscalls.h"
 
@@ -27,126 +17,14 @@
 namespace ward::enforce {
 namespace {
 
-constexpr uint32_t kRetAllow = SECCOMP_RET_ALLOW;
-constexpr uint32_t RetErrno(int err) {
-  return SECCOMP_RET_ERRNO | (static_cast<uint32_t>(err) & 0xffff);
-}
-
-struct Denied {
-  const char* name;
-  int err;
+// One program of the table the build compiled (seccomp_compile.h): a SeccompSpec and its filter.
+struct PrecompiledSeccomp {
+  SeccompSpec spec;
+  std::span<const sock_filter> insns;
 };
 
-// Denied outright. Each group says why; a syscall this architecture lacks is skipped (the
-// arch check already kills every non-native ABI).
-constexpr Denied kDenied[] = {
-    // Other processes' memory, fds and pages (RS05, PI06). ptrace and process_vm_* are added
-    // below unless SeccompSpec::allow_ptrace.
-    {"process_madvise", EPERM},
-    {"pidfd_getfd", EPERM},
-    {"kcmp", EPERM},
-    {"move_pages", EPERM},
-    {"migrate_pages", EPERM},
-    // Kernel keyrings are not namespaced and hold host secrets (RS08).
-    {"add_key", EPERM},
-    {"keyctl", EPERM},
-    {"request_key", EPERM},
-    // Large kernel surfaces with a record of privilege escalations, needed by no agent (HK04,
-    // HK05); io_uring's operations are also invisible to seccomp.
-    {"bpf", EPERM},
-    {"perf_event_open", EPERM},
-    {"userfaultfd", EPERM},
-    {"io_uring_setup", EPERM},
-    {"io_uring_enter", EPERM},
-    {"io_uring_register", EPERM},
-    // 16-bit segments, only for wine/dosemu; a recurring source of kernel bugs.
-    {"modify_ldt", EPERM},
-    // Loading kernel code (the last three are gone from modern kernels; kept closed).
-    {"kexec_load", EPERM},
-    {"kexec_file_load", EPERM},
-    {"init_module", EPERM},
-    {"finit_module", EPERM},
-    {"delete_module", EPERM},
-    {"create_module", EPERM},
-    {"get_kernel_syms", EPERM},
-    {"query_module", EPERM},
-    // The mount table: unmasking hidden paths or re-binding read-only ones (HK03).
-    // open_tree_attr (6.15) is open_tree with mount attributes.
-    {"mount", EPERM},
-    {"umount2", EPERM},
-    {"fsopen", EPERM},
-    {"fsconfig", EPERM},
-    {"fsmount", EPERM},
-    {"fspick", EPERM},
-    {"move_mount", EPERM},
-    {"open_tree", EPERM},
-    {"open_tree_attr", EPERM},
-    {"mount_setattr", EPERM},
-    {"pivot_root", EPERM},
-    {"chroot", EPERM},
-    // New or foreign namespaces (HK01); clone is filtered by its flags below.
-    {"unshare", EPERM},
-    {"setns", EPERM},
-    // Host-wide state: logs, accounting, swap, power, quotas, clocks, names, I/O ports.
-    {"syslog", EPERM},
-    {"acct", EPERM},
-    {"swapon", EPERM},
-    {"swapoff", EPERM},
-    {"reboot", EPERM},
-    {"quotactl", EPERM},
-    {"quotactl_fd", EPERM},
-    {"lookup_dcookie", EPERM},
-    {"nfsservctl", EPERM},
-    {"uselib", EPERM},
-    {"vhangup", EPERM},
-    {"settimeofday", EPERM},
-    {"clock_settime", EPERM},
-    {"adjtimex", EPERM},
-    {"clock_adjtime", EPERM},
-    {"sethostname", EPERM},
-    {"setdomainname", EPERM},
-    {"iopl", EPERM},
-    {"ioperm", EPERM},
-    {"vm86", EPERM},
-    {"vm86old", EPERM},
-    // File handles open files by inode, past the mount view and Landlock's path rules (the
-    // "shocker" escape); since 6.18 nsfs handles also open namespaces by id.
-    {"open_by_handle_at", EPERM},
-    {"name_to_handle_at", EPERM},
-    // Watching whole mounts and filesystems.
-    {"fanotify_init", EPERM},
-    // clone3 hides its flags behind a pointer the filter cannot read (HK02); ENOSYS makes libc
-    // fall back to clone, whose flags are checked.
-    {"clone3", ENOSYS},
-    // Secret memory blocks hibernation host-wide while mapped and hides pages from the kernel;
-    // ENOSYS is what a kernel without it says, so callers fall back.
-    {"memfd_secret", ENOSYS},
-};
-
-// clone flags that create namespaces (nested user namespaces reach kernel surfaces open to
-// unprivileged root, HK01). CLONE_UNTRACED has no use outside the kernel; the threat model's
-// PI07 probe expects it refused (our notifier is inherited regardless, ptrace is denied).
-// CLONE_NEWTIME is not here: on clone that bit belongs to the exit signal.
-constexpr uint64_t kCloneDenied[] = {CLONE_NEWNS,  CLONE_NEWUTS, CLONE_NEWIPC,    CLONE_NEWUSER,
-                                     CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWCGROUP, CLONE_UNTRACED};
-
-// ioctl commands denied on every fd, compared on the low 32 bits (the kernel truncates the
-// command, CVE-2019-10063). TIOCSTI and TIOCLINUX inject input into a terminal (PI01, PI02);
-// TIOCSETD switches a tty's line discipline, which reaches rarely used ldisc code with a
-// history of use-after-frees (n_hdlc CVE-2017-2636, n_gsm CVE-2023-6546); TIOCCONS redirects
-// the console's output.
-constexpr uint32_t kIoctlDenied[] = {TIOCSTI, TIOCLINUX, TIOCSETD, TIOCCONS};
-
-// personality values that change nothing a sandbox cares about: PER_LINUX, PER_LINUX32,
-// UNAME26 and both, and the 0xffffffff query (HK08; READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE ... no).
-constexpr uint32_t kPersonalityAllowed[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffffff};
-
-constexpr uint32_t kSocketFamiliesAllowed[] = {AF_UNIX, AF_INET, AF_INET6};
-
-// Syscalls that create or rename a directory entry (besides the open family).
-constexpr const char* kCreationSyscalls[] = {"mkdir",   "mkdirat",   "mknod",    "mknodat",
-                                             "symlink", "symlinkat", "link",     "linkat",
-                                             "rename",  "renameat",  "renameat2"};
+// kPrecompiledSeccomp[], one entry per SeccompSpec; written by ward_seccomp_gen at build time.
+#include "seccomp_programs.inc"
 
 #if defined(__x86_64__)
 constexpr uint32_t kX32SyscallBit = 0x40000000;
@@ -158,159 +36,6 @@ constexpr uint32_t kForeignArch = AUDIT_ARCH_ARM;
 // glibc has no wrapper; async-signal-safe.
 int LoadFilter(unsigned flags, sock_fprog* prog) {
   return static_cast<int>(syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, prog));
-}
-
-using FilterCtx = std::unique_ptr<void, decltype(&seccomp_release)>;
-
-Status RuleAdd(scmp_filter_ctx ctx, uint32_t action, std::string_view name,
-               std::initializer_list<scmp_arg_cmp> cmps = {}) {
-  const int nr = NativeSyscallNumber(name);
-  if (nr < 0) {
-    return Ok();  // not on this architecture
-  }
-  const int rc = seccomp_rule_add_array(ctx, action, nr, static_cast<unsigned>(cmps.size()),
-                                        cmps.size() ? cmps.begin() : nullptr);
-  if (rc < 0) {
-    return ErrnoError("seccomp rule for " + std::string(name), -rc);
-  }
-  return Ok();
-}
-
-// A masked compare on the low 32 bits only: libseccomp compares the high word against
-// (mask >> 32) == 0, which always holds.
-scmp_arg_cmp Low32HasBits(unsigned arg, uint32_t bits) {
-  return scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, bits, bits};
-}
-scmp_arg_cmp Low32Equals(unsigned arg, uint32_t value) {
-  return scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, 0xffffffffu, value};
-}
-
-Result<std::vector<sock_filter>> ExportBpf(scmp_filter_ctx ctx) {
-  // libseccomp 2.5 exports to an fd only.
-  UniqueFd fd(memfd_create("ward-seccomp", MFD_CLOEXEC));
-  if (!fd) {
-    return Errno("memfd_create for the seccomp filter");
-  }
-  const int rc = seccomp_export_bpf(ctx, fd.get());
-  if (rc < 0) {
-    return ErrnoError("seccomp_export_bpf", -rc);
-  }
-  const off_t size = lseek(fd.get(), 0, SEEK_END);
-  if (size < 0) {
-    return Errno("lseek on the exported seccomp filter");
-  }
-  if (size == 0 || size % sizeof(sock_filter) != 0 ||
-      static_cast<size_t>(size) > kBpfMaxInsns * sizeof(sock_filter)) {
-    return Error(Code::kInternal,
-                 "libseccomp exported a filter of " + std::to_string(size) + " bytes");
-  }
-  std::vector<sock_filter> insns(static_cast<size_t>(size) / sizeof(sock_filter));
-  auto* out = reinterpret_cast<char*>(insns.data());
-  for (off_t done = 0; done < size;) {
-    const ssize_t n = pread(fd.get(), out + done, static_cast<size_t>(size - done), done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      return Errno("reading the exported seccomp filter");
-    }
-    if (n == 0) {
-      return Error(Code::kInternal, "short read of the exported seccomp filter");
-    }
-    done += n;
-  }
-  return insns;
-}
-
-// The rules that allow an argument only from a set of values. libseccomp 2.5 refuses two
-// comparisons of one argument in a rule, so these few are written by hand and run first; any
-// other syscall (and any foreign arch, which the libseccomp part then kills) falls through to
-// the libseccomp program appended right after.
-Result<std::vector<sock_filter>> BuildValueAllowLists() {
-  const int personality = NativeSyscallNumber("personality");
-  const int socket = NativeSyscallNumber("socket");
-  const int socketpair = NativeSyscallNumber("socketpair");
-  if (personality < 0 || socket < 0 || socketpair < 0) {
-    return Error(Code::kInternal, "personality/socket/socketpair unknown to libseccomp");
-  }
-  BpfBuilder b;
-  const auto rest = b.NewLabel(), pers = b.NewLabel(), sock = b.NewLabel(), allow = b.NewLabel();
-  constexpr auto kNext = BpfBuilder::kNext;
-  b.LoadArch();
-  b.Jump(BPF_JEQ, NativeAuditArch(), kNext, rest);
-  b.LoadNr();
-  b.Jump(BPF_JEQ, static_cast<uint32_t>(personality), pers, kNext);
-  b.Jump(BPF_JEQ, static_cast<uint32_t>(socket), sock, kNext);
-  b.Jump(BPF_JEQ, static_cast<uint32_t>(socketpair), sock, kNext);
-  b.Goto(rest);
-  // Both take a 32-bit value: the kernel ignores the high word, so only the low one is compared.
-  b.Bind(pers);
-  b.LoadArgLow(0);
-  for (uint32_t v : kPersonalityAllowed) {
-    b.Jump(BPF_JEQ, v, allow, kNext);
-  }
-  b.Ret(RetErrno(EPERM));
-  b.Bind(sock);
-  b.LoadArgLow(0);
-  for (uint32_t f : kSocketFamiliesAllowed) {
-    b.Jump(BPF_JEQ, f, allow, kNext);
-  }
-  b.Ret(RetErrno(kSeccompSocketFamilyErrno));
-  b.Bind(allow);
-  b.Ret(kRetAllow);
-  b.Bind(rest);
-  return b.Finish();
-}
-
-Result<std::vector<sock_filter>> BuildLibseccompPart(const SeccompSpec& spec) {
-  FilterCtx ctx(seccomp_init(SCMP_ACT_ALLOW), &seccomp_release);
-  if (!ctx) {
-    return Error(Code::kInternal, "seccomp_init failed");
-  }
-  // A foreign ABI (and, on x86_64, an x32 number: libseccomp checks that as part of the arch)
-  // kills the whole process, not just the thread.
-  int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
-  if (rc < 0) {
-    return ErrnoError("seccomp bad-arch action", -rc);
-  }
-  // A binary tree over syscall numbers keeps the filter short for every syscall.
-  rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
-  if (rc < 0) {
-    return ErrnoError("seccomp filter optimization", -rc);
-  }
-
-  for (const Denied& d : kDenied) {
-    WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_ERRNO(d.err), d.name));
-  }
-  if (!spec.allow_ptrace) {
-    for (const char* name : {"ptrace", "process_vm_readv", "process_vm_writev"}) {
-      WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_ERRNO(EPERM), name));
-    }
-  }
-  for (uint64_t flag : kCloneDenied) {
-    WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_ERRNO(EPERM), "clone",
-                     {Low32HasBits(0, static_cast<uint32_t>(flag))}));
-  }
-  for (uint32_t cmd : kIoctlDenied) {
-    WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_ERRNO(EPERM), "ioctl", {Low32Equals(1, cmd)}));
-  }
-
-  if (spec.notify_opens) {
-    for (const char* name : {"open", "openat", "openat2", "creat"}) {
-      WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, name));
-    }
-  } else if (spec.notify_creations) {
-    WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, "open", {Low32HasBits(1, O_CREAT)}));
-    WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, "openat", {Low32HasBits(2, O_CREAT)}));
-    WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, "openat2"));
-    WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, "creat"));
-  }
-  if (spec.notify_creations) {
-    for (const char* name : kCreationSyscalls) {
-      WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, name));
-    }
-  }
-  return ExportBpf(ctx.get());
 }
 
 seccomp_data Call(int nr, uint32_t arch = NativeAuditArch()) {
@@ -331,15 +56,15 @@ Status SelfCheck(const SeccompProgram& p, const SeccompSpec& spec) {
     return Error(Code::kInternal, std::string("seccomp self-check failed: ") + what);
   };
   const int getpid = NativeSyscallNumber("getpid");
-  WARD_TRY(expect(Call(getpid), kRetAllow, "getpid allowed"));
+  WARD_TRY(expect(Call(getpid), SECCOMP_RET_ALLOW, "getpid allowed"));
   WARD_TRY(expect(Call(getpid, kForeignArch), SECCOMP_RET_KILL_PROCESS, "foreign arch killed"));
 #if defined(__x86_64__)
   WARD_TRY(expect(Call(getpid | kX32SyscallBit), SECCOMP_RET_KILL_PROCESS, "x32 killed"));
 #endif
-  WARD_TRY(expect(Call(NativeSyscallNumber("clone3")), RetErrno(ENOSYS), "clone3 ENOSYS"));
-  WARD_TRY(expect(Call(NativeSyscallNumber("bpf")), RetErrno(EPERM), "bpf denied"));
+  WARD_TRY(expect(Call(NativeSyscallNumber("clone3")), SeccompRetErrno(ENOSYS), "clone3 ENOSYS"));
+  WARD_TRY(expect(Call(NativeSyscallNumber("bpf")), SeccompRetErrno(EPERM), "bpf denied"));
   if (!spec.allow_ptrace) {
-    WARD_TRY(expect(Call(NativeSyscallNumber("ptrace")), RetErrno(EPERM), "ptrace denied"));
+    WARD_TRY(expect(Call(NativeSyscallNumber("ptrace")), SeccompRetErrno(EPERM), "ptrace denied"));
   }
   return Ok();
 }
@@ -347,16 +72,19 @@ Status SelfCheck(const SeccompProgram& p, const SeccompSpec& spec) {
 }  // namespace
 
 Result<SeccompProgram> PrepareSeccomp(const SeccompSpec& spec) {
-  WARD_ASSIGN_OR_RETURN(std::vector<sock_filter> head, BuildValueAllowLists());
-  WARD_ASSIGN_OR_RETURN(std::vector<sock_filter> tail, BuildLibseccompPart(spec));
-  SeccompProgram program;
-  program.insns = std::move(head);
-  program.insns.insert(program.insns.end(), tail.begin(), tail.end());
-  if (Status st = CheckSeccompBpf(program.insns); !st.ok()) {
-    return Error(Code::kInternal, "compiled seccomp filter is invalid: " + st.message());
+  for (const PrecompiledSeccomp& entry : kPrecompiledSeccomp) {
+    if (!(entry.spec == spec)) {
+      continue;
+    }
+    SeccompProgram program;
+    program.insns.assign(entry.insns.begin(), entry.insns.end());
+    if (Status st = CheckSeccompBpf(program.insns); !st.ok()) {
+      return Error(Code::kInternal, "built-in seccomp filter is invalid: " + st.message());
+    }
+    WARD_TRY(SelfCheck(program, spec));
+    return program;
   }
-  WARD_TRY(SelfCheck(program, spec));
-  return program;
+  return Error(Code::kInternal, "no built-in seccomp filter for this combination of options");
 }
 
 bool SeccompNeedsListener(const SeccompProgram& program) {

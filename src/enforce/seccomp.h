@@ -1,5 +1,6 @@
-// The seccomp layer: a deny list over the kernel's attack surface, compiled in the parent
-// (libseccomp -> classic BPF, before fork) and loaded last in the child, right before execve.
+// The seccomp layer: a deny list over the kernel's attack surface, compiled with libseccomp to
+// classic BPF when ward is built (seccomp_compile.h, one program per SeccompSpec), checked by the
+// parent at each run and loaded last in the child, right before execve.
 //
 // Verdicts (default ALLOW; the other layers decide what files and hosts exist):
 //   KILL_PROCESS  any ABI but the native one (i386 via int 0x80) and x32 syscall numbers
@@ -26,6 +27,11 @@ namespace ward::enforce {
 // says, so programs that probe for netlink, vsock, ... take their "not available" path.
 inline constexpr int kSeccompSocketFamilyErrno = EAFNOSUPPORT;
 
+// The return value of a denial with `err`.
+inline constexpr uint32_t SeccompRetErrno(int err) {
+  return SECCOMP_RET_ERRNO | (static_cast<uint32_t>(err) & SECCOMP_RET_DATA);
+}
+
 struct SeccompSpec {  // immutable input of this enforcer only
   // Lets ptrace, process_vm_readv and process_vm_writev through (the same kernel access check).
   // Never true in shipped profiles; for the positive-control tests.
@@ -39,14 +45,16 @@ struct SeccompSpec {  // immutable input of this enforcer only
   // Trap every open/openat/openat2/creat (for the approvals issue; supersedes notify_creations
   // for the open family).
   bool notify_opens = false;
+
+  bool operator==(const SeccompSpec&) const = default;
 };
 
 struct SeccompProgram {
   std::vector<struct sock_filter> insns;
 };
 
-// Parent side: compiles the filter with libseccomp and checks the result (kernel-style
-// validation plus a few verdicts that must hold), so a broken build fails here, not in the child.
+// Parent side: the filter the build compiled for `spec`, checked (kernel-style validation plus
+// a few verdicts that must hold), so a broken build fails here, not in the child.
 Result<SeccompProgram> PrepareSeccomp(const SeccompSpec& spec);
 
 // True when the program has a SECCOMP_RET_USER_NOTIF return (it then needs a listener).

@@ -152,7 +152,7 @@ struct LaunchPlan {
   MountSpec mount;
   LandlockSpec landlock;
   SeccompSpec seccomp_spec;
-  SeccompProgram seccomp;  // compiled in the parent (PrepareSeccomp); empty: sent after the clone
+  SeccompProgram seccomp;  // the built-in filter (PrepareSeccomp); empty: sent after the clone
   bool seccomp_enabled = true;
   ProcessSpec process;
   // Brokered credentials: their secrets are fetched only after the clone, so that sandbox init

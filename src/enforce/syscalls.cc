@@ -1,7 +1,6 @@
 #include "enforce/syscalls.h"
 
 #include <linux/audit.h>
-#include <seccomp.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -88,12 +87,7 @@ int NativeSyscallNumber(std::string_view name) {
     return m;
   }();
   auto it = numbers.find(name);
-  if (it != numbers.end()) return it->second;
-  // Names the headers lack but libseccomp knows (negative answers are its pseudo numbers for
-  // syscalls this ABI lacks).
-  const std::string n(name);
-  const int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE, n.c_str());
-  return nr >= 0 ? nr : -1;
+  return it != numbers.end() ? it->second : -1;
 }
 
 std::string NativeSyscallName(int nr) {

@@ -13,7 +13,9 @@ namespace ward::enforce {
 // The only ABI the filter lets through (AUDIT_ARCH_X86_64 or AUDIT_ARCH_AARCH64).
 uint32_t NativeAuditArch();
 
-// The syscall's number on the native ABI, or -1 when this architecture has no such syscall.
+// The syscall's number on the native ABI, or -1 when this architecture has no such syscall (or
+// neither the headers nor the list of newer ones in syscalls.cc know it; the filter's compile
+// also asks libseccomp, seccomp_compile.cc).
 int NativeSyscallNumber(std::string_view name);
 
 // The syscall's name, or "" when the number is not a known native syscall.

@@ -643,9 +643,10 @@ static void RaiseFileLimit() {
 
 namespace {
 
-// The plan's filter (so that explain and the audit trail describe the loaded program), compiled
-// and handed to sandbox init, which waits for it before it forks the command.
-Status CompileAndSendSeccomp(const enforce::Sandbox& sb, enforce::LaunchPlan* plan) {
+// The plan's filter (so that explain and the audit trail describe the loaded program), the one
+// the build compiled for its spec and checked here, handed to sandbox init, which waits for it
+// before it forks the command.
+Status PrepareAndSendSeccomp(const enforce::Sandbox& sb, enforce::LaunchPlan* plan) {
   Result<enforce::SeccompProgram> program = enforce::PrepareSeccomp(plan->seccomp_spec);
   if (!program.ok()) return std::move(program).take_status().With("seccomp");
   plan->seccomp = std::move(program).value();
@@ -705,8 +706,8 @@ Outcome Run(const RunRequest& req) {
   input.argv = req.argv;
   input.env = req.env;
   for (int fd = 0; fd < 3; ++fd) input.tty[fd] = term.is_tty(fd);
-  // The seccomp filter is compiled after the clone, while sandbox init builds the root.
-  input.compile_seccomp = false;
+  // The seccomp filter is sent after the clone, while sandbox init builds the root.
+  input.prepare_seccomp = false;
   Result<enforce::LaunchPlan> plan = enforce::PlanLaunch(req.policy, features, input, &out.notes);
   if (!plan.ok()) {
     out.kind = Outcome::Kind::kRefused;
@@ -819,9 +820,9 @@ Outcome Run(const RunRequest& req) {
     cgroup->CloseSelfJoinFds();
   }
   if (plan->seccomp_enabled) {
-    Status sent = CompileAndSendSeccomp(*sb, &*plan);
+    Status sent = PrepareAndSendSeccomp(*sb, &*plan);
     if (!sent.ok()) return refuse_after_clone(sent);
-    TraceMark("seccomp compiled and sent");
+    TraceMark("seccomp program sent");
   }
   // While init builds the root. The reaper also holds the sandbox's mount namespace: its
   // teardown is then the reaper's work after the run, not init's exit's, which the cgroup's

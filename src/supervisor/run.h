@@ -1,5 +1,5 @@
 // The launch sequence of one `ward run`, in the design's order, and the supervisor's event
-// loop around it: plan -> probe -> compile seccomp -> clone -> (init builds the root) ->
+// loop around it: plan -> probe -> clone -> (init builds the root) ->
 // serve what init hands back (pty, notification listener) -> wait -> outcome.
 #pragma once
 

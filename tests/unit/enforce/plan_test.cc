@@ -45,7 +45,7 @@ class PlanTest : public ::testing::Test {
     if (!pol.ok()) return {};
     PlanInput input;
     input.argv = {"true"};
-    input.compile_seccomp = false;
+    input.prepare_seccomp = false;
     PlanNotes notes;
     Result<LaunchPlan> plan = PlanLaunch(*pol, ProbeKernel(false), input, &notes);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();

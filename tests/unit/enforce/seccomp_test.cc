@@ -11,11 +11,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "enforce/bpf.h"
+#include "enforce/seccomp_compile.h"
 #include "enforce/syscalls.h"
 
 namespace ward::enforce {
@@ -69,12 +71,123 @@ TEST(SeccompProgram, IsValidAndFitsTheKernelLimit) {
   EXPECT_FALSE(SeccompNeedsListener(Default()));
 }
 
-TEST(SeccompProgram, CompilesTheSameEveryTime) {
-  const SeccompProgram again = Compile(SeccompSpec{});
-  ASSERT_EQ(again.insns.size(), Default().insns.size());
-  for (size_t i = 0; i < again.insns.size(); ++i) {
-    EXPECT_EQ(again.insns[i].code, Default().insns[i].code) << i;
-    EXPECT_EQ(again.insns[i].k, Default().insns[i].k) << i;
+// The table the build compiled (seccomp_programs.inc) holds every SeccompSpec, and each of its
+// programs is what libseccomp compiles from today's rules: a stale or mis-indexed table fails.
+TEST(SeccompProgram, BuiltInFiltersAreAFreshCompile) {
+  const std::vector<SeccompSpec> specs = AllSeccompSpecs();
+  ASSERT_EQ(specs.size(), 8u);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    for (size_t j = i + 1; j < specs.size(); ++j) {
+      EXPECT_FALSE(specs[i] == specs[j]) << i << " " << j;
+    }
+    const SeccompSpec& spec = specs[i];
+    SCOPED_TRACE(testing::Message() << "ptrace " << spec.allow_ptrace << " creations "
+                                    << spec.notify_creations << " opens " << spec.notify_opens);
+    auto built_in = PrepareSeccomp(spec);
+    auto fresh = CompileSeccompFilter(spec);
+    ASSERT_TRUE(built_in.ok()) << built_in.status().ToString();
+    ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+    const std::vector<sock_filter>& a = built_in.value().insns;
+    const std::vector<sock_filter>& b = fresh.value();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(a[k].code, b[k].code) << k;
+      EXPECT_EQ(a[k].jt, b[k].jt) << k;
+      EXPECT_EQ(a[k].jf, b[k].jf) << k;
+      EXPECT_EQ(a[k].k, b[k].k) << k;
+    }
+  }
+  // The specs differ in their programs: each lookup found its own.
+  EXPECT_NE(Compile(specs[0]).insns.size(), Compile(specs[7]).insns.size());
+}
+
+// The kernel (5.11+) skips the filter for a syscall whose verdict it can prove ALLOW for any
+// arguments, by running the program with only the number and the arch known: it gives up at
+// the first load of anything else (kernel/seccomp.c, seccomp_is_const_allow). Read there and
+// mirrored here, so that a test can see which syscalls pay for the filter on every call.
+bool KernelCachesAllow(const std::vector<sock_filter>& insns, uint32_t nr, uint32_t arch) {
+  uint32_t a = 0;
+  for (size_t pc = 0; pc < insns.size(); ++pc) {
+    const sock_filter& insn = insns[pc];
+    bool taken = false;
+    switch (insn.code) {
+      case BPF_LD | BPF_W | BPF_ABS:
+        if (insn.k == offsetof(seccomp_data, nr)) {
+          a = nr;
+        } else if (insn.k == offsetof(seccomp_data, arch)) {
+          a = arch;
+        } else {
+          return false;  // an argument or the instruction pointer
+        }
+        continue;
+      case BPF_RET | BPF_K:
+        return insn.k == SECCOMP_RET_ALLOW;
+      case BPF_JMP | BPF_JA:
+        pc += insn.k;
+        continue;
+      case BPF_ALU | BPF_AND | BPF_K:
+        a &= insn.k;
+        continue;
+      case BPF_JMP | BPF_JEQ | BPF_K:
+        taken = a == insn.k;
+        break;
+      case BPF_JMP | BPF_JGE | BPF_K:
+        taken = a >= insn.k;
+        break;
+      case BPF_JMP | BPF_JGT | BPF_K:
+        taken = a > insn.k;
+        break;
+      case BPF_JMP | BPF_JSET | BPF_K:
+        taken = (a & insn.k) != 0;
+        break;
+      default:
+        return false;
+    }
+    pc += taken ? insn.jt : insn.jf;
+  }
+  return false;
+}
+
+// Every syscall the filter allows without looking at its arguments is one the kernel lets
+// through without running the filter (fcntl, close, getdents64 and fstat make up most of a
+// `find`'s calls); the only allowed syscalls that run it are those whose arguments it reads.
+TEST(SeccompProgram, KernelSkipsTheFilterForEveryAllowThatIgnoresArguments) {
+  for (const SeccompSpec& spec : AllSeccompSpecs()) {
+    const SeccompProgram p = Compile(spec);
+    std::vector<std::string> read_args = {"clone", "ioctl", "personality", "socket", "socketpair"};
+    if (spec.notify_creations && !spec.notify_opens) {
+      read_args.push_back("openat");
+#if defined(__x86_64__)
+      read_args.push_back("open");
+#endif
+    }
+    std::vector<std::string> uncached;
+    for (int nr = 0; nr < NativeSyscallLimit(); ++nr) {
+      const std::string name = NativeSyscallName(nr);
+      if (name.empty()) {
+        continue;
+      }
+      const uint32_t zero_args = Eval(p, nr);
+      const bool reads_args =
+          std::find(read_args.begin(), read_args.end(), name) != read_args.end();
+      const bool cached = KernelCachesAllow(p.insns, static_cast<uint32_t>(nr), NativeAuditArch());
+      if (cached) {
+        // Never cached unless allowed whatever the arguments.
+        EXPECT_EQ(zero_args, kAllow) << name;
+        EXPECT_FALSE(reads_args) << name;
+      } else if (zero_args == kAllow || reads_args) {
+        uncached.push_back(name);
+      }
+    }
+    std::sort(read_args.begin(), read_args.end());
+    std::sort(uncached.begin(), uncached.end());
+    EXPECT_EQ(uncached, read_args) << "ptrace " << spec.allow_ptrace << " creations "
+                                   << spec.notify_creations << " opens " << spec.notify_opens;
+    // The same number from a foreign ABI is never cached as allowed: it is killed.
+    const uint32_t foreign =
+        NativeAuditArch() == AUDIT_ARCH_X86_64 ? AUDIT_ARCH_I386 : AUDIT_ARCH_ARM;
+    EXPECT_TRUE(KernelCachesAllow(p.insns, static_cast<uint32_t>(Nr("getpid")), NativeAuditArch()));
+    EXPECT_FALSE(KernelCachesAllow(p.insns, static_cast<uint32_t>(Nr("getpid")), foreign));
   }
 }
 
