@@ -4,7 +4,7 @@
 //
 // Verdicts (default ALLOW; the other layers decide what files and hosts exist):
 //   KILL_PROCESS  any ABI but the native one (i386 via int 0x80) and x32 syscall numbers
-//   EPERM         the dangerous syscalls listed in seccomp.cc, clone with namespace flags,
+//   EPERM         the dangerous syscalls listed in seccomp_compile.cc, clone with namespace flags,
 //                 personality other than the harmless values, ioctl TIOCSTI/TIOCLINUX/...
 //   ENOSYS        clone3 (its flags are behind a pointer; libc falls back to clone), memfd_secret
 //   EAFNOSUPPORT  socket/socketpair families other than AF_UNIX, AF_INET, AF_INET6

@@ -4,6 +4,7 @@
 #include <seccomp.h>
 
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -15,14 +16,7 @@ namespace {
 
 const char* Bool(bool b) { return b ? "true" : "false"; }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: ward_seccomp_gen OUTPUT\n");
-    return 2;
-  }
-  const std::string out = argv[1];
+int Generate(const std::string& out) {
   const std::string tmp = out + ".tmp";
   std::ofstream f(tmp, std::ios::trunc);
   if (!f) {
@@ -72,4 +66,19 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: ward_seccomp_gen OUTPUT\n");
+    return 2;
+  }
+  try {
+    return Generate(argv[1]);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ward_seccomp_gen: %s\n", e.what());
+    return 1;
+  }
 }
