@@ -28,7 +28,6 @@ using U = std::initializer_list<uint64_t>;
 constexpr uint32_t kAllow = SECCOMP_RET_ALLOW;
 constexpr uint32_t kKill = SECCOMP_RET_KILL_PROCESS;
 constexpr uint32_t kNotify = SECCOMP_RET_USER_NOTIF;
-constexpr uint32_t RetErrno(int e) { return SECCOMP_RET_ERRNO | static_cast<uint32_t>(e); }
 
 int Nr(const char* name) {
   const int nr = NativeSyscallNumber(name);
@@ -257,16 +256,17 @@ TEST(SeccompDeny, DangerousSyscallsGetEperm) {
   };
   for (const char* name : kDenied) {
     // Whatever the arguments: a bad-pointer form and an all-ones form.
-    EXPECT_EQ(Eval(Default(), name), RetErrno(EPERM)) << name;
-    EXPECT_EQ(Eval(Default(), name, {~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull}), RetErrno(EPERM))
+    EXPECT_EQ(Eval(Default(), name), SeccompRetErrno(EPERM)) << name;
+    EXPECT_EQ(Eval(Default(), name, {~0ull, ~0ull, ~0ull, ~0ull, ~0ull, ~0ull}),
+              SeccompRetErrno(EPERM))
         << name;
   }
 }
 
 TEST(SeccompDeny, Clone3AndMemfdSecretGetEnosys) {
-  EXPECT_EQ(Eval(Default(), "clone3"), RetErrno(ENOSYS));
-  EXPECT_EQ(Eval(Default(), "clone3", {0x7fff0000, sizeof(clone_args)}), RetErrno(ENOSYS));
-  EXPECT_EQ(Eval(Default(), "memfd_secret"), RetErrno(ENOSYS));
+  EXPECT_EQ(Eval(Default(), "clone3"), SeccompRetErrno(ENOSYS));
+  EXPECT_EQ(Eval(Default(), "clone3", {0x7fff0000, sizeof(clone_args)}), SeccompRetErrno(ENOSYS));
+  EXPECT_EQ(Eval(Default(), "memfd_secret"), SeccompRetErrno(ENOSYS));
 }
 
 TEST(SeccompAllow, HarmlessSyscallsPass) {
@@ -296,13 +296,13 @@ TEST(SeccompClone, PlainForksAndThreadsPass) {
 TEST(SeccompClone, NamespaceFlagsGetEperm) {
   for (uint64_t ns : U{CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID,
                        CLONE_NEWNET, CLONE_NEWCGROUP, CLONE_UNTRACED}) {
-    EXPECT_EQ(Eval(Default(), "clone", {ns}), RetErrno(EPERM)) << std::hex << ns;
-    EXPECT_EQ(Eval(Default(), "clone", {ns | SIGCHLD | CLONE_FILES}), RetErrno(EPERM)) << ns;
+    EXPECT_EQ(Eval(Default(), "clone", {ns}), SeccompRetErrno(EPERM)) << std::hex << ns;
+    EXPECT_EQ(Eval(Default(), "clone", {ns | SIGCHLD | CLONE_FILES}), SeccompRetErrno(EPERM)) << ns;
     // The kernel reads only the low 32 bits; junk above must not hide the flag.
-    EXPECT_EQ(Eval(Default(), "clone", {ns | (0xdeadull << 32)}), RetErrno(EPERM)) << ns;
+    EXPECT_EQ(Eval(Default(), "clone", {ns | (0xdeadull << 32)}), SeccompRetErrno(EPERM)) << ns;
   }
   EXPECT_EQ(Eval(Default(), "clone", {CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID}),
-            RetErrno(EPERM));
+            SeccompRetErrno(EPERM));
 }
 
 TEST(SeccompArch, ForeignAbisAreKilled) {
@@ -335,7 +335,7 @@ TEST(SeccompPersonality, OnlyHarmlessValuesPass) {
          uint64_t{MMAP_PAGE_ZERO}, uint64_t{PER_LINUX} | uint64_t{READ_IMPLIES_EXEC},
          uint64_t{PER_BSD}, uint64_t{PER_SVR4}, 0x1ull, 0x7ull, 0x9ull, 0x20001ull, 0xfffffffeull,
          0x20008ull | uint64_t{ADDR_NO_RANDOMIZE}}) {
-    EXPECT_EQ(Eval(Default(), "personality", {v}), RetErrno(EPERM)) << std::hex << v;
+    EXPECT_EQ(Eval(Default(), "personality", {v}), SeccompRetErrno(EPERM)) << std::hex << v;
   }
 }
 
@@ -343,11 +343,12 @@ TEST(SeccompIoctl, TerminalInjectionIsDenied) {
   for (uint64_t cmd :
        U{uint64_t{TIOCSTI}, uint64_t{TIOCLINUX}, uint64_t{TIOCSETD}, uint64_t{TIOCCONS}}) {
     for (uint64_t fd : U{0ull, 1ull, 2ull, 255ull, ~0ull}) {
-      EXPECT_EQ(Eval(Default(), "ioctl", {fd, cmd}), RetErrno(EPERM)) << std::hex << cmd;
+      EXPECT_EQ(Eval(Default(), "ioctl", {fd, cmd}), SeccompRetErrno(EPERM)) << std::hex << cmd;
     }
     // CVE-2019-10063: bits above 32 must not smuggle the command past the filter.
-    EXPECT_EQ(Eval(Default(), "ioctl", {0, cmd | (1ull << 32)}), RetErrno(EPERM)) << cmd;
-    EXPECT_EQ(Eval(Default(), "ioctl", {0, cmd | (0xffffffffull << 32)}), RetErrno(EPERM)) << cmd;
+    EXPECT_EQ(Eval(Default(), "ioctl", {0, cmd | (1ull << 32)}), SeccompRetErrno(EPERM)) << cmd;
+    EXPECT_EQ(Eval(Default(), "ioctl", {0, cmd | (0xffffffffull << 32)}), SeccompRetErrno(EPERM))
+        << cmd;
   }
   for (uint64_t cmd :
        U{uint64_t{TCGETS}, uint64_t{TCSETS}, uint64_t{TIOCGWINSZ}, uint64_t{TIOCSWINSZ},
@@ -370,7 +371,7 @@ TEST(SeccompSocket, OnlyUnixAndInetFamilies) {
            uint64_t{AF_ALG}, uint64_t{AF_BLUETOOTH}, uint64_t{AF_XDP}, uint64_t{AF_KEY},
            uint64_t{AF_TIPC}, uint64_t{AF_RDS}, uint64_t{AF_CAN}, uint64_t{AF_MAX}, 255ull,
            0xffffffffull, AF_NETLINK | (1ull << 32)}) {
-      EXPECT_EQ(Eval(Default(), call, {f, SOCK_RAW, 0}), RetErrno(kSeccompSocketFamilyErrno))
+      EXPECT_EQ(Eval(Default(), call, {f, SOCK_RAW, 0}), SeccompRetErrno(kSeccompSocketFamilyErrno))
           << call << " family " << f;
     }
   }
@@ -416,8 +417,8 @@ TEST(SeccompNotify, CreationsTrapOnlyWhenCreating) {
     EXPECT_EQ(Eval(p, name), kNotify) << name;
   }
   // The deny list still holds alongside the traps; reading and metadata calls are untouched.
-  EXPECT_EQ(Eval(p, "ptrace"), RetErrno(EPERM));
-  EXPECT_EQ(Eval(p, "socket", {AF_NETLINK}), RetErrno(kSeccompSocketFamilyErrno));
+  EXPECT_EQ(Eval(p, "ptrace"), SeccompRetErrno(EPERM));
+  EXPECT_EQ(Eval(p, "socket", {AF_NETLINK}), SeccompRetErrno(kSeccompSocketFamilyErrno));
   for (const char* name : {"read", "unlinkat", "fchmodat", "newfstatat", "getdents64"}) {
     EXPECT_EQ(Eval(p, name), kAllow) << name;
   }
