@@ -106,6 +106,13 @@ int CountHostProcesses(const std::string& needle) {
   return static_cast<int>(FindHostProcesses(needle).size());
 }
 
+bool ProbeIsRunning(const std::string& needle) {
+  for (pid_t pid : FindHostProcesses(needle)) {
+    if (ReadFile("/proc/" + std::to_string(pid) + "/comm") == "ward-probe\n") return true;
+  }
+  return false;
+}
+
 bool PathExists(const std::string& path) {
   struct stat st;
   return lstat(path.c_str(), &st) == 0;

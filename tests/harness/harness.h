@@ -48,6 +48,10 @@ bool PathExists(const std::string& path);
 // counts as gone (its /proc files then fail with ESRCH).
 std::vector<pid_t> FindHostProcesses(const std::string& needle);
 int CountHostProcesses(const std::string& needle);
+// Whether the probe itself runs with `needle` on its command line. ward and sandbox init carry
+// the same command line before init execs the command, so counting those would also count a
+// sandbox that is still being built.
+bool ProbeIsRunning(const std::string& needle);
 void MakeDirs(const std::string& path, int mode = 0755);
 void PlantCanaryHome(const std::string& home);
 
