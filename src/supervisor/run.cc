@@ -776,6 +776,19 @@ Outcome Run(const RunRequest& req) {
     return out;
   }
   TraceMark("cloned");
+  // The reaper removes the cgroup if the supervisor dies, so it starts as soon as both the
+  // cgroup and the sandbox exist, before init may run the command: a supervisor killed while
+  // the command runs leaves no cgroup behind (only a kill within the few µs between the
+  // cgroup's mkdir and this leaves an empty one, for the next run's sweep). It also holds the
+  // sandbox's mount namespace: its teardown is then the reaper's work after the run, not
+  // init's exit's, which the cgroup's removal waits for (best effort).
+  auto start_reaper = [&] {
+    UniqueFd mnt_ns(
+        open(("/proc/" + std::to_string(sb->pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
+    cgroup->StartReaper(mnt_ns.get());
+    TraceMark("cgroup reaper started");
+  };
+  if (cgroup) start_reaper();  // v2: made before the clone
   // What the supervisor still owes init after the clone failed: the half-made sandbox dies
   // before anything in it ran, and the run is refused.
   auto refuse_after_clone = [&](const Status& st) {
@@ -815,7 +828,10 @@ Outcome Run(const RunRequest& req) {
   }
   if (plan->cgroup_after_clone) {
     Status made = create_cgroup();
-    if (made.ok()) made = enforce::SendCgroupJoin(*sb, cgroup->self_join_fds());
+    if (made.ok()) {
+      start_reaper();
+      made = enforce::SendCgroupJoin(*sb, cgroup->self_join_fds());
+    }
     if (!made.ok()) return refuse_after_clone(made);
     cgroup->CloseSelfJoinFds();
   }
@@ -823,15 +839,6 @@ Outcome Run(const RunRequest& req) {
     Status sent = PrepareAndSendSeccomp(*sb, &*plan);
     if (!sent.ok()) return refuse_after_clone(sent);
     TraceMark("seccomp program sent");
-  }
-  // While init builds the root. The reaper also holds the sandbox's mount namespace: its
-  // teardown is then the reaper's work after the run, not init's exit's, which the cgroup's
-  // removal waits for (best effort).
-  if (cgroup) {
-    UniqueFd mnt_ns(
-        open(("/proc/" + std::to_string(sb->pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
-    cgroup->StartReaper(mnt_ns.get());
-    TraceMark("cgroup reaper started");
   }
   if (req.on_started) req.on_started(*plan, out.notes, features);
   // The run ends on init's report, before init's own exit; the cgroup is removed after it.

@@ -400,18 +400,15 @@ TEST_F(SupervisorThreadsTest, TheCgroupReaperHoldsTheSandboxsMountNamespace) {
     ssize_t n = readlink(path.c_str(), buf, sizeof buf);
     return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
   };
-  // The supervisor starts the reaper right after it sent the seccomp program, which may be
-  // after the command already runs: look until both are there (the command waits on stdin).
-  for (int tries = 0; tries < 200 && (init_mnt.empty() || reaper_fd.empty()); ++tries) {
-    if (tries > 0) usleep(10 * 1000);
-    std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
-                           "/children");
-    std::string child;
-    while (children >> child) {
-      std::string comm = ReadFile("/proc/" + child + "/comm");
-      if (comm.rfind("ward-init", 0) == 0) init_mnt = link("/proc/" + child + "/ns/mnt");
-      if (comm.rfind("ward-cgroup", 0) == 0) reaper_fd = link("/proc/" + child + "/fd/5");
-    }
+  // The supervisor starts the reaper before init may run the command: once the command has
+  // printed, both are there (a supervisor killed from now on leaves no cgroup behind).
+  std::ifstream children("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) +
+                         "/children");
+  std::string child;
+  while (children >> child) {
+    std::string comm = ReadFile("/proc/" + child + "/comm");
+    if (comm.rfind("ward-init", 0) == 0) init_mnt = link("/proc/" + child + "/ns/mnt");
+    if (comm.rfind("ward-cgroup", 0) == 0) reaper_fd = link("/proc/" + child + "/fd/5");
   }
   EXPECT_EQ(Finish(pid, w, r), 0);
   ASSERT_FALSE(init_mnt.empty()) << "no sandbox init among ward's children";
