@@ -778,17 +778,16 @@ Outcome Run(const RunRequest& req) {
   TraceMark("cloned");
   // The reaper removes the cgroup if the supervisor dies, so it starts as soon as both the
   // cgroup and the sandbox exist, before init may run the command: a supervisor killed while
-  // the command runs leaves no cgroup behind (only a kill within the few µs between the
-  // cgroup's mkdir and this leaves an empty one, for the next run's sweep). It also holds the
-  // sandbox's mount namespace: its teardown is then the reaper's work after the run, not
-  // init's exit's, which the cgroup's removal waits for (best effort).
+  // the command runs leaves no cgroup behind. Only a kill between the cgroup's mkdir and this
+  // (the cgroup's own setup on v1; the clone as well on v2) leaves an empty one, for the next
+  // run's sweep. The reaper also holds the sandbox's mount namespace: its teardown is then the
+  // reaper's work after the run, not init's exit's, which the cgroup's removal waits for.
   auto start_reaper = [&] {
     UniqueFd mnt_ns(
         open(("/proc/" + std::to_string(sb->pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
     cgroup->StartReaper(mnt_ns.get());
     TraceMark("cgroup reaper started");
   };
-  if (cgroup) start_reaper();  // v2: made before the clone
   // What the supervisor still owes init after the clone failed: the half-made sandbox dies
   // before anything in it ran, and the run is refused.
   auto refuse_after_clone = [&](const Status& st) {
@@ -805,6 +804,8 @@ Outcome Run(const RunRequest& req) {
     if (!sent.ok()) return refuse_after_clone(sent);
     TraceMark("credentials prepared and sent");
   }
+  // A v2 cgroup was made before the clone; its reaper starts once init has what it needs first.
+  if (cgroup) start_reaper();
   // Init is busy building the root now: the audit trail is opened meanwhile, and before the
   // network namespace and the seccomp program are sent (init waits for both before it starts
   // the command), so that a trail which cannot be written refuses the run before the command

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -624,27 +625,34 @@ TEST_F(LimitsTest, CgroupReaperRemovesTheCgroupOfAKilledSupervisor) {
       for (;;) pause();
     }
     if (!(*cg)->Attach(inside).ok()) _exit(4);
-    std::string line = (*cg)->paths()[0] + "\n";
+    std::string line = std::to_string((*cg)->reaper_pid()) + " " + std::to_string(inside) + " " +
+                       (*cg)->paths()[0] + "\n";
     if (write(report[1], line.data(), line.size()) < 0) _exit(5);
     for (;;) pause();
   }
   close(report[1]);
-  std::string dir = ReadLine(report[0]);
+  std::istringstream reported(ReadLine(report[0]));
   close(report[0]);
+  pid_t reaper = -1, inside = -1;
+  std::string dir;
+  reported >> reaper >> inside >> dir;
   ASSERT_FALSE(dir.empty()) << "the stand-in supervisor failed";
+  ASSERT_GT(reaper, 0) << "no reaper";
   EXPECT_TRUE(PathExists(dir));
   kill(sup, SIGKILL);
   waitpid(sup, nullptr, 0);
   EXPECT_TRUE(WaitUntil([&] { return !PathExists(dir); }, 10)) << dir << " was left behind";
-  // The reaper exits once done; the process inside was killed.
-  int reaped = 0;
+  // The reaper exits once done; the process inside was killed. (Other orphans of this process,
+  // such as a retired reaper of an earlier test in it, may be reaped here too.)
+  std::set<pid_t> reaped;
   WaitUntil(
       [&] {
-        while (waitpid(-1, nullptr, WNOHANG) > 0) ++reaped;
-        return reaped >= 2;
+        for (pid_t p; (p = waitpid(-1, nullptr, WNOHANG)) > 0;) reaped.insert(p);
+        return reaped.count(reaper) && reaped.count(inside);
       },
       5);
-  EXPECT_EQ(reaped, 2);
+  EXPECT_TRUE(reaped.count(reaper)) << "the reaper did not exit";
+  EXPECT_TRUE(reaped.count(inside)) << "the process inside was not killed";
   prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
 }
 
