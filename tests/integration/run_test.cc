@@ -74,8 +74,7 @@ int ReapOrphans(int ms = 300) {
 // run kills and reaps it before ward exits, so that nothing of it outlives ward.
 TEST_F(RunTest, ARefusedRunLeavesNoSandboxInitBehind) {
   ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
-  // Children an earlier test in this process left to exit on their own (in-process runs'
-  // retired cgroup reapers) are not this test's to count.
+  // Children that earlier tests in this process left behind are not this test's to count.
   ReapOrphans();
   // Positive control: what a program leaves behind is re-parented to this process.
   RunResult r = RunProgram({"/bin/sh", "-c", "sleep 0.1 >/dev/null 2>&1 & exit 0"});
