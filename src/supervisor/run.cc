@@ -804,8 +804,9 @@ Outcome Run(const RunRequest& req) {
     if (!sent.ok()) return refuse_after_clone(sent);
     TraceMark("credentials prepared and sent");
   }
-  // A v2 cgroup was made before the clone; its reaper starts once init has what it needs first.
-  if (cgroup) start_reaper();
+  // A v2 cgroup was made before the clone: its reaper starts once init has its late setup,
+  // which it waits for before it builds the root. (A v1 cgroup's starts once it is made, below.)
+  if (cgroup && !plan->cgroup_after_clone) start_reaper();
   // Init is busy building the root now: the audit trail is opened meanwhile, and before the
   // network namespace and the seccomp program are sent (init waits for both before it starts
   // the command), so that a trail which cannot be written refuses the run before the command
