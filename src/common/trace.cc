@@ -38,6 +38,8 @@ TraceState& State() {
 
 }  // namespace
 
+bool TraceEnabled() { return State().enabled; }
+
 void TraceMark(const char* what) {
   TraceState& s = State();
   if (!s.enabled) return;

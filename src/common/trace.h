@@ -8,5 +8,7 @@
 namespace ward {
 
 void TraceMark(const char* what);
+// Whether marks are printed (WARD_TRACE_TIMING is set).
+bool TraceEnabled();
 
 }  // namespace ward

@@ -17,7 +17,8 @@ enum class MsgType : uint32_t {
   kGo = 1,      // supervisor -> init: id maps are written, proceed
   kSetupError,  // init/command -> supervisor: {stage, errno, detail}; exit 125 follows
   kFd,          // init/command -> supervisor: an fd (see FdKind)
-  kMounted,     // init -> supervisor: the root is built (with MountReport)
+  kMounted,     // init -> supervisor: the root is built (with MountReport), and an O_PATH
+                // descriptor of it: the creation guard resolves the sandbox's paths there
   kStarted,     // init -> supervisor: the command's execve succeeded (pid inside)
   kExecFailed,  // init -> supervisor: the command could not be executed (errno, path)
   kExited,      // init -> supervisor: the command ended (wait status) and every other
@@ -32,6 +33,8 @@ enum class MsgType : uint32_t {
                 // `value` more follow (see SendCgroupJoin)
   kMapped,      // init -> supervisor: init wrote its own id maps (unprivileged; see
                 // CloneSandboxInit)
+  kGuardAgent,  // supervisor -> init: the agent's end of the creation guard's socketpair; init
+                // forks the guard agent on it (guard_agent.h)
 };
 
 enum class FdKind : uint32_t {

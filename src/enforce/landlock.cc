@@ -38,7 +38,7 @@ uint64_t LandlockReadRights(int abi) {
   return LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
 }
 
-bool ApplyLandlock(const LandlockSpec& spec, ChildError* error) {
+bool ApplyLandlock(const LandlockSpec& spec, ChildError* error, bool scope_signals) {
   int abi = spec.abi;
   if (abi <= 0) return error->Set("landlock", EOPNOTSUPP, "no Landlock ABI");
   sys::LandlockRulesetAttr attr;
@@ -49,7 +49,7 @@ bool ApplyLandlock(const LandlockSpec& spec, ChildError* error) {
     size = 2 * sizeof(uint64_t);
   }
   if (abi >= 6) {
-    attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
+    attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | (scope_signals ? LANDLOCK_SCOPE_SIGNAL : 0);
     size = 3 * sizeof(uint64_t);
   }
   UniqueFd ruleset(static_cast<int>(sys::LandlockCreateRuleset(&attr, size, 0)));

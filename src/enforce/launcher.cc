@@ -36,6 +36,8 @@
 #include "enforce/caps.h"
 #include "enforce/cgroup.h"
 #include "enforce/control.h"
+#include "enforce/guard_agent.h"
+#include "enforce/init_confine.h"
 #include "enforce/landlock.h"
 #include "enforce/mount.h"
 #include "enforce/ns/net.h"
@@ -302,6 +304,119 @@ Status ReceivePlan(const ControlMsg& go, int fd, LaunchPlan* plan, InitLaunch* l
   return DecodeInitPlan(blob, plan, launch);
 }
 
+// The caller's stdio served the command's start (the command inherited what is not its pty);
+// init itself needs none of it, and holding the user's terminal or pipes would put them within
+// reach of anything that ever ran as init. Trace marks keep stderr.
+void ReleaseCallerStdio() {
+  const int last = TraceEnabled() ? 1 : 2;
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int fd = 0; fd <= last; ++fd) {
+    if (null >= 0) {
+      dup2(null, fd);
+    } else {
+      close(fd);
+    }
+  }
+  if (null > last) close(null);
+}
+
+// Once the command runs, init keeps nothing it does not need (init_confine.h). A failure ends
+// the sandbox: the command must not run beside an unconfined pid 1.
+void ConfineSelf(const LaunchPlan& plan, int ctl) {
+  ChildError err;
+  if (int rc = DropAllCapabilities(); rc != 0) err.Set("init", -rc, "dropping capabilities");
+  if (!err.stage[0] && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    err.Set("init", errno, "no_new_privs");
+  }
+  ReleaseCallerStdio();
+  if (!err.stage[0]) ConfineInit(plan.landlock, plan.seccomp_enabled, &err);
+  if (err.stage[0]) {
+    kill(-1, SIGKILL);
+    ReportAndExit(ctl, err);
+  }
+  TraceMark("init: confined");
+}
+
+// Forks the guard agent on `sock` (its end of the supervisor's socketpair). The agent inherits
+// init's confinement; it keeps only its socket.
+void StartGuardAgent(UniqueFd sock) {
+  pid_t pid = fork();
+  if (pid != 0) return;  // init: its copy of the socket closes with `sock`
+  const int fd = sock.get();
+  if (fd > 0) sys::CloseRange(0, static_cast<unsigned>(fd) - 1, 0);
+  sys::CloseRange(static_cast<unsigned>(fd) + 1, UINT_MAX, 0);
+  GuardAgentMain(fd);
+}
+
+// A message from the supervisor while the command runs. False: the supervisor is gone.
+bool OnControl(int ctl) {
+  ControlMsg m;
+  UniqueFd fd;
+  int r = RecvControl(ctl, &m, &fd, MSG_DONTWAIT);
+  if (r == -EAGAIN || r == -EWOULDBLOCK || r == -EINTR) return true;
+  if (r != 1) return false;
+  if (m.type == MsgType::kTerminate) {
+    // The deadline passed: everything inside (kill(-1) spares only init itself) gets SIGTERM,
+    // and SIGCONT so that stopped processes see it. The supervisor follows with SIGKILL after
+    // the grace period.
+    kill(-1, SIGTERM);
+    kill(-1, SIGCONT);
+  } else if (m.type == MsgType::kGuardAgent && fd) {
+    StartGuardAgent(std::move(fd));
+  }
+  return true;
+}
+
+// Signals for pid 1: forwarded ones go to the command's process group; SIGCHLD reaps. When the
+// command itself is reaped, everything it left behind dies and is reaped here (orphans are
+// re-parented to init before their parent can be reaped, so ECHILD means this namespace holds no
+// other process). Only then does the supervisor hear of the end: it need not wait for init's
+// own exit, whose namespace teardown is kernel work.
+void OnSignals(int ctl, int sfd, pid_t cmd) {
+  struct signalfd_siginfo si;
+  while (read(sfd, &si, sizeof si) == sizeof si) {
+    if (si.ssi_signo != SIGCHLD) {
+      kill(-cmd, static_cast<int>(si.ssi_signo));
+      kill(cmd, static_cast<int>(si.ssi_signo));
+      continue;
+    }
+    int status;
+    pid_t w;
+    while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
+      if (w != cmd) continue;
+      TraceMark("init: command reaped");
+      kill(-1, SIGKILL);
+      while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
+        kill(-1, SIGKILL);
+      }
+      TraceMark("init: emptied");
+      ControlMsg m;
+      m.type = MsgType::kExited;
+      m.value = status;
+      getrusage(RUSAGE_CHILDREN, &m.usage);
+      SendControl(ctl, m);
+      _exit(0);
+    }
+  }
+}
+
+// Init's life once the command runs. When the supervisor goes away, everything inside ends.
+[[noreturn]] void ServeAsPid1(int ctl, int sfd, pid_t cmd) {
+  struct pollfd pfds[2] = {{sfd, POLLIN, 0}, {ctl, POLLIN, 0}};
+  while (true) {
+    int n = poll(pfds, 2, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      _exit(125);
+    }
+    if ((pfds[1].revents & (POLLIN | POLLHUP | POLLERR)) && !OnControl(ctl)) {
+      kill(-1, SIGKILL);
+      _exit(137);
+    }
+    if (pfds[0].revents & POLLIN) OnSignals(ctl, sfd, cmd);
+  }
+}
+
 // The ids an unprivileged init maps for itself, before anything else.
 struct OwnIds {
   uid_t uid;
@@ -318,6 +433,9 @@ struct OwnIds {
   if (hi > lo + 1) sys::CloseRange(lo + 1, hi - 1, 0);
   sys::CloseRange(hi + 1, UINT_MAX, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  // A session of its own: init and what it forks (the guard agent) never have the caller's
+  // terminal as their controlling terminal, so no open of /dev/tty inside can reach it.
+  setsid();
   WipeProcessArgs("ward-init");
   if (own_ids) {
     char failed[64] = "";
@@ -395,7 +513,8 @@ struct OwnIds {
     ControlMsg m;
     m.type = MsgType::kMounted;
     m.report = report;
-    SendControl(ctl, m);
+    UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    SendControl(ctl, m, root.get());
   }
 
   // The sandbox's own terminal, from its private devpts.
@@ -546,64 +665,8 @@ struct OwnIds {
     TraceMark("init: started sent");
   }
   detached.clear();
-  // Init keeps nothing it does not need: no capabilities, no new privileges.
-  DropAllCapabilities();
-  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-
-  struct pollfd pfds[2] = {{sfd, POLLIN, 0}, {ctl, POLLIN, 0}};
-  while (true) {
-    int n = poll(pfds, 2, -1);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      _exit(125);
-    }
-    if (pfds[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-      ControlMsg m;
-      ssize_t r = recv(ctl, &m, sizeof m, MSG_DONTWAIT);
-      if (r == static_cast<ssize_t>(sizeof m) && m.type == MsgType::kTerminate) {
-        // The deadline passed: everything inside (kill(-1) spares only init itself) gets
-        // SIGTERM, and SIGCONT so that stopped processes see it. The supervisor follows with
-        // SIGKILL after the grace period.
-        kill(-1, SIGTERM);
-        kill(-1, SIGCONT);
-      } else if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-        // EOF: the supervisor went away, so everything inside ends.
-        kill(-1, SIGKILL);
-        _exit(137);
-      }
-    }
-    if (pfds[0].revents & POLLIN) {
-      struct signalfd_siginfo si;
-      while (read(sfd, &si, sizeof si) == sizeof si) {
-        if (si.ssi_signo != SIGCHLD) {
-          kill(-cmd, static_cast<int>(si.ssi_signo));
-          kill(cmd, static_cast<int>(si.ssi_signo));
-          continue;
-        }
-        int status;
-        pid_t w;
-        while ((w = waitpid(-1, &status, WNOHANG)) > 0) {
-          if (w != cmd) continue;
-          TraceMark("init: command reaped");
-          // The command is done: everything it left behind dies, and is reaped here (orphans
-          // are re-parented to init before their parent can be reaped, so ECHILD means this
-          // namespace holds no other process). Only then does the supervisor hear of the end:
-          // it need not wait for init's own exit, whose namespace teardown is kernel work.
-          kill(-1, SIGKILL);
-          while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
-            kill(-1, SIGKILL);
-          }
-          TraceMark("init: emptied");
-          ControlMsg m;
-          m.type = MsgType::kExited;
-          m.value = status;
-          getrusage(RUSAGE_CHILDREN, &m.usage);
-          SendControl(ctl, m);
-          _exit(0);
-        }
-      }
-    }
-  }
+  ConfineSelf(plan, ctl);
+  ServeAsPid1(ctl, sfd, cmd);
 }
 
 }  // namespace

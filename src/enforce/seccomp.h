@@ -8,7 +8,9 @@
 //                 personality other than the harmless values, ioctl TIOCSTI/TIOCLINUX/...
 //   ENOSYS        clone3 (its flags are behind a pointer; libc falls back to clone), memfd_secret
 //   EAFNOSUPPORT  socket/socketpair families other than AF_UNIX, AF_INET, AF_INET6
-//   USER_NOTIF    the creation/open traps of SeccompSpec, answered by the supervisor
+//   EPERM         execveat of a descriptor (AT_EMPTY_PATH), landlock_restrict_self with a log flag
+//   USER_NOTIF    memfd_create (made sealed against exec) and the creation/open traps of
+//                 SeccompSpec, answered by the supervisor
 #pragma once
 
 #include <linux/filter.h>

@@ -131,6 +131,10 @@ constexpr uint32_t kPersonalityAllowed[] = {0x0, 0x8, 0x20000, 0x20008, 0xffffff
 
 constexpr uint32_t kSocketFamiliesAllowed[] = {AF_UNIX, AF_INET, AF_INET6};
 
+// landlock_restrict_self's LOG_SAME_EXEC_OFF, LOG_NEW_EXEC_ON and LOG_SUBDOMAINS_OFF (ABI 7):
+// a domain that silences the kernel's record of what Landlock denied.
+constexpr uint32_t kLandlockLogFlags[] = {1u << 0, 1u << 1, 1u << 2};
+
 // Syscalls that create or rename a directory entry (besides the open family).
 constexpr const char* kCreationSyscalls[] = {"mkdir",   "mkdirat",   "mknod",    "mknodat",
                                              "symlink", "symlinkat", "link",     "linkat",
@@ -282,6 +286,17 @@ Result<std::vector<sock_filter>> BuildLibseccompPart(const SeccompSpec& spec) {
   }
   for (uint32_t cmd : kIoctlDenied) {
     WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_ERRNO(EPERM), "ioctl", {Low32Equals(1, cmd)}));
+  }
+
+  // Code without a name: memfds are made by the supervisor's guard agent, sealed against
+  // execution (notifier.cc); a descriptor is never executed; a nested Landlock domain may not
+  // switch off the kernel's denial log.
+  WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, "memfd_create"));
+  WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_ERRNO(EPERM), "execveat",
+                   {Low32HasBits(4, static_cast<uint32_t>(AT_EMPTY_PATH))}));
+  for (uint32_t flag : kLandlockLogFlags) {
+    WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_ERRNO(EPERM), "landlock_restrict_self",
+                     {Low32HasBits(1, flag)}));
   }
 
   if (spec.notify_opens) {

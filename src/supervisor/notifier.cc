@@ -2,14 +2,17 @@
 
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/magic.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +22,8 @@
 #include <cstring>
 
 #include "common/linux.h"
+#include "supervisor/sandbox_view.h"
+#include "supervisor/trapped_call.h"
 
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
@@ -26,11 +31,15 @@
 #ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
 #define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
 #endif
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
 
 namespace ward::supervisor {
 namespace {
-
-constexpr uint64_t kInRoot = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
 
 std::vector<std::string> SplitPath(const std::string& p) {
   std::vector<std::string> out;
@@ -43,33 +52,6 @@ std::vector<std::string> SplitPath(const std::string& p) {
     i = j;
   }
   return out;
-}
-
-// Reads a NUL-terminated string from the target's memory, page by page (a string may end just
-// before an unmapped page). Returns -errno on failure.
-int ReadString(pid_t pid, uint64_t addr, std::string* out) {
-  out->clear();
-  if (addr == 0) return -EFAULT;
-  char buf[4096];
-  // Most paths are short: read 256 bytes first (never past the page), the rest a page at a time.
-  size_t want = 256;
-  while (out->size() < PATH_MAX) {
-    size_t page_left = 4096 - (addr % 4096);
-    size_t len = std::min(page_left, want);
-    want = sizeof buf;
-    struct iovec local = {buf, len};
-    struct iovec remote = {reinterpret_cast<void*>(addr), len};
-    ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-    if (n <= 0) return n < 0 ? -errno : -EFAULT;
-    void* nul = std::memchr(buf, '\0', n);
-    if (nul) {
-      out->append(buf, static_cast<char*>(nul) - buf);
-      return 0;
-    }
-    out->append(buf, n);
-    addr += n;
-  }
-  return -ENAMETOOLONG;
 }
 
 int ReadUmask(pid_t pid) {
@@ -89,100 +71,46 @@ int ReadUmask(pid_t pid) {
   return mask;
 }
 
-// The sandbox-side view of one trapped call's process: its root and its cwd/dirfds, resolved
-// through /proc/<tid>, which reaches the sandbox's own mounts (read-only binds stay read-only).
-class View {
- public:
-  explicit View(pid_t tid) : tid_(tid) {}
-
-  bool Open() {
-    char path[64];
-    std::snprintf(path, sizeof path, "/proc/%d/root", tid_);
-    root_.reset(open(path, O_PATH | O_DIRECTORY | O_CLOEXEC));
-    return root_.valid();
-  }
-
-  // The sandbox-absolute path of a dirfd argument (AT_FDCWD: the cwd).
-  int DirPath(int dirfd, std::string* out) const {
-    char link[64], buf[PATH_MAX];
-    if (dirfd == AT_FDCWD) {
-      std::snprintf(link, sizeof link, "/proc/%d/cwd", tid_);
-    } else {
-      std::snprintf(link, sizeof link, "/proc/%d/fd/%d", tid_, dirfd);
-    }
-    ssize_t n = readlink(link, buf, sizeof buf - 1);
-    if (n < 0) return errno == ENOENT ? -EBADF : -errno;
-    buf[n] = '\0';
-    if (buf[0] != '/') return -ENOTDIR;  // a pipe, socket or anon inode: not a directory
-    *out = buf;
-    return 0;
-  }
-
-  // Splits dirfd+path into the directory that will hold the entry (opened O_PATH, in the
-  // sandbox's view) and the entry's name. A trailing "." or ".." makes the whole path the
-  // directory and the name ".".
-  int ResolveParent(int dirfd, const std::string& path, UniqueFd* parent, std::string* name) const {
-    if (path.empty()) return -ENOENT;
-    std::string abs;
-    if (path[0] == '/') {
-      abs = path;
-    } else {
-      std::string base;
-      if (int rc = DirPath(dirfd, &base); rc != 0) return rc;
-      abs = base + "/" + path;
-    }
-    std::vector<std::string> comps = SplitPath(abs);
-    std::string last = comps.empty() ? "." : comps.back();
-    std::string dir = "/";
-    if (last == "." || last == "..") {
-      dir = abs;
-      last = ".";
-    } else {
-      comps.pop_back();
-      for (const auto& c : comps) dir += c + "/";
-    }
-    UniqueFd fd(
-        sys::Openat2(root_.get(), dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0, kInRoot));
-    if (!fd) return -errno;
-    *parent = std::move(fd);
-    *name = last;
-    return 0;
-  }
-
-  int root() const { return root_.get(); }
-  pid_t tid() const { return tid_; }
-
- private:
-  pid_t tid_;
-  UniqueFd root_;
-};
-
-// Whether `name` in `dirfd` is the root of a mount in the sandbox's view. The kernel refuses to
-// rename a mount point (EBUSY) only in the namespace that has the mount, and the supervisor
-// acts from its own namespace, so it checks this itself.
-bool IsMountPoint(int dirfd, const std::string& name) {
-  struct statx stx;
-  if (statx(dirfd, name.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &stx) != 0) return false;
-  return (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
-         (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
-}
-
 bool SameInode(int fd, int dirfd, const char* name) {
   struct stat a, b;
   return fstat(fd, &a) == 0 && fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
          a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-void DropThreadCapabilities(bool keep_ptrace) {
-  // Per-thread: capset(2) affects only the calling thread.
+bool OnProcfs(int fd) {
+  struct statfs fs;
+  return fstatfs(fd, &fs) != 0 || fs.f_type == PROC_SUPER_MAGIC;
+}
+
+// Every capability of this thread gone for good (capset(2) is per thread): it acts for the
+// sandbox and must be able to do nothing the sandbox could not. Reading the sandbox's memory
+// needs none: the sandbox runs with the supervisor's own ids.
+void DropThreadCapabilities() {
   struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
   struct __user_cap_data_struct data[2] = {};
-  if (syscall(SYS_capget, &hdr, data) != 0) return;
-  uint32_t ptrace_bit = 1u << CAP_SYS_PTRACE;
-  data[0].effective = keep_ptrace ? (data[0].effective & ptrace_bit) : 0;
-  data[1].effective = 0;
-  data[0].inheritable = data[1].inheritable = 0;
   syscall(SYS_capset, &hdr, data);
+}
+
+// Whether the access an open asks for is within what the caller's descriptor already has.
+bool AccessWithin(uint64_t open_flags, int fd_flags) {
+  const int want = static_cast<int>(open_flags) & O_ACCMODE;
+  const int have = fd_flags & O_ACCMODE;
+  if (want == O_RDONLY) return have == O_RDONLY || have == O_RDWR;
+  if (want == O_WRONLY) return have == O_WRONLY || have == O_RDWR;
+  return have == O_RDWR;
+}
+
+// Character devices a descriptor link may stand for: the sandbox's own pty (its private
+// devpts) and the memory devices every sandbox has. Not /dev/tty, /dev/ptmx or a host tty.
+bool HarmlessCharDevice(dev_t rdev) {
+  const unsigned ma = major(rdev), mi = minor(rdev);
+  if (ma >= 136 && ma <= 143) return true;  // UNIX98 pty slaves
+  return ma == 1 && (mi == 3 || mi == 5 || mi == 7 || mi == 8 || mi == 9);
+}
+
+void CopyName(char* dst, size_t cap, const std::string& src) {
+  std::memset(dst, 0, cap);
+  std::memcpy(dst, src.data(), std::min(src.size(), cap - 1));
 }
 
 }  // namespace
@@ -194,7 +122,6 @@ NotifierConfig NotifierConfig::From(const enforce::LaunchPlan& plan,
   for (int i = 0; i < mounts.nbases && i < enforce::MountReport::kMaxBases; ++i) {
     c.bases.insert({mounts.base_dev[i], mounts.base_ino[i]});
   }
-  c.privileged = plan.privileged;
   return c;
 }
 
@@ -224,6 +151,7 @@ void Notifier::Start(UniqueFd listener, EventSink* events) {
   listener_ = std::move(listener);
   events_ = events;
   wake_.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  agent_.emplace(std::move(cfg_.agent), wake_.get());
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -237,11 +165,10 @@ void Notifier::Stop() {
 
 void Notifier::Loop() {
   // This thread acts for the sandbox: its own fs context (umask 0; the target's umask is
-  // applied explicitly) and, for a root supervisor, no capabilities beyond reading the
-  // target's memory, so it can create nothing the sandbox itself could not.
+  // applied explicitly) and no capabilities at all.
   unshare(CLONE_FS);
   umask(0);
-  if (cfg_.privileged) DropThreadCapabilities(/*keep_ptrace=*/true);
+  DropThreadCapabilities();
   struct seccomp_notif_sizes sizes = {};
   if (sys::Seccomp(SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) return;
   std::vector<char> req_buf(std::max<size_t>(sizes.seccomp_notif, sizeof(struct seccomp_notif)));
@@ -276,314 +203,237 @@ void Notifier::Loop() {
   }
 }
 
+// One trapped call: decoded, its strings read once, checked to be still waiting, then resolved
+// in the sandbox's view, decided here and performed by the guard agent inside the sandbox.
 void Notifier::HandleOne(int listener, const struct seccomp_notif& req) {
   handled_.fetch_add(1);
   if (cfg_.approvals && HandleOpen(listener, req)) return;
-  struct seccomp_notif_resp resp = {};
-  resp.id = req.id;
-  const __u64* a = req.data.args;
-  pid_t tid = static_cast<pid_t>(req.pid);
-  auto reply = [&](long long val, int err) {
-    resp.val = err ? 0 : val;
-    resp.error = err ? -err : 0;
-    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
-  };
-  auto deny = [&](const char* syscall_name, const std::string& path) {
-    denied_.fetch_add(1);
-    if (events_) {
-      events_->Emit("syscall.deny", {{"syscall", syscall_name},
-                                     {"path", path},
-                                     {"rule", "filesystem.protected"},
-                                     {"errno", "EROFS"}});
-    }
-    reply(0, EROFS);
-  };
-
-  // Decode the call into (kind, dirfds, paths, flags).
-  enum Op { kOpen, kMkdir, kMknod, kSymlink, kLink, kRename, kUnknown } op = kUnknown;
-  int dirfd = AT_FDCWD, dirfd2 = AT_FDCWD;
-  uint64_t path_addr = 0, path2_addr = 0;
-  uint64_t flags = 0, mode = 0, dev = 0;
-  const char* name = "?";
-  switch (req.data.nr) {
-#ifdef __NR_open
-    case __NR_open:
-      op = kOpen;
-      path_addr = a[0];
-      flags = a[1];
-      mode = a[2];
-      name = "open";
-      break;
-    case __NR_creat:
-      op = kOpen;
-      path_addr = a[0];
-      flags = O_CREAT | O_WRONLY | O_TRUNC;
-      mode = a[1];
-      name = "creat";
-      break;
-    case __NR_mkdir:
-      op = kMkdir;
-      path_addr = a[0];
-      mode = a[1];
-      name = "mkdir";
-      break;
-    case __NR_mknod:
-      op = kMknod;
-      path_addr = a[0];
-      mode = a[1];
-      dev = a[2];
-      name = "mknod";
-      break;
-    case __NR_symlink:
-      op = kSymlink;
-      path2_addr = a[0];
-      path_addr = a[1];
-      name = "symlink";
-      break;
-    case __NR_link:
-      op = kLink;
-      path2_addr = a[0];
-      path_addr = a[1];
-      name = "link";
-      break;
-    case __NR_rename:
-      op = kRename;
-      path2_addr = a[0];
-      path_addr = a[1];
-      name = "rename";
-      break;
-#endif
-    case __NR_openat:
-      op = kOpen;
-      dirfd = static_cast<int>(a[0]);
-      path_addr = a[1];
-      flags = a[2];
-      mode = a[3];
-      name = "openat";
-      break;
-    case __NR_mkdirat:
-      op = kMkdir;
-      dirfd = static_cast<int>(a[0]);
-      path_addr = a[1];
-      mode = a[2];
-      name = "mkdirat";
-      break;
-    case __NR_mknodat:
-      op = kMknod;
-      dirfd = static_cast<int>(a[0]);
-      path_addr = a[1];
-      mode = a[2];
-      dev = a[3];
-      name = "mknodat";
-      break;
-    case __NR_symlinkat:
-      op = kSymlink;
-      path2_addr = a[0];
-      dirfd = static_cast<int>(a[1]);
-      path_addr = a[2];
-      name = "symlinkat";
-      break;
-    case __NR_linkat:
-      op = kLink;
-      dirfd2 = static_cast<int>(a[0]);
-      path2_addr = a[1];
-      dirfd = static_cast<int>(a[2]);
-      path_addr = a[3];
-      flags = a[4];
-      name = "linkat";
-      break;
-    case __NR_renameat:
-      op = kRename;
-      dirfd2 = static_cast<int>(a[0]);
-      path2_addr = a[1];
-      dirfd = static_cast<int>(a[2]);
-      path_addr = a[3];
-      name = "renameat";
-      break;
-    case __NR_renameat2:
-      op = kRename;
-      dirfd2 = static_cast<int>(a[0]);
-      path2_addr = a[1];
-      dirfd = static_cast<int>(a[2]);
-      path_addr = a[3];
-      flags = a[4];
-      name = "renameat2";
-      break;
-    default:
-      // openat2 keeps its flags behind a pointer; programs fall back to openat on ENOSYS.
-      reply(0, ENOSYS);
-      return;
-  }
-
-  std::string path, path2;
-  if (int rc = ReadString(tid, path_addr, &path); rc != 0) return reply(0, -rc);
-  if (path2_addr && op != kLink) {
-    if (int rc = ReadString(tid, path2_addr, &path2); rc != 0) return reply(0, -rc);
-  } else if (op == kLink) {
-    if (int rc = ReadString(tid, path2_addr, &path2); rc != 0) return reply(0, -rc);
-  }
-  View view(tid);
-  if (!view.Open()) return reply(0, EACCES);
+  Answer answer{listener, req.id, this};
+  TrappedCall call;
+  if (!DecodeTrappedCall(req, &call)) return answer.Error(ENOSYS);
+  const pid_t tid = static_cast<pid_t>(req.pid);
+  if (int rc = ReadTrappedStrings(tid, &call); rc != 0) return answer.Error(-rc);
   // Everything read from the target must belong to the same, still-waiting call.
   if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) != 0) return;
-  int umask_bits = ReadUmask(tid);
-
-  UniqueFd parent;
-  std::string entry;
-  if (int rc = view.ResolveParent(dirfd, path, &parent, &entry); rc != 0) return reply(0, -rc);
-
-  switch (op) {
-    case kOpen: {
-      // Follow a final symlink the way the kernel would for O_CREAT (without O_NOFOLLOW or
-      // O_EXCL), checking every name it leads to.
-      for (int hops = 0;; ++hops) {
-        if (hops > 40) return reply(0, ELOOP);
-        struct stat st;
-        if ((flags & (O_NOFOLLOW | O_EXCL)) || entry == "." ||
-            fstatat(parent.get(), entry.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISLNK(st.st_mode)) {
-          break;
-        }
-        char target[PATH_MAX];
-        ssize_t n = readlinkat(parent.get(), entry.c_str(), target, sizeof target - 1);
-        if (n < 0) return reply(0, errno);
-        target[n] = '\0';
-        std::string next = target;
-        if (next.rfind("/proc/", 0) == 0 || next.rfind("/dev/fd/", 0) == 0) {
-          // /dev/stdout and friends: the existing fd of the caller, reopened (no creation).
-          int fdnum = -1;
-          const char* p = std::strrchr(target, '/');
-          if (p && std::sscanf(p + 1, "%d", &fdnum) == 1 &&
-              (next.rfind("/proc/self/fd/", 0) == 0 ||
-               next.rfind("/proc/thread-self/fd/", 0) == 0 || next.rfind("/dev/fd/", 0) == 0)) {
-            UniqueFd pidfd(sys::PidfdOpen(tid, O_EXCL /* PIDFD_THREAD */));
-            if (!pidfd) pidfd.reset(sys::PidfdOpen(tid, 0));
-            UniqueFd theirs(pidfd ? sys::PidfdGetfd(pidfd.get(), fdnum, 0) : -1);
-            if (!theirs) return reply(0, EBADF);
-            char self[64];
-            std::snprintf(self, sizeof self, "/proc/self/fd/%d", theirs.get());
-            UniqueFd reopened(open(self, (flags & ~(O_CREAT | O_EXCL)) | O_CLOEXEC));
-            if (!reopened) return reply(0, errno);
-            struct seccomp_notif_addfd addfd = {};
-            addfd.id = req.id;
-            addfd.flags = SECCOMP_ADDFD_FLAG_SEND;
-            addfd.srcfd = reopened.get();
-            addfd.newfd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0;
-            ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &addfd);
-            return;
-          }
-          return reply(0, EACCES);
-        }
-        UniqueFd np;
-        std::string ne;
-        int rc;
-        if (next[0] == '/') {
-          rc = view.ResolveParent(AT_FDCWD, next, &np, &ne);
-        } else {
-          // Relative to the link's directory.
-          std::vector<std::string> comps = SplitPath(next);
-          if (comps.empty()) return reply(0, ENOENT);
-          ne = comps.back();
-          comps.pop_back();
-          std::string dir = ".";
-          for (const auto& c : comps) dir += "/" + c;
-          np.reset(sys::Openat2(parent.get(), dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
-                                RESOLVE_NO_MAGICLINKS));
-          rc = np ? 0 : -errno;
-          if (rc == 0 && (ne == "." || ne == "..")) {
-            np.reset(sys::Openat2(np.get(), ne.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC, 0,
-                                  RESOLVE_NO_MAGICLINKS));
-            rc = np ? 0 : -errno;
-            ne = ".";
-          }
-        }
-        if (rc != 0) return reply(0, -rc);
-        parent = std::move(np);
-        entry = ne;
-      }
-      if ((flags & O_CREAT) && IsProtected(parent.get(), entry)) return deny(name, path);
-      int fd = openat(parent.get(), entry.c_str(), static_cast<int>(flags) | O_NOFOLLOW | O_CLOEXEC,
-                      static_cast<mode_t>(mode & ~umask_bits & 07777));
-      if (fd < 0) return reply(0, errno);
-      UniqueFd mine(fd);
-      struct seccomp_notif_addfd addfd = {};
-      addfd.id = req.id;
-      addfd.flags = SECCOMP_ADDFD_FLAG_SEND;
-      addfd.srcfd = mine.get();
-      addfd.newfd_flags = (flags & O_CLOEXEC) ? O_CLOEXEC : 0;
-      if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &addfd) < 0 && errno != ENOENT) {
-        reply(0, errno);
-      }
-      return;
-    }
-    case kMkdir:
-      if (IsProtected(parent.get(), entry)) return deny(name, path);
-      if (mkdirat(parent.get(), entry.c_str(), static_cast<mode_t>(mode & ~umask_bits & 07777)) !=
-          0) {
-        return reply(0, errno);
-      }
-      return reply(0, 0);
-    case kMknod: {
-      mode_t type = static_cast<mode_t>(mode) & S_IFMT;
-      // What the sandbox could do itself: no device nodes (it has no CAP_MKNOD).
-      if (type == S_IFCHR || type == S_IFBLK) return reply(0, EPERM);
-      if (IsProtected(parent.get(), entry)) return deny(name, path);
-      mode_t m = (static_cast<mode_t>(mode) & ~S_IFMT & ~umask_bits & 07777) | type;
-      if (mknodat(parent.get(), entry.c_str(), m, static_cast<dev_t>(dev)) != 0) {
-        return reply(0, errno);
-      }
-      return reply(0, 0);
-    }
-    case kSymlink:
-      if (IsProtected(parent.get(), entry)) return deny(name, path);
-      if (symlinkat(path2.c_str(), parent.get(), entry.c_str()) != 0) return reply(0, errno);
-      return reply(0, 0);
-    case kLink: {
-      if (IsProtected(parent.get(), entry)) return deny(name, path);
-      if ((flags & AT_EMPTY_PATH) && path2.empty()) {
-        UniqueFd pidfd(sys::PidfdOpen(tid, O_EXCL));
-        if (!pidfd) pidfd.reset(sys::PidfdOpen(tid, 0));
-        UniqueFd theirs(pidfd ? sys::PidfdGetfd(pidfd.get(), dirfd2, 0) : -1);
-        if (!theirs) return reply(0, EBADF);
-        if (linkat(theirs.get(), "", parent.get(), entry.c_str(), AT_EMPTY_PATH) != 0) {
-          return reply(0, errno);
-        }
-        return reply(0, 0);
-      }
-      UniqueFd old_parent;
-      std::string old_entry;
-      if (int rc = view.ResolveParent(dirfd2, path2, &old_parent, &old_entry); rc != 0) {
-        return reply(0, -rc);
-      }
-      if (linkat(old_parent.get(), old_entry.c_str(), parent.get(), entry.c_str(),
-                 static_cast<int>(flags & AT_SYMLINK_FOLLOW)) != 0) {
-        return reply(0, errno);
-      }
-      return reply(0, 0);
-    }
-    case kRename: {
-      UniqueFd old_parent;
-      std::string old_entry;
-      if (int rc = view.ResolveParent(dirfd2, path2, &old_parent, &old_entry); rc != 0) {
-        return reply(0, -rc);
-      }
-      if (IsProtected(parent.get(), entry)) return deny(name, path);
-      if ((flags & RENAME_EXCHANGE) && IsProtected(old_parent.get(), old_entry)) {
-        return deny(name, path2);
-      }
-      if (IsMountPoint(old_parent.get(), old_entry) || IsMountPoint(parent.get(), entry)) {
-        return reply(0, EBUSY);
-      }
-      if (syscall(SYS_renameat2, old_parent.get(), old_entry.c_str(), parent.get(), entry.c_str(),
-                  static_cast<unsigned>(flags)) != 0) {
-        return reply(0, errno);
-      }
-      return reply(0, 0);
-    }
-    case kUnknown:
+  if (call.op == TrappedOp::kMemfd) return CreateMemfd(call, answer);
+  const int umask_bits = ReadUmask(tid);
+  SandboxView view(cfg_.root.get(), tid);
+  ViewEntry entry;
+  std::string abs;
+  if (int rc = view.Absolute(call.dirfd, call.path, &abs); rc != 0) return answer.Error(-rc);
+  if (call.op == TrappedOp::kOpen) {
+    if (std::optional<int> n = CallerFdLink(abs)) return HandOverCallerFd(tid, *n, call, answer);
+  }
+  if (int rc = view.Parent(abs, &entry); rc != 0) return answer.Error(-rc);
+  const mode_t mode = static_cast<mode_t>(call.mode & ~static_cast<uint64_t>(umask_bits));
+  switch (call.op) {
+    case TrappedOp::kOpen:
+      return CreateOrOpen(view, tid, call, std::move(entry), mode & 07777, answer);
+    case TrappedOp::kMkdir:
+    case TrappedOp::kMknod:
+    case TrappedOp::kSymlink:
+      return CreateEntry(call, entry, (mode & 07777) | (call.mode & S_IFMT), answer);
+    case TrappedOp::kLink:
+    case TrappedOp::kRename:
+      return MoveOrLink(view, tid, call, entry, answer);
+    case TrappedOp::kMemfd:
       break;
   }
-  reply(0, ENOSYS);
+  answer.Error(ENOSYS);
+}
+
+void Notifier::Answer::Error(int err) const {
+  struct seccomp_notif_resp resp = {};
+  resp.id = id;
+  resp.error = -err;
+  ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+void Notifier::Answer::Value(long long val) const {
+  struct seccomp_notif_resp resp = {};
+  resp.id = id;
+  resp.val = val;
+  ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+}
+
+void Notifier::Answer::Fd(int fd, bool cloexec) const {
+  struct seccomp_notif_addfd addfd = {};
+  addfd.id = id;
+  addfd.flags = SECCOMP_ADDFD_FLAG_SEND;
+  addfd.srcfd = static_cast<__u32>(fd);
+  addfd.newfd_flags = cloexec ? O_CLOEXEC : 0;
+  if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ADDFD, &addfd) < 0 && errno != ENOENT) Error(errno);
+}
+
+void Notifier::Answer::Refuse(const char* syscall, const std::string& path, const char* rule,
+                              int err, const std::string& detail) const {
+  notifier->denied_.fetch_add(1);
+  if (notifier->events_) {
+    nlohmann::json data = {{"syscall", syscall},
+                           {"path", path},
+                           {"rule", rule},
+                           {"errno", err == EROFS   ? "EROFS"
+                                     : err == EPERM ? "EPERM"
+                                                    : "EACCES"}};
+    if (!detail.empty()) data["detail"] = detail;
+    notifier->events_->Emit("syscall.deny", std::move(data));
+  }
+  Error(err);
+}
+
+// The agent's result: an error, success, or (open, memfd) the new descriptor handed over.
+void Notifier::Relay(const Answer& answer, const TrappedCall& call, int result, UniqueFd fd) {
+  if (agent_->lost() && result == -EACCES) {
+    return answer.Refuse(call.syscall, call.path, "guard.agent", EACCES,
+                         "the guard agent is gone: creations fail closed");
+  }
+  if (result < 0) return answer.Error(-result);
+  if (fd)
+    return answer.Fd(fd.get(), (call.op == TrappedOp::kOpen && (call.flags & O_CLOEXEC)) ||
+                                   (call.op == TrappedOp::kMemfd && (call.flags & MFD_CLOEXEC)));
+  answer.Value(0);
+}
+
+// An open with O_CREAT: the final symlink followed in the view, a protected name refused, the
+// open itself made by the agent.
+void Notifier::CreateOrOpen(const SandboxView& view, pid_t tid, const TrappedCall& call,
+                            ViewEntry entry, mode_t mode, const Answer& answer) {
+  std::optional<int> fd_link;
+  if (int rc = view.FollowFinalLinks(call.flags, &entry, &fd_link); rc != 0) {
+    return answer.Error(-rc);
+  }
+  if (fd_link) return HandOverCallerFd(tid, *fd_link, call, answer);
+  if (OnProcfs(entry.dir.get())) {
+    return answer.Refuse(call.syscall, call.path, "guard.procfs", EACCES,
+                         "creating opens under /proc are refused");
+  }
+  if ((call.flags & O_CREAT) && IsProtected(entry.dir.get(), entry.name)) {
+    return answer.Refuse(call.syscall, call.path, "filesystem.protected", EROFS, "");
+  }
+  enforce::GuardRequest r;
+  r.op = enforce::GuardOp::kOpen;
+  r.flags = static_cast<int32_t>(call.flags);
+  r.mode = mode;
+  CopyName(r.name, sizeof r.name, entry.name);
+  UniqueFd out;
+  const int result = agent_->Call(r, {entry.dir.get()}, &out);
+  Relay(answer, call, result, std::move(out));
+}
+
+// /dev/stdout and its kind: a descriptor the caller already holds. It gets that same open file
+// back (never a reopen: a reopen would check the access asked for anew, with whoever reopens
+// it), and only for access the descriptor already has. O_PATH and procfs descriptors and
+// devices other than its own pty and the memory devices are refused.
+void Notifier::HandOverCallerFd(pid_t tid, int fdnum, const TrappedCall& call,
+                                const Answer& answer) {
+  UniqueFd pidfd(sys::PidfdOpen(tid, O_EXCL /* PIDFD_THREAD */));
+  if (!pidfd) pidfd.reset(sys::PidfdOpen(tid, 0));
+  UniqueFd theirs(pidfd ? sys::PidfdGetfd(pidfd.get(), fdnum, 0) : -1);
+  if (!theirs) return answer.Error(EBADF);
+  const int fl = fcntl(theirs.get(), F_GETFL);
+  struct stat st;
+  const char* why = nullptr;
+  if (fl < 0 || (fl & O_PATH) == O_PATH) {
+    why = "an O_PATH descriptor";
+  } else if (fstat(theirs.get(), &st) != 0 || S_ISBLK(st.st_mode) ||
+             (S_ISCHR(st.st_mode) && !HarmlessCharDevice(st.st_rdev))) {
+    why = "a device";
+  } else if (OnProcfs(theirs.get())) {
+    why = "a procfs file";
+  } else if (!AccessWithin(call.flags, fl)) {
+    why = "more access than the descriptor has";
+  }
+  if (why) {
+    return answer.Refuse(call.syscall, call.path, "guard.fd_link", EACCES,
+                         std::string("descriptor ") + std::to_string(fdnum) + ": " + why);
+  }
+  answer.Fd(theirs.get(), (call.flags & O_CLOEXEC) != 0);
+}
+
+// mkdir, mknod, symlink: a protected name refused, the rest made by the agent.
+void Notifier::CreateEntry(const TrappedCall& call, const ViewEntry& entry, mode_t mode,
+                           const Answer& answer) {
+  if (IsProtected(entry.dir.get(), entry.name)) {
+    return answer.Refuse(call.syscall, call.path, "filesystem.protected", EROFS, "");
+  }
+  enforce::GuardRequest r;
+  r.mode = mode;
+  r.dev = call.dev;
+  CopyName(r.name, sizeof r.name, entry.name);
+  if (call.op == TrappedOp::kMkdir) {
+    r.op = enforce::GuardOp::kMkdir;
+  } else if (call.op == TrappedOp::kMknod) {
+    r.op = enforce::GuardOp::kMknod;
+  } else {
+    r.op = enforce::GuardOp::kSymlink;
+    if (call.path2.size() >= sizeof r.target) return answer.Error(ENAMETOOLONG);
+    CopyName(r.target, sizeof r.target, call.path2);
+  }
+  UniqueFd none;
+  const int result = agent_->Call(r, {entry.dir.get()}, &none);
+  Relay(answer, call, result, UniqueFd());
+}
+
+// link and rename: both ends resolved in the view; a protected name refused at the new end (and
+// at the old end of an exchange); the agent acts. A link of a descriptor (AT_EMPTY_PATH) links
+// the caller's own file, with the agent's authority.
+void Notifier::MoveOrLink(const SandboxView& view, pid_t tid, const TrappedCall& call,
+                          const ViewEntry& entry, const Answer& answer) {
+  if (IsProtected(entry.dir.get(), entry.name)) {
+    return answer.Refuse(call.syscall, call.path, "filesystem.protected", EROFS, "");
+  }
+  enforce::GuardRequest r;
+  r.op = call.op == TrappedOp::kLink ? enforce::GuardOp::kLink : enforce::GuardOp::kRename;
+  r.flags = static_cast<int32_t>(call.flags);
+  CopyName(r.name, sizeof r.name, entry.name);
+  UniqueFd second;
+  if (call.op == TrappedOp::kLink && (call.flags & AT_EMPTY_PATH) && call.path2.empty()) {
+    UniqueFd pidfd(sys::PidfdOpen(tid, O_EXCL /* PIDFD_THREAD */));
+    if (!pidfd) pidfd.reset(sys::PidfdOpen(tid, 0));
+    second.reset(pidfd ? sys::PidfdGetfd(pidfd.get(), call.dirfd2, 0) : -1);
+    if (!second) return answer.Error(EBADF);
+    if (OnProcfs(second.get())) {
+      return answer.Refuse(call.syscall, call.path, "guard.fd_link", EACCES, "a procfs file");
+    }
+    r.flags = AT_EMPTY_PATH;
+  } else {
+    std::string abs2;
+    ViewEntry old_entry;
+    if (int rc = view.Absolute(call.dirfd2, call.path2, &abs2); rc != 0) return answer.Error(-rc);
+    if (int rc = view.Parent(abs2, &old_entry); rc != 0) return answer.Error(-rc);
+    if (call.op == TrappedOp::kRename && (call.flags & RENAME_EXCHANGE) &&
+        IsProtected(old_entry.dir.get(), old_entry.name)) {
+      return answer.Refuse(call.syscall, call.path2, "filesystem.protected", EROFS, "");
+    }
+    if (call.op == TrappedOp::kLink) r.flags = static_cast<int32_t>(call.flags & AT_SYMLINK_FOLLOW);
+    CopyName(r.name2, sizeof r.name2, old_entry.name);
+    second = std::move(old_entry.dir);
+  }
+  UniqueFd none;
+  const int result = agent_->Call(r, {entry.dir.get(), second.get()}, &none);
+  Relay(answer, call, result, UniqueFd());
+}
+
+// memfd_create: made by the agent, sealed against execution (MFD_NOEXEC_SEAL, Linux 6.3+), so
+// no code runs from a file without a name. Asking for an executable memfd is refused; a kernel
+// without the seal gets a plain memfd (execveat of a descriptor stays denied by seccomp).
+void Notifier::CreateMemfd(const TrappedCall& call, const Answer& answer) {
+  if (call.flags & MFD_EXEC) {
+    return answer.Refuse(call.syscall, call.path, "memfd.exec", EPERM,
+                         "executable memfds are refused");
+  }
+  if (call.path.size() >= sizeof(enforce::GuardRequest::name)) return answer.Error(EINVAL);
+  enforce::GuardRequest r;
+  r.op = enforce::GuardOp::kMemfd;
+  CopyName(r.name, sizeof r.name, call.path);
+  r.flags = static_cast<int32_t>((call.flags & ~MFD_CLOEXEC) | MFD_NOEXEC_SEAL | MFD_CLOEXEC);
+  UniqueFd out;
+  int result = agent_->Call(r, {}, &out);
+  if (result == -EINVAL && !(call.flags & MFD_NOEXEC_SEAL) && !agent_->lost()) {
+    r.flags = static_cast<int32_t>(call.flags | MFD_CLOEXEC);  // before Linux 6.3
+    result = agent_->Call(r, {}, &out);
+  }
+  Relay(answer, call, result, std::move(out));
 }
 
 // File approvals. Every open of the sandbox stops here; most continue at once.
@@ -646,15 +496,13 @@ bool Notifier::HandleOpen(int listener, const struct seccomp_notif& req) {
       return false;  // not an open: the creation guard's
   }
   std::string path;
-  if (int rc = ReadString(tid, path_addr, &path); rc != 0) return reply(-rc);
+  if (int rc = ReadRemoteString(tid, path_addr, &path); rc != 0) return reply(-rc);
   if (path.empty()) return reply(ENOENT);
-  std::string abs = path;
-  if (path[0] != '/') {
-    // Relative to the dirfd or cwd as the sandbox sees them (ward binds host paths at the same
-    // path, so /proc/<tid>/fd/N and cwd name the same place inside and out).
-    std::string base;
-    if (int rc = View(tid).DirPath(dirfd, &base); rc != 0) return reply(-rc);
-    abs = base + "/" + path;
+  // Relative to the dirfd or cwd as the sandbox sees them (ward binds host paths at the same
+  // path, so the sandbox's paths and the host's name the same places).
+  std::string abs;
+  if (int rc = SandboxView(cfg_.root.get(), tid).Absolute(dirfd, path, &abs); rc != 0) {
+    return reply(-rc);
   }
   // Everything read from the target must belong to the same, still-waiting call.
   if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) != 0) return true;
@@ -758,7 +606,7 @@ void Notifier::InjectGrant(int listener, const FileAnswer& a) {
   // from a host directory, outside its mount view (the decision is lexical, the kernel's walk
   // would not be); devices, FIFOs and sockets are not files anyone means to grant.
   struct stat st;
-  if (fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode) || OnProcfs(fd->get())) {
     return DenyOpen(listener, a.notif_id, a.syscall, a.path, "approvals",
                     "only regular files are granted");
   }

@@ -1,14 +1,18 @@
 // The creation guard: answers the sandbox's trapped creation syscalls (open with O_CREAT,
-// mkdir, mknod, symlink, link, rename) by performing them itself, in the sandbox's own mount
-// view, after refusing any that would create a protected path (".envrc", ".git/hooks", ...)
-// below a writable root or a nested repository. It never lets a checked call continue on the
-// sandbox's own authority: the path it checked is the path it acts on (no TOCTOU).
+// mkdir, mknod, symlink, link, rename, memfd_create). For each it resolves the path in the
+// sandbox's own view (sandbox_view.h: the sandbox's root, RESOLVE_IN_ROOT, no magic links),
+// refuses one that would create a protected path (".envrc", ".git/hooks", ...) below a writable
+// root or a nested repository, and has the guard agent (enforce/guard_agent.h), a process of
+// the sandbox with the sandbox's own authority, perform the rest. It never lets a checked call
+// continue on the sandbox's own authority: the entry it checked is the entry the agent acts on,
+// in the directory it resolved (no TOCTOU). The same thread answers file approvals (--ask).
 #pragma once
 
 #include <sys/types.h>
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -20,13 +24,19 @@
 #include "enforce/mount.h"
 #include "enforce/spec.h"
 #include "supervisor/file_approvals.h"
+#include "supervisor/guard_channel.h"
 
 namespace ward::supervisor {
+
+class SandboxView;
+struct TrappedCall;
+struct ViewEntry;
 
 struct NotifierConfig {
   std::vector<std::vector<std::string>> relpaths;  // components of each protected path
   std::set<std::pair<unsigned long long, unsigned long long>> bases;  // (dev, ino) of roots
-  bool privileged = false;  // supervisor is root: act with no capabilities, like the sandbox
+  UniqueFd root;   // the sandbox's root (O_PATH), from sandbox init
+  UniqueFd agent;  // the supervisor's end of the guard agent's socketpair
   // File approvals (--ask): every open is trapped and decided here; null when off.
   std::shared_ptr<FileApprovals> approvals;
   static NotifierConfig From(const enforce::LaunchPlan& plan, const enforce::MountReport& mounts);
@@ -48,8 +58,29 @@ class Notifier {
   bool IsProtected(int dirfd, const std::string& name) const;
 
  private:
+  // The answer to one trapped call.
+  struct Answer {
+    int listener;
+    uint64_t id;
+    Notifier* notifier;
+    void Error(int err) const;
+    void Value(long long val) const;
+    void Fd(int fd, bool cloexec) const;  // the call returns a new descriptor for `fd`'s file
+    void Refuse(const char* syscall, const std::string& path, const char* rule, int err,
+                const std::string& detail) const;  // an error, recorded as syscall.deny
+  };
+
   void Loop();
   void HandleOne(int listener, const struct seccomp_notif& req);
+  void CreateOrOpen(const SandboxView& view, pid_t tid, const TrappedCall& call, ViewEntry entry,
+                    mode_t mode, const Answer& answer);
+  void HandOverCallerFd(pid_t tid, int fdnum, const TrappedCall& call, const Answer& answer);
+  void CreateEntry(const TrappedCall& call, const ViewEntry& entry, mode_t mode,
+                   const Answer& answer);
+  void MoveOrLink(const SandboxView& view, pid_t tid, const TrappedCall& call,
+                  const ViewEntry& entry, const Answer& answer);
+  void CreateMemfd(const TrappedCall& call, const Answer& answer);
+  void Relay(const Answer& answer, const TrappedCall& call, int result, UniqueFd fd);
   // File approvals: true when the open was answered (or left to the creation guard: false).
   bool HandleOpen(int listener, const struct seccomp_notif& req);
   void HandleAnswers(int listener);
@@ -60,6 +91,7 @@ class Notifier {
   NotifierConfig cfg_;
   UniqueFd listener_;
   UniqueFd wake_;
+  std::optional<GuardChannel> agent_;
   EventSink* events_ = nullptr;
   std::thread thread_;
   std::atomic<int> handled_{0};

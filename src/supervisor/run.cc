@@ -231,6 +231,7 @@ class Session {
       case enforce::MsgType::kMounted:
         TraceMark("root built");
         out_->mounts = m.report;
+        sandbox_root_ = std::move(fd);
         break;
       case enforce::MsgType::kFd:
         if (m.fd_kind == enforce::FdKind::kPtyMaster && fd) {
@@ -283,6 +284,7 @@ class Session {
       case enforce::MsgType::kNetns:
       case enforce::MsgType::kCgroupJoin:
       case enforce::MsgType::kMapped:  // taken by LaunchSandbox
+      case enforce::MsgType::kGuardAgent:
         break;
     }
   }
@@ -320,8 +322,23 @@ class Session {
   void StartNotifier(UniqueFd listener) {
     NotifierConfig nc = NotifierConfig::From(plan_, out_->mounts);
     if (approvals_) nc.approvals = approvals_->files();
+    nc.root = std::move(sandbox_root_);
+    nc.agent = StartGuardAgent();
     notifier_ = std::make_unique<Notifier>(std::move(nc));
     notifier_->Start(std::move(listener), events_);
+  }
+
+  // Sandbox init forks the guard agent on one end of a new socketpair; the guard keeps the
+  // other. Requests sent before the agent runs wait in the socket. On failure the guard's end
+  // is closed, and every creation fails closed.
+  UniqueFd StartGuardAgent() {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) return UniqueFd();
+    UniqueFd mine(sv[0]), agents(sv[1]);
+    enforce::ControlMsg m;
+    m.type = enforce::MsgType::kGuardAgent;
+    if (enforce::SendControl(ctl_.native_handle(), m, agents.get()) != 0) return UniqueFd();
+    return mine;
   }
 
   void StartPty(UniqueFd master) {
@@ -519,6 +536,7 @@ class Session {
   std::unique_ptr<TerminalPrompter> prompter_;   // outlives the broker's terminal channel
   std::unique_ptr<ApprovalsRuntime> approvals_;  // before notifier_: it outlives it
   std::unique_ptr<Notifier> notifier_;
+  UniqueFd sandbox_root_;  // the sandbox's root (O_PATH), sent by init with kMounted
   // Declared after ctx_: destroyed before it (StopEgress resets them earlier anyway).
   std::unique_ptr<net::Resolver> resolver_;
   std::unique_ptr<net::EgressProxy> proxy_;

@@ -284,12 +284,288 @@ static int RaceOpen(const char* good, const char* bad, int rounds) {
   return different ? Ok(d) : Err(EACCES, d);
 }
 
+/* ---- Verbs that try to steer what ward does for the sandbox from outside it (the creation
+ * guard, sandbox init), and the fileless-exec and Landlock-log surfaces. ---- */
+
+/* "rdonly,creat,trunc,append,excl,nofollow,wronly,rdwr,path" -> open flags. */
+static int ParseOpenFlags(const char* s) {
+  int f = 0;
+  if (strstr(s, "wronly")) f |= O_WRONLY;
+  if (strstr(s, "rdwr")) f |= O_RDWR;
+  if (strstr(s, "creat")) f |= O_CREAT;
+  if (strstr(s, "trunc")) f |= O_TRUNC;
+  if (strstr(s, "append")) f |= O_APPEND;
+  if (strstr(s, "excl")) f |= O_EXCL;
+  if (strstr(s, "nofollow")) f |= O_NOFOLLOW;
+  if (strstr(s, "path")) f = O_PATH;
+  return f;
+}
+
+/* What an open gave: "ok dev=D ino=I mode=M rdev=MA:MI acc=rw data=<first bytes>". With
+ * `data`, writes it first (a writable fd). */
+static int ReportFd(int fd, const char* data) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return Err(errno, "fstat");
+  int fl = fcntl(fd, F_GETFL);
+  const char* acc = (fl & O_PATH) == O_PATH ? "path" : (fl & O_ACCMODE) == O_RDWR ? "rw"
+                  : (fl & O_ACCMODE) == O_WRONLY ? "w" : "r";
+  char wrote[32] = "";
+  if (data && (fl & O_ACCMODE) != O_RDONLY) {
+    ssize_t w = write(fd, data, strlen(data));
+    snprintf(wrote, sizeof wrote, " wrote=%s", w < 0 ? ErrName(errno) : "ok");
+  }
+  char head[65] = "";
+  if ((fl & O_ACCMODE) != O_WRONLY && (fl & O_PATH) != O_PATH && S_ISREG(st.st_mode)) {
+    ssize_t n = pread(fd, head, sizeof head - 1, 0);
+    if (n > 0) head[n] = 0;
+    for (char* c = head; *c; ++c) if (*c == '\n' || *c == ' ') *c = '_';
+  }
+  char d[256];
+  snprintf(d, sizeof d, "dev=%lu ino=%lu mode=%o rdev=%u:%u acc=%s%s data=%s",
+           (unsigned long)st.st_dev, (unsigned long)st.st_ino, (unsigned)(st.st_mode & S_IFMT) >> 12,
+           major(st.st_rdev), minor(st.st_rdev), acc, wrote, head);
+  return Ok(d);
+}
+
+/* memfd-exec [execveat|proc]: a copy of this binary in a memfd, executed without a name. */
+static int MemfdExec(const char* how, char** argv) {
+  if (argv[0] && !strcmp(argv[0], "ward-probe-memfd-child")) return Ok("executed");
+  int fd = (int)syscall(SYS_memfd_create, "x", 0);
+  if (fd < 0) return Err(errno, "memfd_create");
+  int self = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (self < 0) return Err(errno, "open self");
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(self, buf, sizeof buf)) > 0) {
+    if (write(fd, buf, (size_t)n) != n) return Err(errno, "write memfd");
+  }
+  close(self);
+  char* args[] = {"ward-probe-memfd-child", "memfd-exec", NULL};
+  char* envp[] = {NULL};
+  if (how && !strcmp(how, "proc")) {
+    char p[64];
+    snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+    execve(p, args, envp);
+    return Err(errno, "execve");
+  }
+  syscall(SYS_execveat, fd, "", args, envp, AT_EMPTY_PATH);
+  return Err(errno, "execveat");
+}
+
+/* landlock-restrict FLAGS: a ruleset handling read_file, restricted with these flags. */
+static int LandlockRestrict(unsigned flags) {
+  struct { unsigned long long handled_access_fs; } attr = {1ULL << 2 /* READ_FILE */};
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_restrict_self 446
+#endif
+  int rs = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+  if (rs < 0) return Err(errno, "create_ruleset");
+  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  return Result(syscall(SYS_landlock_restrict_self, rs, flags), "restrict_self");
+}
+
+/* pid1: what the command can do to sandbox init; one errno per attempt. */
+static int Pid1(void) {
+  char d[512];
+  int mem = open("/proc/1/mem", O_RDWR | O_CLOEXEC);
+  int mem_e = mem < 0 ? errno : 0;
+  char link[256];
+  int root_e = readlink("/proc/1/root", link, sizeof link) < 0 ? errno : 0;
+  int fdd = open("/proc/1/fd/0", O_RDONLY | O_CLOEXEC);
+  int fd_e = fdd < 0 ? errno : 0;
+  int env = open("/proc/1/environ", O_RDONLY | O_CLOEXEC);
+  int env_e = env < 0 ? errno : 0;
+  int pt_e = ptrace(PTRACE_ATTACH, 1, 0, 0) < 0 ? errno : 0;
+  char b[8] = "xxxxxxx";
+  struct iovec l = {b, sizeof b}, r = {(void*)0x400000, sizeof b};
+  int vm_e = process_vm_writev(1, &l, 1, &r, 1, 0) < 0 ? errno : 0;
+  snprintf(d, sizeof d, "mem=%s root=%s fd=%s environ=%s ptrace=%s vm_writev=%s",
+           mem_e ? ErrName(mem_e) : "ok", root_e ? ErrName(root_e) : "ok",
+           fd_e ? ErrName(fd_e) : "ok", env_e ? ErrName(env_e) : "ok",
+           pt_e ? ErrName(pt_e) : "ok", vm_e ? ErrName(vm_e) : "ok");
+  return (mem_e && root_e && fd_e && env_e && pt_e && vm_e) ? Ok(d) : Err(EPERM, d);
+}
+
+/* guard-race ROUNDS OUTSIDE LOG: in the cwd, one thread makes ROUNDS creations (opens with
+ * O_CREAT, mkdir, symlink, link, rename) through `d/...` while another swaps `d` between a real
+ * directory and links that point outside the view (OUTSIDE absolute, relative, through /proc
+ * magic links), renames directories and removes entries. Every descriptor a creation returned is
+ * logged to LOG as "dev ino", for the test to compare with the host's inodes. */
+static volatile int g_race_stop;
+static void* GuardRaceSwapper(void* arg) {
+  const char* outside = arg;
+  char abs_link[512], magic[512], rel[512];
+  snprintf(abs_link, sizeof abs_link, "%s", outside);
+  snprintf(magic, sizeof magic, "/proc/1/root%s", outside);
+  snprintf(rel, sizeof rel, "../../../../../../../../..%s", outside);
+  const char* targets[] = {abs_link, magic, rel, "/proc/self/cwd/../outside", "hop/.."};
+  unsigned i = 0;
+  while (!g_race_stop) {
+    const char* t = targets[i++ % 5];
+    unlink("l");
+    symlink(t, "l");
+    syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "l", 2 /* RENAME_EXCHANGE */);
+    syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "l", 2 /* RENAME_EXCHANGE */);
+    if (i % 3 == 0) {
+      rename("d", "e");
+      rename("e", "d");
+    }
+    if (i % 7 == 0) {
+      unlink("d/x");
+      rmdir("d/n");
+      unlink("d/s");
+    }
+  }
+  return NULL;
+}
+
+static int GuardRace(long rounds, const char* outside, const char* log_path) {
+  mkdir("d", 0755);
+  mkdir("hop", 0755);
+  FILE* log = fopen(log_path, "we");
+  if (!log) return Err(errno, "log");
+  pthread_t t;
+  pthread_create(&t, NULL, GuardRaceSwapper, (void*)outside);
+  long opened = 0, failed = 0;
+  for (long r = 0; r < rounds; ++r) {
+    int fd = -1;
+    switch (r % 6) {
+      case 0: fd = open("d/x", O_RDWR | O_CREAT | O_CLOEXEC, 0644); break;
+      case 1: fd = open("d/canary", O_RDONLY | O_CREAT | O_CLOEXEC, 0644); break;
+      case 2: fd = open("l/canary", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644); break;
+      case 3: mkdir("d/n", 0755); break;
+      case 4: symlink("x", "d/s"); break;
+      case 5: fd = open("d/../d/x", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644); break;
+    }
+    if (fd >= 0) {
+      struct stat st;
+      if (fstat(fd, &st) == 0) fprintf(log, "%lu %lu\n", (unsigned long)st.st_dev, (unsigned long)st.st_ino);
+      close(fd);
+      ++opened;
+    } else if (r % 6 != 3 && r % 6 != 4) {
+      ++failed;
+    }
+  }
+  g_race_stop = 1;
+  pthread_join(t, NULL);
+  fclose(log);
+  char d[96];
+  snprintf(d, sizeof d, "rounds=%ld opened=%ld failed=%ld", rounds, opened, failed);
+  return Ok(d);
+}
+
+/* "Seccomp:", "NoNewPrivs:" and "CapEff:" of /proc/PID/status, as "seccomp=2 nnp=1 capeff=0". */
+static void StatusOf(int pid, char* out, size_t cap) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", pid);
+  FILE* f = fopen(path, "re");
+  char sec[16] = "?", nnp[16] = "?", eff[32] = "?";
+  while (f && fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "Seccomp:", 8)) sscanf(line + 8, "%15s", sec);
+    if (!strncmp(line, "NoNewPrivs:", 11)) sscanf(line + 11, "%15s", nnp);
+    if (!strncmp(line, "CapEff:", 7)) sscanf(line + 7, "%31s", eff);
+  }
+  if (f) fclose(f);
+  snprintf(out, cap, "seccomp=%s nnp=%s capeff=%s", sec, nnp, eff);
+}
+
+/* The pid of the process whose comm is `name`, or 0. */
+static int FindComm(const char* name) {
+  DIR* d = opendir("/proc");
+  struct dirent* e;
+  int found = 0;
+  while (d && (e = readdir(d))) {
+    char path[300], comm[64] = "";
+    if (e->d_name[0] < '1' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/comm", e->d_name);
+    FILE* f = fopen(path, "re");
+    if (f && fgets(comm, sizeof comm, f) && !strncmp(comm, name, strlen(name))) found = atoi(e->d_name);
+    if (f) fclose(f);
+  }
+  if (d) closedir(d);
+  return found;
+}
+
+/* guard-agent: starts the creation guard's agent (one creation), then reports its layers and what
+ * the command can do to it; a last creation proves it still serves. */
+static int GuardAgent(void) {
+  int fd = open("agent-start", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Err(errno, "first creation");
+  close(fd);
+  int pid = FindComm("ward-guard");
+  if (!pid) return Err(ESRCH, "no ward-guard process");
+  char st[128], d[512], path[64];
+  StatusOf(pid, st, sizeof st);
+  snprintf(path, sizeof path, "/proc/%d/mem", pid);
+  int mem = open(path, O_RDWR | O_CLOEXEC);
+  int mem_e = mem < 0 ? errno : 0;
+  int pt_e = ptrace(PTRACE_ATTACH, pid, 0, 0) < 0 ? errno : 0;
+  char b[8] = "xxxxxxx";
+  struct iovec l = {b, sizeof b}, r = {(void*)0x400000, sizeof b};
+  int vm_e = process_vm_writev(pid, &l, 1, &r, 1, 0) < 0 ? errno : 0;
+  int sig_e = kill(pid, 0) < 0 ? errno : 0;
+  fd = open("agent-again", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  int again_e = fd < 0 ? errno : 0;
+  snprintf(d, sizeof d, "%s mem=%s ptrace=%s vm_writev=%s signal=%s again=%s", st,
+           mem_e ? ErrName(mem_e) : "ok", pt_e ? ErrName(pt_e) : "ok",
+           vm_e ? ErrName(vm_e) : "ok", sig_e ? ErrName(sig_e) : "ok",
+           again_e ? ErrName(again_e) : "ok");
+  return Ok(d);
+}
+
+static int DeputyVerbs(int argc, char** argv, int* handled) {
+  const char* v = argv[1];
+  const char* a1 = argc > 2 ? argv[2] : NULL;
+  const char* a2 = argc > 3 ? argv[3] : NULL;
+  const char* a3 = argc > 4 ? argv[4] : NULL;
+  *handled = 1;
+  if (!strcmp(v, "open-report") && a2) {
+    /* open-report PATH FLAGS [DATA] */
+    int fd = open(a1, ParseOpenFlags(a2) | O_CLOEXEC, 0644);
+    if (fd < 0) return Err(errno, "open");
+    return ReportFd(fd, a3);
+  }
+  if (!strcmp(v, "fd-link-open") && a3) {
+    /* fd-link-open SRC SRCFLAGS FLAGS [DATA]: SRC opened with SRCFLAGS as fd N, then a new
+     * symlink ./fdlink -> /proc/self/fd/N opened with FLAGS (the path a creation takes). */
+    int src = open(a1, ParseOpenFlags(a2) | O_CLOEXEC | O_NOCTTY);
+    if (src < 0) return Err(errno, "open src");
+    char target[64];
+    snprintf(target, sizeof target, "/proc/self/fd/%d", src);
+    unlink("fdlink");
+    if (symlink(target, "fdlink") != 0) return Err(errno, "symlink");
+    int fd = open("fdlink", ParseOpenFlags(a3) | O_CLOEXEC | O_NOCTTY, 0644);
+    if (fd < 0) return Err(errno, "open link");
+    return ReportFd(fd, argc > 5 ? argv[5] : NULL);
+  }
+  if (!strcmp(v, "memfd-exec")) return MemfdExec(a1, argv);
+  if (!strcmp(v, "landlock-restrict")) { return LandlockRestrict(a1 ? (unsigned)atoi(a1) : 0); }
+  if (!strcmp(v, "pid1")) return Pid1();
+  if (!strcmp(v, "pid1-status")) {
+    char st[128];
+    StatusOf(1, st, sizeof st);
+    return Ok(st);
+  }
+  if (!strcmp(v, "guard-agent")) return GuardAgent();
+  if (!strcmp(v, "guard-race") && a3) return GuardRace(atol(a1), a2, a3);
+  *handled = 0;
+  return 0;
+}
+/* ---- end of the deputy verbs ---- */
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: ward-probe VERB [ARGS...]\n");
     return 2;
   }
   const char* v = argv[1];
+  if (!strcmp(argv[0], "ward-probe-memfd-child")) return MemfdExec(NULL, argv);
+  {
+    int handled;
+    int rc = DeputyVerbs(argc, argv, &handled);
+    if (handled) return rc;
+  }
   const char* a1 = argc > 2 ? argv[2] : NULL;
   const char* a2 = argc > 3 ? argv[3] : NULL;
 #define NEED(n) do { if (argc < 2 + (n)) { fprintf(stderr, "%s: missing argument\n", v); return 2; } } while (0)

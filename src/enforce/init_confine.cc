@@ -1,0 +1,100 @@
+#include "enforce/init_confine.h"
+
+#include <linux/prctl.h>
+#include <linux/sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "enforce/bpf.h"
+#include "enforce/landlock.h"
+#include "enforce/seccomp.h"
+#include "enforce/syscalls.h"
+
+namespace ward::enforce {
+namespace {
+
+// What init's loop makes (signalfd reads, the control socket, kill, wait, the rusage of its
+// children, trace marks on stderr), what glibc's fork and allocator make, and what the guard
+// agent makes (the directory-entry calls it performs for the guard, and the memfds it creates
+// sealed against exec). A syscall this architecture lacks is skipped.
+constexpr const char* kInitAllowed[] = {
+    // init's loop
+    "poll", "ppoll", "read", "write", "recvfrom", "recvmsg", "sendto", "sendmsg", "close", "kill",
+    "wait4", "waitid", "getrusage", "exit", "exit_group", "rt_sigreturn", "restart_syscall",
+    "rt_sigprocmask", "clock_gettime", "clock_nanosleep", "getpid", "gettid", "futex",
+    // fork and the allocator (clone, mmap, mprotect and prctl are checked below)
+    "set_robust_list", "rseq", "brk", "munmap", "madvise", "mremap",
+    // the guard agent
+    "openat", "mkdirat", "mknodat", "symlinkat", "linkat", "renameat2", "memfd_create",
+    "newfstatat", "fstat", "statx", "fcntl", "umask", "close_range"};
+
+// clone as glibc's fork makes it; every other flag (namespaces, threads, shared memory, untraced)
+// is refused.
+constexpr uint32_t kForkCloneFlags = CLONE_CHILD_SETTID | CLONE_CHILD_CLEARTID | CSIGNAL;
+
+constexpr uint32_t kPrctlAllowed[] = {PR_SET_NAME, PR_SET_PDEATHSIG};
+
+#if defined(__x86_64__)
+constexpr uint32_t kX32SyscallBit = 0x40000000;
+#endif
+
+}  // namespace
+
+Result<std::vector<sock_filter>> InitSeccompProgram() {
+  BpfBuilder b;
+  const auto kill = b.NewLabel(), allow = b.NewLabel(), deny = b.NewLabel();
+  const auto clone = b.NewLabel(), prot = b.NewLabel(), prctl = b.NewLabel();
+  constexpr auto kNext = BpfBuilder::kNext;
+  b.LoadArch();
+  b.Jump(BPF_JEQ, NativeAuditArch(), kNext, kill);
+  b.LoadNr();
+#if defined(__x86_64__)
+  b.Jump(BPF_JGE, kX32SyscallBit, kill, kNext);
+#endif
+  for (const char* name : kInitAllowed) {
+    const int nr = NativeSyscallNumber(name);
+    if (nr >= 0) b.Jump(BPF_JEQ, static_cast<uint32_t>(nr), allow, kNext);
+  }
+  b.Jump(BPF_JEQ, static_cast<uint32_t>(NativeSyscallNumber("clone")), clone, kNext);
+  b.Jump(BPF_JEQ, static_cast<uint32_t>(NativeSyscallNumber("mmap")), prot, kNext);
+  b.Jump(BPF_JEQ, static_cast<uint32_t>(NativeSyscallNumber("mprotect")), prot, kNext);
+  b.Jump(BPF_JEQ, static_cast<uint32_t>(NativeSyscallNumber("prctl")), prctl, kNext);
+  b.Goto(deny);
+
+  b.Bind(clone);
+  b.LoadArgLow(0);
+  b.Jump(BPF_JSET, ~kForkCloneFlags, deny, allow);
+  b.Bind(prot);
+  b.LoadArgLow(2);
+  b.Jump(BPF_JSET, PROT_EXEC, deny, allow);
+  b.Bind(prctl);
+  b.LoadArgLow(0);
+  for (uint32_t op : kPrctlAllowed) b.Jump(BPF_JEQ, op, allow, kNext);
+  b.Goto(deny);
+
+  b.Bind(deny);
+  b.Ret(SeccompRetErrno(EPERM));
+  b.Bind(kill);
+  b.Ret(SECCOMP_RET_KILL_PROCESS);
+  b.Bind(allow);
+  b.Ret(SECCOMP_RET_ALLOW);
+  return b.Finish();
+}
+
+bool ConfineInit(const LandlockSpec& landlock, bool seccomp, ChildError* error) {
+  if (landlock.enabled && !ApplyLandlock(landlock, error, /*scope_signals=*/false)) return false;
+  if (!seccomp) return true;
+  Result<std::vector<sock_filter>> insns = InitSeccompProgram();
+  if (!insns.ok()) return error->Set("init seccomp", EINVAL, "building the filter");
+  SeccompProgram program;
+  program.insns = std::move(insns).value();
+  if (int rc = ApplySeccomp(program, nullptr); rc != 0) {
+    return error->Set("init seccomp", -rc, "loading the filter");
+  }
+  return true;
+}
+
+}  // namespace ward::enforce
