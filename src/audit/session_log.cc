@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "audit/record.h"
+#include "common/linux.h"
 
 namespace ward::audit {
 namespace {
@@ -469,6 +470,8 @@ void SessionLog::FireFailure() {
 }
 
 void SessionLog::FlusherLoop() {
+  // It writes what the sandbox's events carry: as root, with no capability.
+  sys::DropThreadCapabilities();
   std::unique_lock lock(mu_);
   while (!stop_) {
     if (batch_.empty() || !health_.ok()) {

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 
 // ---- Landlock (ABI 3..7) ----
@@ -112,5 +113,53 @@ inline int PivotRoot(const char* new_root, const char* put_old) {
 inline int Seccomp(unsigned op, unsigned flags, void* args) {
   return static_cast<int>(::syscall(SYS_seccomp, op, flags, args));
 }
+// The capabilities of the calling thread (capset(2) acts on one thread; threads it creates
+// later inherit its sets). DropThreadCapabilities empties every set for good;
+// SetEffectiveCapabilities(false) empties only the effective one, so that nothing the thread
+// does uses a capability until SetEffectiveCapabilities(true) raises the permitted ones again.
+// For the supervisor's threads that act on the sandbox's input: as root they then do nothing on
+// the host that the sandbox could not. 0 or -errno.
+struct CapHeader {
+  uint32_t version = 0x20080522;  // _LINUX_CAPABILITY_VERSION_3
+  int pid = 0;
+};
+struct CapData {
+  uint32_t effective, permitted, inheritable;
+};
+inline int DropThreadCapabilities() {
+  CapHeader hdr;
+  CapData data[2] = {};
+  return ::syscall(SYS_capset, &hdr, data) == 0 ? 0 : -errno;
+}
+inline int SetEffectiveCapabilities(bool raise) {
+  CapHeader hdr;
+  CapData data[2] = {};
+  if (::syscall(SYS_capget, &hdr, data) != 0) return -errno;
+  for (CapData& d : data) d.effective = raise ? d.permitted : 0;
+  return ::syscall(SYS_capset, &hdr, data) == 0 ? 0 : -errno;
+}
+// The permitted capabilities made effective for one narrow step that reads what the kernel says
+// about another process (a socket peer's namespaces: /proc/<pid>/ns is checked against the
+// reader's effective set), then the effective set as it was.
+class ScopedEffectiveCapabilities {
+ public:
+  ScopedEffectiveCapabilities() {
+    if (::syscall(SYS_capget, &hdr_, saved_) == 0) {
+      CapData raised[2] = {saved_[0], saved_[1]};
+      for (CapData& d : raised) d.effective = d.permitted;
+      changed_ = ::syscall(SYS_capset, &hdr_, raised) == 0;
+    }
+  }
+  ~ScopedEffectiveCapabilities() {
+    if (changed_) ::syscall(SYS_capset, &hdr_, saved_);
+  }
+  ScopedEffectiveCapabilities(const ScopedEffectiveCapabilities&) = delete;
+  ScopedEffectiveCapabilities& operator=(const ScopedEffectiveCapabilities&) = delete;
+
+ private:
+  CapHeader hdr_;
+  CapData saved_[2] = {};
+  bool changed_ = false;
+};
 
 }  // namespace ward::sys

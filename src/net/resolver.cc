@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/linux.h"
 #include "net/idna.h"
 #include "net/text_util.h"
 
@@ -78,6 +79,8 @@ struct State {
 };
 
 void Worker(std::shared_ptr<State> st) {
+  // Names come from the sandbox (allowed ones only): as root this thread keeps no capability.
+  sys::DropThreadCapabilities();
   while (true) {
     std::string name;
     {

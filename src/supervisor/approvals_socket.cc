@@ -18,6 +18,7 @@
 #include <deque>
 
 #include "audit/session_log.h"
+#include "common/linux.h"
 #include "common/unique_fd.h"
 #include "common/unix_socket.h"
 
@@ -138,6 +139,7 @@ Result<std::string> SessionFromName(std::string_view name) {
 
 // The pid namespace inode of a process, 0 when unknown.
 uint64_t PidNamespaceOf(pid_t pid) {
+  const sys::ScopedEffectiveCapabilities caps;  // the loop thread serves the sandbox without them
   struct stat st;
   std::string p = "/proc/" + std::to_string(pid) + "/ns/pid";
   if (::stat(p.c_str(), &st) != 0) return 0;

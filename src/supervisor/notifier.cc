@@ -1,7 +1,6 @@
 #include "supervisor/notifier.h"
 
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <linux/magic.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -82,15 +81,6 @@ bool OnProcfs(int fd) {
   return fstatfs(fd, &fs) != 0 || fs.f_type == PROC_SUPER_MAGIC;
 }
 
-// Every capability of this thread gone for good (capset(2) is per thread): it acts for the
-// sandbox and must be able to do nothing the sandbox could not. Reading the sandbox's memory
-// needs none: the sandbox runs with the supervisor's own ids.
-void DropThreadCapabilities() {
-  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-  struct __user_cap_data_struct data[2] = {};
-  syscall(SYS_capset, &hdr, data);
-}
-
 // Whether the access an open asks for is within what the caller's descriptor already has.
 bool AccessWithin(uint64_t open_flags, int fd_flags) {
   const int want = static_cast<int>(open_flags) & O_ACCMODE;
@@ -165,10 +155,11 @@ void Notifier::Stop() {
 
 void Notifier::Loop() {
   // This thread acts for the sandbox: its own fs context (umask 0; the target's umask is
-  // applied explicitly) and no capabilities at all.
+  // applied explicitly) and no capabilities at all (reading the sandbox's memory needs none: the
+  // sandbox runs with the supervisor's own ids).
   unshare(CLONE_FS);
   umask(0);
-  DropThreadCapabilities();
+  sys::DropThreadCapabilities();
   struct seccomp_notif_sizes sizes = {};
   if (sys::Seccomp(SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) return;
   std::vector<char> req_buf(std::max<size_t>(sizes.seccomp_notif, sizeof(struct seccomp_notif)));

@@ -252,6 +252,10 @@ class Session {
       case enforce::MsgType::kStarted:
         TraceMark("command started");
         started_ = true;
+        // From here this thread serves the command (proxy, DNS stub, terminal, approvals): as
+        // root, with no effective capability. The permitted ones come back for the teardown
+        // (the cgroup's removal), once the sandbox is gone (Run).
+        sys::SetEffectiveCapabilities(false);
         Emit("exec", {{"argv", req_.argv}, {"pid_inside", m.value}});
         break;
       case enforce::MsgType::kExecFailed:
@@ -869,6 +873,7 @@ Outcome Run(const RunRequest& req) {
                     &overrides, creds.broker.get(), events);
     session.Serve();
   }
+  sys::SetEffectiveCapabilities(true);
   CollectLimits(req, events, *plan, cgroup.get(), init_pidfd.get(), &out);
   if (cgroup) TraceMark("cgroup removed");
   out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();

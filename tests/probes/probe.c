@@ -543,8 +543,14 @@ static int DeputyVerbs(int argc, char** argv, int* handled) {
   if (!strcmp(v, "landlock-restrict")) { return LandlockRestrict(a1 ? (unsigned)atoi(a1) : 0); }
   if (!strcmp(v, "pid1")) return Pid1();
   if (!strcmp(v, "pid1-status")) {
+    /* Init confines itself once the command has started, before it serves anything: wait for
+     * its filter (at most 2 s), then report. */
     char st[128];
-    StatusOf(1, st, sizeof st);
+    for (int i = 0; i < 200; ++i) {
+      StatusOf(1, st, sizeof st);
+      if (strncmp(st, "seccomp=0", 9) != 0) break;
+      usleep(10000);
+    }
     return Ok(st);
   }
   if (!strcmp(v, "guard-agent")) return GuardAgent();
