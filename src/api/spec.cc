@@ -101,13 +101,12 @@ Expected<Done> CheckBeneath(const std::string& field, const std::string& given,
   return DeniedError(field + ": \"" + given + "\": " + st.message());
 }
 
-// One `read` or `write` path of an exec's policy, as `ward run` gets it. Inside the workspace
-// it is resolved there, following no symlink: a sandboxed command of this sandbox could have
-// planted one to make `ward run` bind a host directory. Outside the workspace only one of the
-// sandbox's own entries (`own`) is accepted, as the sandbox has it.
+// One `read` or `write` path of an exec's policy, absolute, as `ward run` gets it: in the
+// workspace (resolved there later, see NarrowFlags) or, outside it, one of the sandbox's own
+// entries (`own`). Lexical.
 Expected<std::string> ExecPolicyPath(const std::string& field, const std::string& given,
                                      const SandboxSpec& spec, const std::string& home,
-                                     const std::vector<std::string>& own, int ws_fd) {
+                                     const std::vector<std::string>& own) {
   const std::string& ws = spec.workspace;
   if (HasDotDot(given)) {
     return DeniedError(field + ": \"" + given +
@@ -124,8 +123,6 @@ Expected<std::string> ExecPolicyPath(const std::string& field, const std::string
                        ": an exec's paths are in the workspace, or one of the sandbox's own "
                        "entries (an exec may only narrow)");
   }
-  auto checked = CheckBeneath(field, given, ws, ws_fd, *abs);
-  if (!checked.ok()) return checked.error();
   return *abs;
 }
 
@@ -309,7 +306,7 @@ Expected<policy::RunFlags> NarrowFlags(const SandboxSpec& spec, const policy::Po
   if (has_write) {
     f.write.clear();
     for (const auto& w : write) {
-      auto abs = ExecPolicyPath("policy.write", w, spec, home, spec.flags.write, ws_fd.get());
+      auto abs = ExecPolicyPath("policy.write", w, spec, home, spec.flags.write);
       if (!abs.ok()) return abs.error();
       policy::PathDecision d = policy::DecidePath(effective, *abs);
       if (d.visibility != policy::PathDecision::Visibility::kWrite || d.is_protected ||
@@ -317,18 +314,28 @@ Expected<policy::RunFlags> NarrowFlags(const SandboxSpec& spec, const policy::Po
         return DeniedError("policy.write: \"" + w +
                            "\" is not writable in this sandbox (an exec may only narrow)");
       }
+      // A sandboxed command of this sandbox could have planted a symlink there, to make
+      // `ward run` bind its target.
+      if (policy::PathIsWithin(*abs, ws)) {
+        auto beneath = CheckBeneath("policy.write", w, ws, ws_fd.get(), *abs);
+        if (!beneath.ok()) return beneath.error();
+      }
       f.write.push_back(*abs);
     }
   }
   if (has_read) {
     f.read.clear();
     for (const auto& r : read) {
-      auto abs = ExecPolicyPath("policy.read", r, spec, home, own_read, ws_fd.get());
+      auto abs = ExecPolicyPath("policy.read", r, spec, home, own_read);
       if (!abs.ok()) return abs.error();
       policy::PathDecision d = policy::DecidePath(effective, *abs);
       if (d.visibility == policy::PathDecision::Visibility::kHidden || !d.host_file) {
         return DeniedError("policy.read: \"" + r +
                            "\" is not visible in this sandbox (an exec may only narrow)");
+      }
+      if (policy::PathIsWithin(*abs, ws)) {
+        auto beneath = CheckBeneath("policy.read", r, ws, ws_fd.get(), *abs);
+        if (!beneath.ok()) return beneath.error();
       }
       f.read.push_back(*abs);
     }
