@@ -140,8 +140,8 @@ class Builder {
   UniqueFd CloneBeneathWorkspace(const MountOp& op) {
     std::optional<std::string> rel = RelativeBeneath(spec_.workspace, op.source);
     if (spec_.workspace.empty() || !rel) {
-      error_->Set("mount", EINVAL, "bind marked beneath the workspace lies outside it: ",
-                  op.source.c_str());
+      error_->Set("mount", EINVAL,
+                  "bind marked beneath the workspace lies outside it: ", op.source.c_str());
       return UniqueFd();
     }
     if (!workspace_) {
@@ -153,11 +153,11 @@ class Builder {
       }
     }
     if (rel->empty()) return CloneTree(workspace_.get(), "", op.writable, op.source.c_str());
-    UniqueFd fd(sys::Openat2(workspace_.get(), rel->c_str(), O_PATH | O_CLOEXEC, 0,
-                             kResolveBeneath));
+    UniqueFd fd(
+        sys::Openat2(workspace_.get(), rel->c_str(), O_PATH | O_CLOEXEC, 0, kResolveBeneath));
     if (!fd) {
-      error_->Set("mount", errno, "opening in the workspace, following no symlink: ",
-                  op.source.c_str());
+      error_->Set("mount", errno,
+                  "opening in the workspace, following no symlink: ", op.source.c_str());
       return UniqueFd();
     }
     return CloneTree(fd.get(), "", op.writable, op.source.c_str());

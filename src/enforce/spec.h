@@ -35,7 +35,7 @@ struct MountOp {
   // kBind: `source` is the workspace or below it (MountSpec::workspace). Sandbox init opens it
   // from the workspace's directory with no symlink on the way (beneath.h), never by its path.
   bool beneath_workspace = false;
-  uint64_t size = 0;   // kTmpfs: bytes (0 = kernel default)
+  uint64_t size = 0;  // kTmpfs: bytes (0 = kernel default)
   uint32_t mode = 0755;
   std::string content;  // kFile
   std::string why;      // for explain: "workspace", "filesystem.read (builtin:default:7)"

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -94,9 +94,9 @@ class NarrowingCannotWiden : public SandboxTest {
 TEST_F(NarrowingCannotWiden, APlantedSymlinkIsRefusedWhereverItIsOnThePath) {
   std::string sb = Sandbox();
   ASSERT_FALSE(sb.empty());
-  Plant(sb, host_, "abs");              // absolute
-  Plant(sb, "../host", "rel");          // relative, climbing out of the workspace
-  Plant(sb, host_, "mid");              // in the middle of "mid/sub"
+  Plant(sb, host_, "abs");      // absolute
+  Plant(sb, "../host", "rel");  // relative, climbing out of the workspace
+  Plant(sb, host_, "mid");      // in the middle of "mid/sub"
   auto mk = Exec(sb, "mkdir -p d && ln -sfn ../../host d/up");  // two levels up
   ASSERT_TRUE(mk.ok());
   struct Case {
@@ -105,12 +105,13 @@ TEST_F(NarrowingCannotWiden, APlantedSymlinkIsRefusedWhereverItIsOnThePath) {
   for (const Case& c : {Case{"abs", "abs"}, Case{"rel", "rel"}, Case{"mid/sub", "mid"},
                         Case{"d/up", "d/up"}, Case{ws_ + "/abs", "abs"}}) {
     for (const char* field : {"write", "read"}) {
-      auto r = Exec(sb, "echo widened > '" + c.path + "/marker'",
-                     {{"policy", {{field, {c.path}}}}});
+      auto r =
+          Exec(sb, "echo widened > '" + c.path + "/marker'", {{"policy", {{field, {c.path}}}}});
       ASSERT_FALSE(r.ok()) << field << " " << c.path << ": " << r.result.dump();
       EXPECT_EQ(r.error->kind, "policy_denied") << r.error->message;
-      EXPECT_NE(r.error->message.find(ws_ + "/" + c.link + " is a symbolic link inside the "
-                                                           "workspace"),
+      EXPECT_NE(r.error->message.find(ws_ + "/" + c.link +
+                                      " is a symbolic link inside the "
+                                      "workspace"),
                 std::string::npos)
           << r.error->message;
     }
@@ -228,9 +229,10 @@ TEST_F(NarrowingCannotWiden, SwappingADirectoryForASymlinkDuringExecsNeverReache
   swapper.join();
   const size_t written = ListFd(real_fd).size();
   close(real_fd);
-  std::printf("execs: %d refused by the daemon, %d by ward run (%d by sandbox init), %d ran, %zu "
-              "markers written; %ld swaps\n",
-              daemon_refused, run_refused, init_refused, ran, written, swaps.load());
+  std::printf(
+      "execs: %d refused by the daemon, %d by ward run (%d by sandbox init), %d ran, %zu "
+      "markers written; %ld swaps\n",
+      daemon_refused, run_refused, init_refused, ran, written, swaps.load());
   EXPECT_EQ(List(host_), HostUntouched());
   EXPECT_EQ(List(host_ + "/sub"), std::set<std::string>{});
   // Positive controls: the flipping reached the daemon's check and `ward run`'s, and some execs

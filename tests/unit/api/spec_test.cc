@@ -213,10 +213,10 @@ TEST_F(NarrowTest, PathsAreResolvedInTheWorkspaceFollowingNoSymlink) {
   MakeDir(host / "sub");
   MakeDir(ws_ / "real");
   MakeDir(ws_ / "d");
-  Link(host.path(), ws_ / "sec");         // absolute
-  Link(host.path(), ws_ / "a");           // in the middle of "a/sub"
-  Link("../../", ws_ / "d/up");           // relative, climbing out
-  Link("real", ws_ / "inside");           // even one that stays inside
+  Link(host.path(), ws_ / "sec");  // absolute
+  Link(host.path(), ws_ / "a");    // in the middle of "a/sub"
+  Link("../../", ws_ / "d/up");    // relative, climbing out
+  Link("real", ws_ / "inside");    // even one that stays inside
   struct Case {
     std::string given, names;
   };

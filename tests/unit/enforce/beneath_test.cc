@@ -70,11 +70,11 @@ TEST_F(BeneathTest, OpensRealDirectoriesAndFiles) {
 }
 
 TEST_F(BeneathTest, RefusesASymlinkAnywhereOnTheWayNamingIt) {
-  Link(host_, ws_ + "/abs");                  // absolute, out of the workspace
-  Link("../host", ws_ + "/rel");              // relative, climbing out
-  Link("../..", ws_ + "/real/up");            // relative, up to the workspace's parent
-  Link(ws_ + "/real", ws_ + "/inside");       // even one that stays inside
-  Link("/proc/self/root", ws_ + "/magic");    // a magic link's way in
+  Link(host_, ws_ + "/abs");                // absolute, out of the workspace
+  Link("../host", ws_ + "/rel");            // relative, climbing out
+  Link("../..", ws_ + "/real/up");          // relative, up to the workspace's parent
+  Link(ws_ + "/real", ws_ + "/inside");     // even one that stays inside
+  Link("/proc/self/root", ws_ + "/magic");  // a magic link's way in
   struct Case {
     std::string rel, names;
   };
@@ -84,8 +84,9 @@ TEST_F(BeneathTest, RefusesASymlinkAnywhereOnTheWayNamingIt) {
     Result<UniqueFd> fd = OpenBeneath(ws_fd_, ws_, c.rel);
     ASSERT_FALSE(fd.ok()) << c.rel;
     EXPECT_EQ(fd.status().code(), Code::kPermissionDenied) << c.rel;
-    EXPECT_EQ(fd.status().message().rfind(ws_ + c.names + " is a symbolic link inside the "
-                                                          "workspace",
+    EXPECT_EQ(fd.status().message().rfind(ws_ + c.names +
+                                              " is a symbolic link inside the "
+                                              "workspace",
                                           0),
               0u)
         << fd.status().message();
