@@ -237,7 +237,7 @@ TEST_F(NarrowingCannotWiden, SwappingADirectoryForASymlinkDuringExecsNeverReache
   EXPECT_EQ(List(host_ + "/sub"), std::set<std::string>{});
   // Positive controls: the flipping reached the daemon's check and `ward run`'s, and some execs
   // ran with the real directory bound and wrote their marker into it.
-  EXPECT_GT(swaps.load(), 100);
+  EXPECT_GE(swaps.load(), 10);
   EXPECT_GE(daemon_refused, 1);
   EXPECT_GE(run_refused, 1);
   EXPECT_GE(written, 1u);
