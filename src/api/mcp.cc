@@ -462,6 +462,9 @@ void McpServer::ToolExec(const std::string& key, const nlohmann::json& args,
   auto rcwd = ResolveCwd(config_.workspace, cwd.value_or(""));
   if (!rcwd.ok()) return done(ToolError(rcwd.error().message));
   cmd.cwd = *rcwd;
+  auto beneath = CheckWorkspacePaths(config_.flags, config_.workspace,
+                                     config_.policy ? config_.policy->home : std::string());
+  if (!beneath.ok()) return done(ToolError(beneath.error().message));
   StartRequest req;
   req.sandbox_id = session_label_;
   req.flags = config_.flags;

@@ -542,6 +542,13 @@ void Service::ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>&
     }
     flags = std::move(narrowed).value();
   }
+  // The sandbox's own paths in the workspace too: a symlink planted there since sandbox.create
+  // is refused here, with the path, rather than by `ward run`.
+  if (auto beneath = CheckWorkspacePaths(flags, s->spec.workspace, s->policy->home);
+      !beneath.ok()) {
+    Emit(s, "exec.deny", {{"argv", cmd.argv}, {"reason", beneath.error().message}});
+    return reply(beneath.error());
+  }
   for (const auto& [k, v] : env) {
     if (!ValidEnvName(k)) return reply(InvalidError("env: invalid variable name \"" + k + "\""));
     flags.env.push_back(k + "=" + *v);

@@ -1,9 +1,13 @@
 #include "api/spec.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <cctype>
 
 #include "api/params.h"
+#include "common/unique_fd.h"
+#include "enforce/beneath.h"
 #include "policy/decide.h"
 #include "policy/paths.h"
 
@@ -51,6 +55,75 @@ std::optional<std::string> AbsolutePath(const std::string& path, const std::stri
   }
   if (p.empty() || p[0] != '/') return std::nullopt;
   return policy::NormalizePath(p);
+}
+
+bool HasDotDot(const std::string& path) {
+  for (size_t i = 0, j; i <= path.size(); i = j + 1) {
+    j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (path.compare(i, j - i, "..") == 0) return true;
+  }
+  return false;
+}
+
+// Whether the ".." components of a relative path take it above where it starts.
+bool ClimbsOut(const std::string& rel) {
+  int depth = 0;
+  for (size_t i = 0, j; i <= rel.size(); i = j + 1) {
+    j = rel.find('/', i);
+    if (j == std::string::npos) j = rel.size();
+    std::string_view comp(rel.data() + i, j - i);
+    if (comp == "..") {
+      if (--depth < 0) return true;
+    } else if (!comp.empty() && comp != ".") {
+      ++depth;
+    }
+  }
+  return false;
+}
+
+Expected<UniqueFd> OpenWorkspace(const std::string& workspace) {
+  UniqueFd fd(open(workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return FromErrno("workspace " + workspace, errno);
+  return fd;
+}
+
+// Opens `abs` (absolute, normalised, at or below `workspace`) from the workspace's directory
+// `ws_fd`, following no symlink (enforce/beneath.h); an error names `field` and `given`.
+Expected<Done> CheckBeneath(const std::string& field, const std::string& given,
+                            const std::string& workspace, int ws_fd, const std::string& abs) {
+  std::optional<std::string> rel = enforce::RelativeBeneath(workspace, abs);
+  if (!rel) return DeniedError(field + ": \"" + given + "\" is outside the workspace");
+  Result<UniqueFd> fd = enforce::OpenBeneath(ws_fd, workspace, *rel);
+  if (fd.ok()) return Done{};
+  const Status& st = fd.status();
+  if (st.err() != 0) return FromErrno(field + ": \"" + given + "\": " + st.message(), st.err());
+  return DeniedError(field + ": \"" + given + "\": " + st.message());
+}
+
+// One `read` or `write` path of an exec's policy, absolute, as `ward run` gets it: in the
+// workspace (resolved there later, see NarrowFlags) or, outside it, one of the sandbox's own
+// entries (`own`). Lexical.
+Expected<std::string> ExecPolicyPath(const std::string& field, const std::string& given,
+                                     const SandboxSpec& spec, const std::string& home,
+                                     const std::vector<std::string>& own) {
+  const std::string& ws = spec.workspace;
+  if (HasDotDot(given)) {
+    return DeniedError(field + ": \"" + given +
+                       "\": \"..\" is not allowed in an exec's paths (name the path inside the "
+                       "workspace directly)");
+  }
+  auto abs = AbsolutePath(given, ws, home);
+  if (!abs) return InvalidError(field + ": bad path \"" + given + "\"");
+  if (!policy::PathIsWithin(*abs, ws)) {
+    for (const std::string& o : own) {
+      if (AbsolutePath(o, ws, home) == abs) return *abs;
+    }
+    return DeniedError(field + ": \"" + given + "\" is outside the workspace " + ws +
+                       ": an exec's paths are in the workspace, or one of the sandbox's own "
+                       "entries (an exec may only narrow)");
+  }
+  return *abs;
 }
 
 bool ParseLimits(Params& p, policy::RunFlags& flags) {
@@ -222,16 +295,30 @@ Expected<policy::RunFlags> NarrowFlags(const SandboxSpec& spec, const policy::Po
   ParseLimits(p, limits_in);
   if (!p.Finish()) return p.error();
 
+  UniqueFd ws_fd;
+  if ((has_write && !write.empty()) || (has_read && !read.empty())) {
+    auto fd = OpenWorkspace(ws);
+    if (!fd.ok()) return fd.error();
+    ws_fd = std::move(fd).value();
+  }
+  std::vector<std::string> own_read = spec.flags.read;
+  own_read.insert(own_read.end(), spec.flags.write.begin(), spec.flags.write.end());
   if (has_write) {
     f.write.clear();
     for (const auto& w : write) {
-      auto abs = AbsolutePath(w, ws, home);
-      if (!abs) return InvalidError("policy.write: bad path \"" + w + "\"");
+      auto abs = ExecPolicyPath("policy.write", w, spec, home, spec.flags.write);
+      if (!abs.ok()) return abs.error();
       policy::PathDecision d = policy::DecidePath(effective, *abs);
       if (d.visibility != policy::PathDecision::Visibility::kWrite || d.is_protected ||
           !d.host_file) {
         return DeniedError("policy.write: \"" + w +
                            "\" is not writable in this sandbox (an exec may only narrow)");
+      }
+      // A sandboxed command of this sandbox could have planted a symlink there, to make
+      // `ward run` bind its target.
+      if (policy::PathIsWithin(*abs, ws)) {
+        auto beneath = CheckBeneath("policy.write", w, ws, ws_fd.get(), *abs);
+        if (!beneath.ok()) return beneath.error();
       }
       f.write.push_back(*abs);
     }
@@ -239,12 +326,16 @@ Expected<policy::RunFlags> NarrowFlags(const SandboxSpec& spec, const policy::Po
   if (has_read) {
     f.read.clear();
     for (const auto& r : read) {
-      auto abs = AbsolutePath(r, ws, home);
-      if (!abs) return InvalidError("policy.read: bad path \"" + r + "\"");
+      auto abs = ExecPolicyPath("policy.read", r, spec, home, own_read);
+      if (!abs.ok()) return abs.error();
       policy::PathDecision d = policy::DecidePath(effective, *abs);
       if (d.visibility == policy::PathDecision::Visibility::kHidden || !d.host_file) {
         return DeniedError("policy.read: \"" + r +
                            "\" is not visible in this sandbox (an exec may only narrow)");
+      }
+      if (policy::PathIsWithin(*abs, ws)) {
+        auto beneath = CheckBeneath("policy.read", r, ws, ws_fd.get(), *abs);
+        if (!beneath.ok()) return beneath.error();
       }
       f.read.push_back(*abs);
     }
@@ -314,25 +405,33 @@ Expected<policy::RunFlags> NarrowFlags(const SandboxSpec& spec, const policy::Po
   return f;
 }
 
+Expected<Done> CheckWorkspacePaths(const policy::RunFlags& flags, const std::string& workspace,
+                                   const std::string& home) {
+  UniqueFd ws_fd;
+  for (const auto& [list, field] : {std::pair{&flags.write, "write"}, {&flags.read, "read"}}) {
+    for (const std::string& p : *list) {
+      auto abs = AbsolutePath(p, workspace, home);
+      if (!abs || !policy::PathIsWithin(*abs, workspace)) continue;
+      if (!ws_fd) {
+        auto fd = OpenWorkspace(workspace);
+        if (!fd.ok()) return fd.error();
+        ws_fd = std::move(fd).value();
+      }
+      auto checked = CheckBeneath(field, p, workspace, ws_fd.get(), *abs);
+      // A missing path is left to `ward run`, which names it (the exec is then denied).
+      if (!checked.ok() && checked.error().kind != ErrorKind::kNotFound) return checked.error();
+    }
+  }
+  return Done{};
+}
+
 Expected<std::string> ResolveCwd(const std::string& workspace, const std::string& cwd) {
   if (cwd.empty()) return std::string();
   std::string abs = cwd[0] == '/' ? policy::NormalizePath(cwd)
                                   : policy::NormalizePath(policy::JoinPath(workspace, cwd));
   // Lexical check first: JoinPath + Normalize folds "..", so escapes show up here.
-  if (cwd[0] != '/') {
-    int depth = 0;
-    size_t i = 0;
-    while (i <= cwd.size()) {
-      size_t j = cwd.find('/', i);
-      if (j == std::string::npos) j = cwd.size();
-      std::string comp = cwd.substr(i, j - i);
-      if (comp == "..") {
-        if (--depth < 0) return DeniedError("cwd \"" + cwd + "\" leaves the workspace");
-      } else if (!comp.empty() && comp != ".") {
-        ++depth;
-      }
-      i = j + 1;
-    }
+  if (cwd[0] != '/' && ClimbsOut(cwd)) {
+    return DeniedError("cwd \"" + cwd + "\" leaves the workspace");
   }
   if (!policy::PathIsWithin(abs, workspace)) {
     return DeniedError("cwd \"" + cwd + "\" is outside the workspace");

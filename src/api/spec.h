@@ -44,8 +44,20 @@ std::vector<std::string> RunFlagsToArgs(const policy::RunFlags& flags, const std
 // already be writable, resp. visible, under `effective`), `allow_net` (replaces; each pattern
 // must be one the sandbox allows, verbatim), `limits` (each at most the sandbox's). Anything
 // else is invalid_request; a widening is policy_denied.
+// A `write` or `read` path is in the workspace (`spec.workspace`, canonical), where it is
+// resolved from the workspace's directory following no symlink (enforce/beneath.h), without
+// "..", or else one of the sandbox's own entries of that list (for `read`: of either list). A
+// symlink on the way, a path outside the workspace or a ".." is policy_denied naming the path;
+// a missing path is not_found. `ward run` resolves it the same way again and binds what it
+// opened (enforce/mount.cc), so a symlink planted between this check and the run fails it.
 Expected<policy::RunFlags> NarrowFlags(const SandboxSpec& spec, const policy::Policy& effective,
                                        const nlohmann::json& exec_policy);
+
+// The `write` and `read` paths of `flags` that lie in `workspace` (canonical; "~" expanded
+// with `home`), each resolved there following no symlink: one on the way is policy_denied
+// naming it. Missing paths are left to `ward run`, which names them.
+Expected<Done> CheckWorkspacePaths(const policy::RunFlags& flags, const std::string& workspace,
+                                   const std::string& home);
 
 // `ward run` arguments for one exec, up to and including "--", then the command.
 struct RunInvocation {

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -21,6 +22,7 @@
 #include "common/linux.h"
 #include "common/trace.h"
 #include "common/unique_fd.h"
+#include "enforce/beneath.h"
 
 namespace ward::enforce {
 namespace {
@@ -104,7 +106,9 @@ class Builder {
     for (size_t i = 0; i < spec_.ops.size(); ++i) {
       const MountOp& op = spec_.ops[i];
       if (op.kind == MountOp::Kind::kBind) {
-        UniqueFd fd = CloneTree(AT_FDCWD, op.source.c_str(), op.writable, op.source.c_str());
+        UniqueFd fd = op.beneath_workspace
+                          ? CloneBeneathWorkspace(op)
+                          : CloneTree(AT_FDCWD, op.source.c_str(), op.writable, op.source.c_str());
         if (!fd) return false;
         sources_[i] = std::move(fd);
       } else if (op.kind == MountOp::Kind::kDev) {
@@ -125,7 +129,38 @@ class Builder {
         }
       }
     }
+    workspace_.reset();  // a descriptor of a host directory is not kept past the capture
     return true;
+  }
+
+  // A bind of the workspace or of something in it: opened from the workspace's directory with
+  // no symlink on the way (beneath.h), so a sandbox of the same workspace that swapped a
+  // directory for a symlink since the planner looked makes this fail, never bind the link's
+  // target.
+  UniqueFd CloneBeneathWorkspace(const MountOp& op) {
+    std::optional<std::string> rel = RelativeBeneath(spec_.workspace, op.source);
+    if (spec_.workspace.empty() || !rel) {
+      error_->Set("mount", EINVAL,
+                  "bind marked beneath the workspace lies outside it: ", op.source.c_str());
+      return UniqueFd();
+    }
+    if (!workspace_) {
+      workspace_.reset(
+          open(spec_.workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!workspace_) {
+        error_->Set("mount", errno, "opening the workspace ", spec_.workspace.c_str());
+        return UniqueFd();
+      }
+    }
+    if (rel->empty()) return CloneTree(workspace_.get(), "", op.writable, op.source.c_str());
+    UniqueFd fd(
+        sys::Openat2(workspace_.get(), rel->c_str(), O_PATH | O_CLOEXEC, 0, kResolveBeneath));
+    if (!fd) {
+      error_->Set("mount", errno,
+                  "opening in the workspace, following no symlink: ", op.source.c_str());
+      return UniqueFd();
+    }
+    return CloneTree(fd.get(), "", op.writable, op.source.c_str());
   }
 
   UniqueFd CloneTree(int dirfd, const char* path, bool writable, const char* what) {
@@ -731,6 +766,7 @@ class Builder {
   ChildError* error_;
   UniqueFd root_;
   std::vector<UniqueFd> sources_;
+  UniqueFd workspace_;  // the workspace's directory, while sources are captured
   std::vector<UniqueFd> dev_sources_;
   std::set<uint64_t> owned_mounts_;
   PendingSysctls sysctls_;

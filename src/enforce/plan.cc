@@ -10,6 +10,7 @@
 #include <map>
 #include <string_view>
 
+#include "enforce/beneath.h"
 #include "enforce/limits.h"
 #include "policy/paths.h"
 
@@ -88,8 +89,27 @@ struct Bind {
   std::string target;  // canonical host path, same path inside
   bool writable = false;
   bool is_dir = true;
+  bool beneath_workspace = false;  // the workspace or below it (MountOp::beneath_workspace)
   std::string why;
 };
+
+// The canonical workspace that rules are resolved beneath: "" when there is none to speak of
+// (no directory there, or the root itself, which every path is below).
+std::string WorkspaceAnchor(const policy::Policy& policy, const std::string& ws) {
+  if (policy.workspace_access) return ws;
+  char buf[PATH_MAX];
+  if (policy.workspace.empty() || realpath(policy.workspace.c_str(), buf) == nullptr) return "";
+  return std::string(buf) == "/" ? "" : buf;
+}
+
+// A rule's path on the host. Below the workspace no symlink is followed: the sandboxes that
+// write the workspace could have planted it (beneath.h).
+Result<std::string> ResolveRulePath(const std::string& path, const std::string& anchor) {
+  if (!anchor.empty()) return RealPathNotFollowingBelow(path, anchor);
+  char buf[PATH_MAX];
+  if (realpath(path.c_str(), buf) == nullptr) return ErrnoError(path, errno);
+  return std::string(buf);
+}
 
 }  // namespace
 
@@ -128,6 +148,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     ws = policy.workspace;
   }
   notes->workspace = ws;
+  const std::string anchor = WorkspaceAnchor(policy, ws);
   std::string home = policy.home.empty() ? std::string() : NormalizePath(policy.home);
   if (!home.empty() && home != "/") {
     char hb[PATH_MAX];
@@ -157,14 +178,17 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
       notes->skipped.push_back(path + ": denied by " + d->origin.ToString());
       continue;
     }
-    if (realpath(path.c_str(), buf) == nullptr) {
-      if (errno == ENOENT && r.optional) {
+    Result<std::string> resolved = ResolveRulePath(path, anchor);
+    if (!resolved.ok()) {
+      const Status& st = resolved.status();
+      if (st.err() == ENOENT && r.optional) {
         notes->skipped.push_back(path + ": absent on this host (" + r.origin.ToString() + ")");
         continue;
       }
-      return ErrnoError(path + " (" + r.origin.ToString() + ")", errno);
+      if (st.err() != 0) return ErrnoError(path + " (" + r.origin.ToString() + ")", st.err());
+      return Status(st.code(), path + " (" + r.origin.ToString() + "): " + st.message());
     }
-    std::string real = buf;
+    std::string real = std::move(resolved).value();
     if (const policy::DenyRule* d = deny.Find(real)) {
       notes->skipped.push_back(path + " -> " + real + ": denied by " + d->origin.ToString());
       continue;
@@ -176,6 +200,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     b.target = real;
     b.writable = r.access == policy::Access::kWrite;
     b.is_dir = S_ISDIR(st.st_mode);
+    b.beneath_workspace = !anchor.empty() && PathIsWithin(real, anchor);
     b.why = r.origin.ToString();
     binds[real] = b;  // a later rule for the same path wins (flags after profiles)
   }
@@ -183,6 +208,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     Bind b;
     b.target = ws;
     b.writable = *policy.workspace_access == policy::Access::kWrite;
+    b.beneath_workspace = true;
     b.why = "workspace";
     binds[ws] = b;
     if (NormalizePath(policy.workspace) != ws)
@@ -262,6 +288,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     op.target = t;
     op.writable = b.writable;
     op.is_dir = b.is_dir;
+    op.beneath_workspace = b.beneath_workspace;
     op.why = b.why;
     ops.push_back(op);
   }
@@ -335,6 +362,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   }
   plan.mount.protect.nested_repo_depth = policy.nested_repo_depth;
   plan.mount.workdir = ws;
+  plan.mount.workspace = anchor;
 
   // --- landlock ---------------------------------------------------------------------------
   bool want_landlock = true;

@@ -114,6 +114,7 @@ void PutMount(Writer& w, const MountSpec& m) {
     w.Str(op.target);
     w.Bool(op.writable);
     w.Bool(op.is_dir);
+    w.Bool(op.beneath_workspace);
     w.Raw<uint64_t>(op.size);
     w.Raw<uint32_t>(op.mode);
     w.Str(op.content);
@@ -127,6 +128,7 @@ void PutMount(Writer& w, const MountSpec& m) {
   w.Strs(m.protect.relpaths);
   w.Raw<int32_t>(m.protect.nested_repo_depth);
   w.Str(m.workdir);
+  w.Str(m.workspace);
   w.Str(m.hostname);
   w.Vec(m.sysctls, [&](const Sysctl& sysctl) {
     w.Str(sysctl.path);
@@ -136,8 +138,8 @@ void PutMount(Writer& w, const MountSpec& m) {
 }
 
 bool GetMount(Reader& r, MountSpec* m) {
-  // Each op takes at least its kind, four length words, two booleans, size and mode.
-  const bool ops = r.Vec("mount.ops", 1 + 4 * 8 + 2 + 8 + 4, &m->ops, [&](MountOp& op) {
+  // Each op takes at least its kind, four length words, three booleans, size and mode.
+  const bool ops = r.Vec("mount.ops", 1 + 4 * 8 + 3 + 8 + 4, &m->ops, [&](MountOp& op) {
     uint8_t kind = 0;
     if (!r.Raw("mount.ops.kind", &kind)) return false;
     if (kind > static_cast<uint8_t>(MountOp::Kind::kFile)) {
@@ -146,6 +148,7 @@ bool GetMount(Reader& r, MountSpec* m) {
     op.kind = static_cast<MountOp::Kind>(kind);
     return r.Str("mount.ops.source", &op.source) && r.Str("mount.ops.target", &op.target) &&
            r.Bool("mount.ops.writable", &op.writable) && r.Bool("mount.ops.is_dir", &op.is_dir) &&
+           r.Bool("mount.ops.beneath_workspace", &op.beneath_workspace) &&
            r.Raw("mount.ops.size", &op.size) && r.Raw("mount.ops.mode", &op.mode) &&
            r.Str("mount.ops.content", &op.content) && r.Str("mount.ops.why", &op.why);
   });
@@ -159,7 +162,8 @@ bool GetMount(Reader& r, MountSpec* m) {
                   r.Strs("mount.protect.roots", &m->protect.roots) &&
                   r.Strs("mount.protect.relpaths", &m->protect.relpaths) &&
                   r.Raw("mount.protect.nested_repo_depth", &depth) &&
-                  r.Str("mount.workdir", &m->workdir) && r.Str("mount.hostname", &m->hostname) &&
+                  r.Str("mount.workdir", &m->workdir) && r.Str("mount.workspace", &m->workspace) &&
+                  r.Str("mount.hostname", &m->hostname) &&
                   r.Vec("mount.sysctls", 2 * 8 + 1, &m->sysctls, [&](Sysctl& sysctl) {
                     return r.Str("mount.sysctls.path", &sysctl.path) &&
                            r.Str("mount.sysctls.value", &sysctl.value) &&

@@ -32,7 +32,10 @@ struct MountOp {
   std::string target;  // absolute path inside the sandbox
   bool writable = false;
   bool is_dir = true;  // kBind: the source is a directory
-  uint64_t size = 0;   // kTmpfs: bytes (0 = kernel default)
+  // kBind: `source` is the workspace or below it (MountSpec::workspace). Sandbox init opens it
+  // from the workspace's directory with no symlink on the way (beneath.h), never by its path.
+  bool beneath_workspace = false;
+  uint64_t size = 0;  // kTmpfs: bytes (0 = kernel default)
   uint32_t mode = 0755;
   std::string content;  // kFile
   std::string why;      // for explain: "workspace", "filesystem.read (builtin:default:7)"
@@ -64,6 +67,9 @@ struct MountSpec {
   std::vector<MaskOp> masks;
   ProtectSpec protect;
   std::string workdir;  // chdir here after pivot_root
+  // The canonical workspace on the host, which binds marked beneath_workspace are resolved in
+  // ("" when no bind is).
+  std::string workspace;
   std::string hostname = "ward";
   std::vector<Sysctl> sysctls;
 };

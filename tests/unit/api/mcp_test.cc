@@ -19,7 +19,13 @@ class McpTest : public ::testing::Test {
     auto p = testing::LoadTestPolicy(ws_.path());
     ASSERT_TRUE(p.ok());
     policy_ = std::move(p).value();
+    Start(policy::RunFlags());
+  }
+  // (Re)starts the server with `flags` as its run options (`ward mcp -w ...`).
+  void Start(const policy::RunFlags& flags) {
+    if (server_) server_->Shutdown();
     McpConfig c;
+    c.flags = flags;
     c.version = "test";
     c.workspace = ws_.path();
     c.policy = &policy_;
@@ -187,6 +193,23 @@ TEST_F(McpTest, CancellationKillsTheCommandAndSendsNoResponse) {
   // The command is gone: a new call with the same id is accepted.
   auto r = Request("tools/call", {{"name", "exec"}, {"arguments", {{"command", "true"}}}});
   EXPECT_EQ(r["result"]["isError"], false);
+}
+
+// The server's own paths in the workspace are resolved there before each exec: a command can
+// leave a symlink where one of them was, to make the next `ward run` bind a host directory.
+TEST_F(McpTest, ARunPathSwappedForASymlinkIsRefused) {
+  ASSERT_EQ(mkdir((ws_ / "out").c_str(), 0755), 0);
+  policy::RunFlags flags;
+  flags.write = {ws_ / "out"};
+  Start(flags);
+  auto r = Tool("exec", {{"command", "true"}});
+  EXPECT_EQ(r["isError"], false) << r.dump();  // positive control
+  ASSERT_EQ(rename((ws_ / "out").c_str(), (ws_ / "out.old").c_str()), 0);
+  ASSERT_EQ(symlink(state_.path().c_str(), (ws_ / "out").c_str()), 0);
+  r = Tool("exec", {{"command", "true"}});
+  EXPECT_EQ(r["isError"], true);
+  EXPECT_NE(r.dump().find(ws_ / "out is a symbolic link inside the workspace"), std::string::npos)
+      << r.dump();
 }
 
 TEST_F(McpTest, FileTools) {

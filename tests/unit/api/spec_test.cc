@@ -139,6 +139,10 @@ TEST(Cwd, StaysInsideTheWorkspace) {
 
 class NarrowTest : public ::testing::Test {
  protected:
+  static void MakeDir(const std::string& path) { ASSERT_EQ(mkdir(path.c_str(), 0755), 0) << path; }
+  static void Link(const std::string& target, const std::string& at) {
+    ASSERT_EQ(symlink(target.c_str(), at.c_str()), 0) << at;
+  }
   void SetUp() override {
     testing::Write(ws_ / "dummy", "x");
     spec_.workspace = ws_.path();
@@ -170,11 +174,20 @@ TEST_F(NarrowTest, WriteMayOnlyKeepWhatIsAlreadyWritable) {
   auto f = Narrow({{"write", nlohmann::json::array()}});
   ASSERT_TRUE(f.ok());
   EXPECT_TRUE(f->write.empty());  // dropping writes is narrowing
-  f = Narrow({{"write", {out_ / "sub"}}});
+  // The sandbox's own entry outside the workspace may be kept as it is.
+  f = Narrow({{"write", {out_.path()}}});
   ASSERT_TRUE(f.ok()) << f.error().message;
-  EXPECT_EQ(f->write, (std::vector<std::string>{out_ / "sub"}));
+  EXPECT_EQ(f->write, (std::vector<std::string>{out_.path()}));
+  // Paths in the workspace.
+  MakeDir(ws_ / "build");
+  f = Narrow({{"write", {"build", ws_ / "build"}}});
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(f->write, (std::vector<std::string>{ws_ / "build", ws_ / "build"}));
+  // Below the sandbox's own writable directory outside the workspace: anything there could be a
+  // symlink its commands planted, and it is not resolved in the workspace.
+  MakeDir(out_ / "sub");
   for (const std::string& wider : {std::string("/etc"), std::string("/usr/lib"), ws_ / ".git/hooks",
-                                   ws_ / ".envrc", std::string("/tmp/x")}) {
+                                   ws_ / ".envrc", std::string("/tmp/x"), out_ / "sub"}) {
     auto r = Narrow({{"write", {wider}}});
     ASSERT_FALSE(r.ok()) << wider;
     EXPECT_EQ(r.error().kind, ErrorKind::kPolicyDenied) << wider;
@@ -182,10 +195,79 @@ TEST_F(NarrowTest, WriteMayOnlyKeepWhatIsAlreadyWritable) {
 }
 
 TEST_F(NarrowTest, ReadMustAlreadyBeVisible) {
-  EXPECT_TRUE(Narrow({{"read", {"/usr"}}}).ok());
-  auto r = Narrow({{"read", {"/root"}}});
+  MakeDir(ws_ / "src");
+  auto f = Narrow({{"read", {"src", out_.path()}}});  // the sandbox's write entry, read-only
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(f->read, (std::vector<std::string>{ws_ / "src", out_.path()}));
+  for (const char* outside : {"/root", "/usr"}) {
+    auto r = Narrow({{"read", {outside}}});
+    ASSERT_FALSE(r.ok()) << outside;
+    EXPECT_EQ(r.error().kind, ErrorKind::kPolicyDenied) << outside;
+  }
+}
+
+// What one exec can leave in the workspace for the next: a symlink to a host directory where a
+// later exec's policy names a path. Every such path is refused, naming the link.
+TEST_F(NarrowTest, PathsAreResolvedInTheWorkspaceFollowingNoSymlink) {
+  TempDir host;  // a host directory outside the workspace
+  MakeDir(host / "sub");
+  MakeDir(ws_ / "real");
+  MakeDir(ws_ / "d");
+  Link(host.path(), ws_ / "sec");  // absolute
+  Link(host.path(), ws_ / "a");    // in the middle of "a/sub"
+  Link("../../", ws_ / "d/up");    // relative, climbing out
+  Link("real", ws_ / "inside");    // even one that stays inside
+  struct Case {
+    std::string given, names;
+  };
+  for (const Case& c : {Case{"sec", ws_ / "sec"}, Case{ws_ / "sec", ws_ / "sec"},
+                        Case{"a/sub", ws_ / "a"}, Case{"d/up", ws_ / "d/up"},
+                        Case{"d/up/tmp", ws_ / "d/up"}, Case{"inside", ws_ / "inside"}}) {
+    for (const char* field : {"write", "read"}) {
+      auto r = Narrow({{field, {c.given}}});
+      ASSERT_FALSE(r.ok()) << field << " " << c.given;
+      EXPECT_EQ(r.error().kind, ErrorKind::kPolicyDenied) << c.given;
+      EXPECT_NE(r.error().message.find("policy." + std::string(field) + ": \"" + c.given + "\""),
+                std::string::npos)
+          << r.error().message;
+      EXPECT_NE(r.error().message.find(c.names + " is a symbolic link inside the workspace"),
+                std::string::npos)
+          << r.error().message;
+    }
+  }
+  // ".." is refused, also where it would stay inside.
+  for (const std::string& given : {std::string("../x"), std::string("real/../../x"),
+                                   std::string("real/../real"), ws_ / "real/../real"}) {
+    auto r = Narrow({{"write", {given}}});
+    ASSERT_FALSE(r.ok()) << given;
+    EXPECT_EQ(r.error().kind, ErrorKind::kPolicyDenied) << given;
+  }
+  auto r = Narrow({{"write", {"missing"}}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kNotFound);
+  // Positive control: the real directory, by the same kinds of names.
+  for (const std::string& given : {std::string("real"), std::string("./real"), ws_ / "real"}) {
+    auto f = Narrow({{"write", {given}}, {"read", {given}}});
+    ASSERT_TRUE(f.ok()) << given << ": " << f.error().message;
+    EXPECT_EQ(f->write, (std::vector<std::string>{ws_ / "real"}));
+    EXPECT_EQ(f->read, (std::vector<std::string>{ws_ / "real"}));
+  }
+}
+
+TEST_F(NarrowTest, TheSandboxsOwnPathsInTheWorkspaceAreCheckedToo) {
+  TempDir host;
+  MakeDir(ws_ / "real");
+  policy::RunFlags flags = spec_.flags;
+  flags.write.push_back(ws_ / "real");
+  EXPECT_TRUE(CheckWorkspacePaths(flags, ws_.path(), "/nonexistent-home").ok());
+  flags.read.push_back(ws_ / "not-yet");  // left to `ward run`
+  EXPECT_TRUE(CheckWorkspacePaths(flags, ws_.path(), "/nonexistent-home").ok());
+  Link(host.path(), ws_ / "sec");
+  flags.read.push_back(ws_ / "sec");
+  auto r = CheckWorkspacePaths(flags, ws_.path(), "/nonexistent-home");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::kPolicyDenied);
+  EXPECT_NE(r.error().message.find(ws_ / "sec"), std::string::npos) << r.error().message;
 }
 
 TEST_F(NarrowTest, AllowNetIsASubsetAndTheRestIsDenied) {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -27,14 +28,12 @@ class PlanTest : public ::testing::Test {
     }
   }
   void TearDown() override {
-    for (const char* d : {"/ab", "/a.b", "/a-b", "/a/b", "/a", "/ws", "/home", ""}) {
-      rmdir((dir_ + d).c_str());
-    }
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
   }
 
-  // The targets of the plan's binds below the test directory, in the plan's order.
-  std::vector<std::string> BindsBelowDir(const std::vector<std::string>& read,
-                                         const std::vector<std::string>& write) {
+  Result<LaunchPlan> Plan(const std::vector<std::string>& read,
+                          const std::vector<std::string>& write) {
     policy::RunFlags flags;
     flags.read = read;
     flags.write = write;
@@ -42,12 +41,25 @@ class PlanTest : public ::testing::Test {
     Result<policy::Policy> pol = policy::LoadPolicy(
         flags, ctx, [](const std::string& p) -> Result<std::string> { return NotFound(p); });
     EXPECT_TRUE(pol.ok()) << pol.status().ToString();
-    if (!pol.ok()) return {};
+    if (!pol.ok()) return pol.status();
     PlanInput input;
     input.argv = {"true"};
     input.prepare_seccomp = false;
     PlanNotes notes;
-    Result<LaunchPlan> plan = PlanLaunch(*pol, ProbeKernel(false), input, &notes);
+    return PlanLaunch(*pol, ProbeKernel(false), input, &notes);
+  }
+
+  const MountOp* BindAt(const LaunchPlan& plan, const std::string& target) {
+    for (const MountOp& op : plan.mount.ops) {
+      if (op.kind == MountOp::Kind::kBind && op.target == target) return &op;
+    }
+    return nullptr;
+  }
+
+  // The targets of the plan's binds below the test directory, in the plan's order.
+  std::vector<std::string> BindsBelowDir(const std::vector<std::string>& read,
+                                         const std::vector<std::string>& write) {
+    Result<LaunchPlan> plan = Plan(read, write);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
     if (!plan.ok()) return {};
     std::vector<std::string> out;
@@ -73,6 +85,68 @@ TEST_F(PlanTest, MountsSortComponentByComponentSoADirectoryComesRightBeforeWhatI
   EXPECT_EQ(
       BindsBelowDir({dir_ + "/a", dir_ + "/a-b", dir_ + "/ab", dir_ + "/a.b"}, {dir_ + "/a/b"}),
       want);
+}
+
+TEST_F(PlanTest, RulesInTheWorkspaceAreMarkedToBeBoundFromIt) {
+  const std::string ws = dir_ + "/ws";
+  ASSERT_EQ(mkdir((ws + "/sub").c_str(), 0755), 0);
+  // Read-only inside the writable workspace: a bind of its own.
+  Result<LaunchPlan> plan = Plan({ws + "/sub", dir_ + "/a"}, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->mount.workspace, ws);
+  const MountOp* sub = BindAt(*plan, ws + "/sub");
+  ASSERT_NE(sub, nullptr);
+  EXPECT_TRUE(sub->beneath_workspace);
+  EXPECT_FALSE(sub->writable);
+  const MountOp* whole = BindAt(*plan, ws);
+  ASSERT_NE(whole, nullptr);
+  EXPECT_TRUE(whole->beneath_workspace);
+  const MountOp* outside = BindAt(*plan, dir_ + "/a");
+  ASSERT_NE(outside, nullptr);
+  EXPECT_FALSE(outside->beneath_workspace);
+}
+
+TEST_F(PlanTest, ASymlinkInTheWorkspaceIsNeverFollowed) {
+  const std::string ws = dir_ + "/ws";
+  // What a sandboxed command can leave behind: links to a host directory, absolute, relative,
+  // in the last component or in the middle of the rule's path.
+  ASSERT_EQ(symlink((dir_ + "/a").c_str(), (ws + "/sec").c_str()), 0);
+  ASSERT_EQ(symlink("../a", (ws + "/rel").c_str()), 0);
+  ASSERT_EQ(mkdir((ws + "/d").c_str(), 0755), 0);
+  ASSERT_EQ(symlink("../..", (ws + "/d/up").c_str()), 0);
+  struct Case {
+    std::string rule, link;
+  };
+  for (const Case& c : {Case{ws + "/sec", ws + "/sec"}, Case{ws + "/sec/b", ws + "/sec"},
+                        Case{ws + "/rel", ws + "/rel"}, Case{ws + "/d/up/a", ws + "/d/up"}}) {
+    for (bool write : {true, false}) {
+      Result<LaunchPlan> plan = write ? Plan({}, {c.rule}) : Plan({c.rule}, {});
+      ASSERT_FALSE(plan.ok()) << c.rule;
+      EXPECT_EQ(plan.status().code(), Code::kPermissionDenied);
+      EXPECT_NE(plan.status().message().find(c.link + " is a symbolic link inside the workspace"),
+                std::string::npos)
+          << plan.status().message();
+    }
+  }
+  // Positive control: the directory the links point to is bound when named itself.
+  Result<LaunchPlan> plan = Plan({}, {dir_ + "/a"});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_NE(BindAt(*plan, dir_ + "/a"), nullptr);
+}
+
+TEST_F(PlanTest, AWorkspaceReachedThroughASymlinkOutsideItIsStillResolvedBeneath) {
+  const std::string ws = dir_ + "/ws";
+  ASSERT_EQ(mkdir((ws + "/sub").c_str(), 0755), 0);
+  ASSERT_EQ(symlink(ws.c_str(), (dir_ + "/to-ws").c_str()), 0);
+  Result<LaunchPlan> plan = Plan({dir_ + "/to-ws/sub"}, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const MountOp* sub = BindAt(*plan, ws + "/sub");
+  ASSERT_NE(sub, nullptr);
+  EXPECT_TRUE(sub->beneath_workspace);
+  ASSERT_EQ(symlink((dir_ + "/a").c_str(), (ws + "/sec").c_str()), 0);
+  plan = Plan({dir_ + "/to-ws/sec"}, {});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), Code::kPermissionDenied);
 }
 
 TEST(PlanPathsTest, NormalizePathIsLexical) {

@@ -26,6 +26,7 @@ LaunchPlan FullPlan() {
   bind.source = "/home/u/work space";
   bind.target = "/home/u/work space";
   bind.writable = true;
+  bind.beneath_workspace = true;
   bind.why = "workspace";
   MountOp file;
   file.kind = MountOp::Kind::kFile;
@@ -38,6 +39,7 @@ LaunchPlan FullPlan() {
   p.mount.protect.relpaths = {".git/hooks", ".envrc"};
   p.mount.protect.nested_repo_depth = 5;
   p.mount.workdir = "/home/u/work space";
+  p.mount.workspace = "/home/u/work space";
   p.mount.hostname = "box";
   p.mount.sysctls = {{"user/max_user_namespaces", "0", false}, {"kernel/x", "1", true}};
   p.landlock.enabled = true;
@@ -86,6 +88,8 @@ TEST(PlanWireTest, RoundTripsEveryFieldInitReads) {
   EXPECT_EQ(out.mount.ops[0].mode, 01777u);
   EXPECT_EQ(out.mount.ops[1].source, "/home/u/work space");
   EXPECT_TRUE(out.mount.ops[1].writable);
+  EXPECT_TRUE(out.mount.ops[1].beneath_workspace);
+  EXPECT_FALSE(out.mount.ops[0].beneath_workspace);
   EXPECT_EQ(out.mount.ops[1].why, "workspace");
   EXPECT_EQ(out.mount.ops[2].content, in.mount.ops[2].content);  // an embedded NUL survives
   EXPECT_FALSE(out.mount.ops[2].is_dir);
@@ -94,6 +98,7 @@ TEST(PlanWireTest, RoundTripsEveryFieldInitReads) {
   EXPECT_EQ(out.mount.protect.roots, in.mount.protect.roots);
   EXPECT_EQ(out.mount.protect.relpaths, in.mount.protect.relpaths);
   EXPECT_EQ(out.mount.protect.nested_repo_depth, 5);
+  EXPECT_EQ(out.mount.workspace, "/home/u/work space");
   EXPECT_EQ(out.mount.hostname, "box");
   ASSERT_EQ(out.mount.sysctls.size(), 2u);
   EXPECT_TRUE(out.mount.sysctls[1].optional);
@@ -146,8 +151,9 @@ TEST(PlanWireTest, EveryTruncationIsRefused) {
 }
 
 // Offsets in the encoding: magic (4), unshare_cgroup_ns (1), uid (4), gid (4), privileged (1),
-// then the mount ops' count (8) and the first op's kind.
-constexpr size_t kPrivileged = 13, kOpsCount = 14, kFirstKind = 22;
+// then the mount ops' count (8) and the first op's kind; after it the first op's source (8 + 0),
+// target (8 + "/tmp"), writable (1), is_dir (1) and beneath_workspace.
+constexpr size_t kPrivileged = 13, kOpsCount = 14, kFirstKind = 22, kFirstBeneath = 45;
 
 std::string Refusal(const std::string& bytes) {
   LaunchPlan out;
@@ -178,6 +184,11 @@ TEST(PlanWireTest, CorruptionIsRefusedNamingTheField) {
   bad = good;
   bad[kFirstKind] = 6;  // one past kFile
   EXPECT_EQ(Refusal(bad), "launch plan: mount.ops.kind: unknown kind");
+
+  bad = good;
+  ASSERT_EQ(bad[kFirstBeneath], 0);
+  bad[kFirstBeneath] = 2;
+  EXPECT_EQ(Refusal(bad), "launch plan: mount.ops.beneath_workspace: not a boolean");
 
   // A late file op that names no mount op.
   LaunchPlan plan = FullPlan();
