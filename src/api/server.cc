@@ -165,7 +165,7 @@ void Server::Accept() {
         auto conn = std::make_shared<Connection>(this, std::move(socket));
         conns_.insert(conn);
         if (!peer.admitted) {
-          std::fprintf(stderr, "ward serve: refused a client (uid %lld, pid %d): %s\n",
+          std::fprintf(stderr, "ward serve: refused a client of uid %lld (pid %d): %s\n",
                        static_cast<long long>(peer.uid), static_cast<int>(peer.pid),
                        peer.reason.c_str());
           conn->Refuse(DeniedError("refused: " + peer.reason));

@@ -248,9 +248,10 @@ Expected<Service::Sandbox*> Service::Load(SandboxSpec spec, std::string id, int6
   std::vector<supervisor::PrivateDir> outside = supervisor::WardPrivateDirs();
   outside.push_back({"the daemon's state directory", config_.state_dir,
                      "start `ward serve` with another --state-dir, or narrow the sandbox"});
-  for (const auto& p : config_.private_paths) {
+  for (const auto& p : config_.private_paths) {  // a directory of the user's choice: itself only
     outside.push_back({"the daemon's socket", p,
-                       "start `ward serve` with another --socket, or narrow the sandbox"});
+                       "start `ward serve` with another --socket, or narrow the sandbox",
+                       /*contents_too=*/false});
   }
   if (!config_.audit_dir.empty() && s->policy->audit) {
     outside.push_back({"the audit directory", config_.audit_dir,

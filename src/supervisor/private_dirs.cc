@@ -34,9 +34,10 @@ std::string ResolvedOnHost(const std::string& path) {
 
 // How the sandbox of `policy` would see `dir` (a normalised absolute path): "" when it does
 // not, else the rule or mount that shows it.
-std::string SeenVia(const policy::Policy& policy, const std::string& dir) {
+std::string SeenVia(const policy::Policy& policy, const std::string& dir, bool contents_too) {
   policy::PathDecision d = policy::DecidePath(policy, dir);
   if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) return d.via;
+  if (!contents_too) return "";
   // A bind of something inside it shows that part (DecidePath asks about the directory only).
   if (policy.workspace_access && !policy.workspace.empty() &&
       policy::PathIsWithin(policy::NormalizePath(policy.workspace), dir)) {
@@ -75,7 +76,7 @@ Status CheckOutOfView(const policy::Policy& policy, const std::vector<PrivateDir
     const std::string literal = policy::NormalizePath(d.path);
     const std::string resolved = ResolvedOnHost(literal);
     for (const std::string& p : {literal, resolved}) {
-      std::string via = SeenVia(policy, p);
+      std::string via = SeenVia(policy, p, d.contents_too);
       if (via.empty()) continue;
       return Error(Code::kFailedPrecondition,
                    d.what + " " + d.path + " would be visible inside the sandbox (" + via +

@@ -18,6 +18,10 @@ struct PrivateDir {
   std::string what;  // "ward's runtime directory (approval sockets, ...)"
   std::string path;  // absolute; "" or relative entries are skipped
   std::string fix;   // what to change: "set XDG_RUNTIME_DIR to a directory outside the view"
+  // Everything inside is ward's too, so a bind of something inside it is refused as well. False
+  // for a path the user chose that holds other things (`ward serve --socket`'s directory):
+  // only what shows the path itself counts.
+  bool contents_too = true;
 };
 
 // The runtime directory this process would use, /run/user/<uid>/ward (where a run with another
@@ -25,8 +29,8 @@ struct PrivateDir {
 std::vector<PrivateDir> WardPrivateDirs();
 
 // Ok when the sandbox of `policy` sees none of `dirs`: neither the directory (or a parent) by
-// any rule, nor a bind of something inside it, by its path as given or with its symlinks
-// resolved. Otherwise kFailedPrecondition naming the directory, the rule and the fix.
+// any rule, nor (contents_too) a bind of something inside it, by its path as given or with its
+// symlinks resolved. Otherwise kFailedPrecondition naming the directory, the rule and the fix.
 Status CheckOutOfView(const policy::Policy& policy, const std::vector<PrivateDir>& dirs);
 
 }  // namespace ward::supervisor

@@ -129,6 +129,14 @@ TEST_F(PrivateDirsTest, ExtraDirectoriesOfTheCallerAreChecked) {
   EXPECT_TRUE(CheckOutOfView(Load(ws_), dirs).ok());
   dirs[0].path = "relative";  // never a path ward would use: skipped
   EXPECT_TRUE(CheckOutOfView(Load(ws_), dirs).ok());
+  // A directory the user chose that holds other things: a workspace inside it shows only that
+  // part; the directory itself in view is still refused.
+  std::vector<PrivateDir> chosen = {{"the daemon's socket", root_path_, "move it", false}};
+  EXPECT_TRUE(CheckOutOfView(Load(ws_), chosen).ok());
+  chosen[0].contents_too = true;
+  EXPECT_FALSE(CheckOutOfView(Load(ws_), chosen).ok());
+  chosen[0] = {"the daemon's socket", ws_ + "/d", "move it", false};
+  EXPECT_FALSE(CheckOutOfView(Load(ws_), chosen).ok());
 }
 
 }  // namespace
