@@ -52,6 +52,20 @@ std::string SeenVia(const policy::Policy& policy, const std::string& dir, bool c
   return "";
 }
 
+// The fix to name: a workspace that holds the user's whole HOME is the cause to fix first
+// (ward's directories default to places in HOME).
+std::string FixFor(const policy::Policy& policy, const PrivateDir& d) {
+  if (policy.workspace_access && !policy.home.empty() && !policy.workspace.empty()) {
+    const std::string home = policy::NormalizePath(policy.home);
+    const std::string ws = policy::NormalizePath(policy.workspace);
+    if (policy::PathIsWithin(home, ws) && policy::PathIsWithin(policy::NormalizePath(d.path), home)) {
+      return "the workspace " + ws + " contains your HOME (" + home +
+             "); run ward in a project directory, or pass -C DIR";
+    }
+  }
+  return d.fix;
+}
+
 }  // namespace
 
 std::vector<PrivateDir> WardPrivateDirs() {
@@ -80,7 +94,8 @@ Status CheckOutOfView(const policy::Policy& policy, const std::vector<PrivateDir
       if (via.empty()) continue;
       return Error(Code::kFailedPrecondition,
                    d.what + " " + d.path + " would be visible inside the sandbox (" + via +
-                       "): a sandbox must never reach ward's own sockets or records; " + d.fix);
+                       "): a sandbox must never reach ward's own sockets or records; " +
+                       FixFor(policy, d));
     }
   }
   return Ok();

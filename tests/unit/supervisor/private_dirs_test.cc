@@ -48,8 +48,9 @@ class PrivateDirsTest : public ::testing::Test {
     saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
     ::setenv(name.c_str(), value.c_str(), 1);
   }
-  policy::Policy Load(const std::string& workspace, policy::RunFlags flags = {}) {
-    policy::Context ctx{"/nonexistent-home", workspace, workspace, ""};
+  policy::Policy Load(const std::string& workspace, policy::RunFlags flags = {},
+                      const std::string& home = "/nonexistent-home") {
+    policy::Context ctx{home, workspace, workspace, ""};
     Result<policy::Policy> p = policy::LoadPolicy(
         flags, ctx,
         [](const std::string& f) -> Result<std::string> { return NotFound(f + ": no file"); });
@@ -117,6 +118,23 @@ TEST_F(PrivateDirsTest, ADirectoryReachedThroughASymlinkIsFound) {
   EXPECT_NE(st.message().find(link + "/ward"), std::string::npos) << st.message();
   ::setenv("XDG_RUNTIME_DIR", runtime_.c_str(), 1);  // control
   EXPECT_TRUE(Check(Load(ws_)).ok());
+}
+
+// ward's directories default to places in HOME: a workspace that is the whole HOME is the cause
+// the message names.
+TEST_F(PrivateDirsTest, AWorkspaceThatHoldsHomeIsNamedAsTheCause) {
+  std::string home = root_path_ + "/home";
+  ASSERT_EQ(::mkdir(home.c_str(), 0700), 0);
+  ::unsetenv("XDG_STATE_HOME");
+  ::unsetenv("XDG_RUNTIME_DIR");
+  Save("HOME", home);
+  Status st = Check(Load(home, {}, home));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("contains your HOME (" + home + ")"), std::string::npos)
+      << st.message();
+  // Control: a workspace beside HOME, whose private tmpfs hides ward's directories in it.
+  st = Check(Load(ws_, {}, home));
+  EXPECT_TRUE(st.ok()) << st.ToString();
 }
 
 TEST_F(PrivateDirsTest, ExtraDirectoriesOfTheCallerAreChecked) {
