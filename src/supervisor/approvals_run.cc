@@ -1,6 +1,7 @@
 #include "supervisor/approvals_run.h"
 
 #include <string.h>
+#include <sys/un.h>
 
 #include <chrono>
 
@@ -74,6 +75,10 @@ Result<std::unique_ptr<ApprovalsRuntime>> ApprovalsRuntime::Start(
   so.path = ApprovalSocketPath(dir, rt->session_);
   so.session = rt->session_;
   so.events = events;  // refused peers go to the run's audit trail
+  if (so.path.size() >= sizeof(sockaddr_un::sun_path)) {
+    return InvalidArgument("the approval socket's path " + so.path + " is longer than a unix " +
+                           "socket path may be; set XDG_RUNTIME_DIR to a shorter directory");
+  }
   WARD_ASSIGN_OR_RETURN(rt->server_, ApprovalServer::Start(io, rt->broker_, so));
   rt->socket_path_ = rt->server_->path();
   rt->files_ = std::make_shared<FileApprovals>(FileView::From(plan, policy), rt->broker_, events);
