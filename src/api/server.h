@@ -28,7 +28,7 @@ struct ServerConfig {
   size_t max_connections = 128;
   size_t max_line_bytes = kDefaultMaxLineBytes;
   size_t max_queued_bytes = 256 << 20;  // replies waiting for a slow reader
-  EventSink* events = nullptr;           // where refused peers are recorded (may be null)
+  EventSink* events = nullptr;          // where refused peers are recorded (may be null)
 };
 
 class Server {

@@ -147,7 +147,9 @@ Result<std::pair<dev_t, ino_t>> NamespaceOf(int dirfd, const std::string& path) 
 PeerVerdict CheckSocketPeer(int fd, PeerPinning pinning) {
   PeerVerdict v;
   const std::optional<struct ucred> cred = PeerCredentials(fd);
-  if (!cred) return Refused(v, "cannot tell who the peer is (SO_PEERCRED: " + ErrnoText(errno) + ")");
+  if (!cred) {
+    return Refused(v, "cannot tell who the peer is (SO_PEERCRED: " + ErrnoText(errno) + ")");
+  }
   v.pid = cred->pid;
   v.uid = cred->uid;
   if (cred->uid != ::geteuid()) {
@@ -155,8 +157,9 @@ PeerVerdict CheckSocketPeer(int fd, PeerPinning pinning) {
                           " only; the peer is uid " + std::to_string(cred->uid));
   }
   if (cred->pid <= 0) {
-    return Refused(v, "the peer's process is not visible from here (it is in a pid namespace "
-                      "that is not ours or below it)");
+    return Refused(v,
+                   "the peer's process is not visible from here (it is in a pid namespace "
+                   "that is not ours or below it)");
   }
   bool must_hold_socket = false;
   Result<UniqueFd> pidfd = PinPeerProcess(fd, cred->pid, pinning, &must_hold_socket);
@@ -171,8 +174,9 @@ PeerVerdict CheckSocketPeer(int fd, PeerPinning pinning) {
   if (must_hold_socket) {
     std::optional<uint32_t> peer_ino = PeerSocketInode(fd);
     if (!peer_ino) {
-      return Refused(v, "cannot tell which socket is the connection's other end (sock_diag) on "
-                        "a kernel without SO_PEERPIDFD");
+      return Refused(v,
+                     "cannot tell which socket is the connection's other end (sock_diag) on "
+                     "a kernel without SO_PEERPIDFD");
     }
     if (!HoldsSocket(proc.get(), *peer_ino)) {
       return Refused(v, "process " + std::to_string(cred->pid) +
@@ -182,7 +186,9 @@ PeerVerdict CheckSocketPeer(int fd, PeerPinning pinning) {
   for (const char* ns : kNamespaces) {
     const std::string rel = std::string("ns/") + ns;
     Result<std::pair<dev_t, ino_t>> ours = NamespaceOf(AT_FDCWD, "/proc/self/" + rel);
-    if (!ours.ok()) return Refused(v, "cannot read our own namespaces: " + ours.status().ToString());
+    if (!ours.ok()) {
+      return Refused(v, "cannot read our own namespaces: " + ours.status().ToString());
+    }
     Result<std::pair<dev_t, ino_t>> theirs = NamespaceOf(proc.get(), rel);
     if (!theirs.ok()) {
       return Refused(v, "cannot read the peer's " + std::string(ns) + " namespace (" +

@@ -29,8 +29,8 @@ struct PeerVerdict {
 
 // How the peer's process is pinned while its namespaces are read.
 enum class PeerPinning {
-  kBest,          // SO_PEERPIDFD where the kernel has it, else kHoldsSocket
-  kHoldsSocket,   // pidfd_open(pid), then prove that process holds the connection's other end
+  kBest,         // SO_PEERPIDFD where the kernel has it, else kHoldsSocket
+  kHoldsSocket,  // pidfd_open(pid), then prove that process holds the connection's other end
 };
 
 // Checks the peer of the connected unix stream socket `fd` against our uid and our own

@@ -42,9 +42,11 @@ class ApprovalsRuntime {
   // On the supervisor's loop. `prompter` (may be null) is the terminal: used only when no
   // --approver is given. `events` is the run's audit trail (questions, answers, and peers the
   // socket refused: every process in a sandbox is, whatever its uid).
-  static Result<std::unique_ptr<ApprovalsRuntime>> Start(
-      asio::io_context& io, const policy::Policy& policy, const enforce::LaunchPlan& plan,
-      const ApprovalRunOptions& opts, Prompter* prompter, EventSink* events);
+  static Result<std::unique_ptr<ApprovalsRuntime>> Start(asio::io_context& io,
+                                                         const policy::Policy& policy,
+                                                         const enforce::LaunchPlan& plan,
+                                                         const ApprovalRunOptions& opts,
+                                                         Prompter* prompter, EventSink* events);
   ~ApprovalsRuntime();
   ApprovalsRuntime(const ApprovalsRuntime&) = delete;
   ApprovalsRuntime& operator=(const ApprovalsRuntime&) = delete;

@@ -58,7 +58,8 @@ std::string FixFor(const policy::Policy& policy, const PrivateDir& d) {
   if (policy.workspace_access && !policy.home.empty() && !policy.workspace.empty()) {
     const std::string home = policy::NormalizePath(policy.home);
     const std::string ws = policy::NormalizePath(policy.workspace);
-    if (policy::PathIsWithin(home, ws) && policy::PathIsWithin(policy::NormalizePath(d.path), home)) {
+    if (policy::PathIsWithin(home, ws) &&
+        policy::PathIsWithin(policy::NormalizePath(d.path), home)) {
       return "the workspace " + ws + " contains your HOME (" + home +
              "); run ward in a project directory, or pass -C DIR";
     }

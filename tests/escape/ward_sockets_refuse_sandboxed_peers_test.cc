@@ -107,8 +107,7 @@ class WardSocketsTest : public SandboxTest {
       if (sessions.ok() && sessions->size() == 1) {
         auto list = supervisor::CallApprovalSocket((*sessions)[0].path, {{"op", "list"}}, 2s);
         if (list.ok() && (*list)["requests"].is_array() && !(*list)["requests"].empty()) {
-          return std::make_pair((*sessions)[0].path,
-                                (*list)["requests"][0]["id"].get<uint64_t>());
+          return std::make_pair((*sessions)[0].path, (*list)["requests"][0]["id"].get<uint64_t>());
         }
       }
       std::this_thread::sleep_for(20ms);

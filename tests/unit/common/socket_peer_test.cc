@@ -4,8 +4,8 @@
 // connect. Each refusal has its control: the same child without the namespace is admitted.
 #include "common/socket_peer.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>

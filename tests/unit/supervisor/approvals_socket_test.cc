@@ -4,9 +4,9 @@
 // and the socket directory rules.
 #include <fcntl.h>
 #include <grp.h>
-#include <sched.h>
 #include <poll.h>
 #include <pwd.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
