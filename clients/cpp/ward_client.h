@@ -5,7 +5,7 @@
 // unsupported). Notifications the daemon sends while a call is pending (exec.output,
 // exec.exit) go to the handler set with OnNotification.
 //
-//   ward::client::Client c;                       // $XDG_RUNTIME_DIR/ward/ward.sock
+//   ward::client::Client c;                       // ward.sock in ward's runtime directory
 //   if (!c.Connect()) { ... c.last_error() ... }
 //   auto sb = c.Call("sandbox.create", {{"workspace", "/path/to/project"}});
 //   auto r = c.Call("exec.run", {{"sandbox_id", sb.result["sandbox_id"]},
@@ -15,6 +15,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -49,11 +50,24 @@ class Client {
   using NotificationHandler =
       std::function<void(const std::string& method, const nlohmann::json& params)>;
 
-  // $XDG_RUNTIME_DIR/ward/ward.sock, or /tmp/ward-<uid>/ward.sock.
+  // ward.sock in ward's runtime directory, chosen as `ward serve` chooses it (docs/agents.md):
+  // $XDG_RUNTIME_DIR/ward when XDG_RUNTIME_DIR is absolute, else /run/user/<uid>/ward when
+  // /run/user/<uid> is a directory of ours that no one else may write, else
+  // $XDG_STATE_HOME/ward/run (~/.local/state/ward/run). Never /tmp.
   static std::string DefaultSocketPath() {
     const char* xdg = std::getenv("XDG_RUNTIME_DIR");
     if (xdg && xdg[0] == '/') return std::string(xdg) + "/ward/ward.sock";
-    return "/tmp/ward-" + std::to_string(geteuid()) + "/ward.sock";
+    std::string run_user = "/run/user/" + std::to_string(geteuid());
+    struct stat st;
+    if (lstat(run_user.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+        (st.st_mode & 022) == 0) {
+      return run_user + "/ward/ward.sock";
+    }
+    const char* state = std::getenv("XDG_STATE_HOME");
+    if (state && state[0] == '/') return std::string(state) + "/ward/run/ward.sock";
+    const char* home = std::getenv("HOME");
+    if (home && home[0] == '/') return std::string(home) + "/.local/state/ward/run/ward.sock";
+    return "";  // Connect() says so
   }
 
   explicit Client(std::string socket_path = DefaultSocketPath()) : path_(std::move(socket_path)) {}
@@ -65,6 +79,7 @@ class Client {
     Close();
     sockaddr_un addr = {};
     addr.sun_family = AF_UNIX;
+    if (path_.empty()) return Fail("no socket path (set XDG_RUNTIME_DIR, or HOME)");
     if (path_.size() >= sizeof addr.sun_path) return Fail("socket path too long");
     std::memcpy(addr.sun_path, path_.c_str(), path_.size() + 1);
     fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -21,6 +21,7 @@ import base64
 import json
 import os
 import socket
+import stat
 
 __all__ = ["WardClient", "WardError", "default_socket_path"]
 
@@ -28,11 +29,26 @@ PROTOCOL = 1
 
 
 def default_socket_path():
-    """Where `ward serve` listens by default."""
+    """Where `ward serve` listens by default: ward.sock in ward's runtime directory.
+
+    $XDG_RUNTIME_DIR/ward when XDG_RUNTIME_DIR is absolute, else /run/user/<uid>/ward when
+    /run/user/<uid> is a directory of ours that no one else may write, else
+    $XDG_STATE_HOME/ward/run (~/.local/state/ward/run). Never /tmp.
+    """
     xdg = os.environ.get("XDG_RUNTIME_DIR", "")
     if xdg.startswith("/"):
         return os.path.join(xdg, "ward", "ward.sock")
-    return "/tmp/ward-%d/ward.sock" % os.geteuid()
+    run_user = "/run/user/%d" % os.geteuid()
+    try:
+        st = os.lstat(run_user)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022:
+            return os.path.join(run_user, "ward", "ward.sock")
+    except OSError:
+        pass
+    state = os.environ.get("XDG_STATE_HOME", "")
+    if not state.startswith("/"):
+        state = os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(state, "ward", "run", "ward.sock")
 
 
 class WardError(Exception):

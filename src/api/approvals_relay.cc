@@ -15,6 +15,7 @@
 
 #include "audit/session_log.h"
 #include "supervisor/approvals_socket.h"
+#include "supervisor/runtime_dir.h"
 
 namespace ward::api {
 namespace {
@@ -39,7 +40,7 @@ class SocketCall : public std::enable_shared_from_this<SocketCall> {
 
   void Start(std::chrono::milliseconds timeout) {
     // Cheap local checks first (a few syscalls on the loop).
-    Status dir = supervisor::CheckApprovalSocketDir(DirOf(path_));
+    Status dir = supervisor::CheckPrivateDir(DirOf(path_));
     if (!dir.ok()) {
       if (dir.code() == Code::kNotFound) {
         return Finish(NotFoundError("no approval socket " + path_ +
@@ -180,7 +181,9 @@ Error ApprovalError(const Status& st) {
 
 std::string ApprovalSocketPathFor(const std::string& session) {
   if (!audit::IsNewSessionIdFormat(session)) return "";
-  return supervisor::ApprovalSocketPath(supervisor::ApprovalSocketDir(), session);
+  std::string dir = supervisor::WardRuntimeDir();
+  if (dir.empty()) return "";
+  return supervisor::ApprovalSocketPath(dir, session);
 }
 
 void CallApprovalSocketAsync(asio::io_context& io, const std::string& path,

@@ -35,13 +35,14 @@ using ApprovalReplyFn = std::function<void(Expected<nlohmann::json>)>;
 //   timeout         no complete reply within `timeout`
 //   interrupted     the server refused the connection or closed it without a reply
 //   invalid_request the socket refused the request (bad id, bad prefix, grant not live)
-// The directory of `path` is checked first (supervisor::CheckApprovalSocketDir).
+// The directory of `path` is checked first (supervisor::CheckPrivateDir).
 void CallApprovalSocketAsync(asio::io_context& io, const std::string& path,
                              const nlohmann::json& request, std::chrono::milliseconds timeout,
                              ApprovalReplyFn done);
 
-// The approval socket of `session` in supervisor::ApprovalSocketDir(); "" for an id that is not
-// in NewSessionId's format (never used to build a path).
+// The approval socket of `session` in ward's runtime directory (supervisor::WardRuntimeDir());
+// "" for an id that is not in NewSessionId's format (never used to build a path), or when no
+// runtime directory can be told.
 std::string ApprovalSocketPathFor(const std::string& session);
 
 // The serve error for a Status of the approvals client or of a socket's {"ok": false} reply.

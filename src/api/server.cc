@@ -118,7 +118,10 @@ class Server::Connection : public Peer, public std::enable_shared_from_this<Conn
 };
 
 Server::Server(asio::io_context& io, Service& service, ServerConfig config)
-    : io_(io), service_(service), config_(std::move(config)) {}
+    : io_(io),
+      service_(service),
+      config_(std::move(config)),
+      gate_(config_.socket_path, config_.events) {}
 
 Server::~Server() { Stop(); }
 
@@ -158,17 +161,14 @@ void Server::Accept() {
           });
           return;
         }
-        const std::optional<struct ucred> peer = PeerCredentials(socket.native_handle());
-        const bool cred_ok = peer.has_value();
-        const struct ucred cred = peer.value_or(ucred{});
+        PeerVerdict peer = gate_.Admit(socket.native_handle());
         auto conn = std::make_shared<Connection>(this, std::move(socket));
         conns_.insert(conn);
-        if (!cred_ok || cred.uid != geteuid()) {
-          std::fprintf(stderr, "ward serve: refused a client of uid %d (pid %d)\n",
-                       cred_ok ? static_cast<int>(cred.uid) : -1, cred_ok ? cred.pid : -1);
-          conn->Refuse(DeniedError("this daemon serves uid " + std::to_string(geteuid()) +
-                                   " only; the peer is uid " +
-                                   (cred_ok ? std::to_string(cred.uid) : std::string("unknown"))));
+        if (!peer.admitted) {
+          std::fprintf(stderr, "ward serve: refused a client of uid %lld (pid %d): %s\n",
+                       static_cast<long long>(peer.uid), static_cast<int>(peer.pid),
+                       peer.reason.c_str());
+          conn->Refuse(DeniedError("refused: " + peer.reason));
         } else if (conns_.size() > config_.max_connections) {
           conn->Refuse(MakeError(ErrorKind::kResourceExhausted, "too many connections"));
         } else {

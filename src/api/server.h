@@ -1,8 +1,10 @@
 // The transport of `ward serve`: a unix stream socket, newline-delimited JSON-RPC, one event
-// loop for every client. A client of another uid (root included, unless root runs the daemon)
-// is refused after SO_PEERCRED; malformed, oversized or hostile input gets an error and the
-// connection (and the daemon) stays up. A client that does not read its replies is dropped
-// once too much is queued for it.
+// loop for every client. Every client passes the PeerGate (common/socket_peer.h): a client of
+// another uid (root included, unless root runs the daemon), or one in namespaces other than
+// the daemon's (any sandbox's), gets one error and is closed, and the attempt is audited in the
+// daemon's session. Malformed, oversized or hostile input gets an error and the connection (and
+// the daemon) stays up. A client that does not read its replies is dropped once too much is
+// queued for it.
 #pragma once
 
 #include <sys/types.h>
@@ -16,6 +18,8 @@
 #include "api/error.h"
 #include "api/jsonrpc.h"
 #include "api/service.h"
+#include "common/events.h"
+#include "common/socket_peer.h"
 
 namespace ward::api {
 
@@ -24,6 +28,7 @@ struct ServerConfig {
   size_t max_connections = 128;
   size_t max_line_bytes = kDefaultMaxLineBytes;
   size_t max_queued_bytes = 256 << 20;  // replies waiting for a slow reader
+  EventSink* events = nullptr;          // where refused peers are recorded (may be null)
 };
 
 class Server {
@@ -50,6 +55,7 @@ class Server {
   ServerConfig config_;
   std::optional<asio::local::stream_protocol::acceptor> acceptor_;
   std::set<std::shared_ptr<Connection>> conns_;
+  PeerGate gate_;
   bool stopped_ = false;
   ino_t socket_ino_ = 0;
 };

@@ -15,9 +15,10 @@
 #include "api/approvals_relay.h"
 #include "api/audit_query.h"
 #include "api/params.h"
-#include "policy/decide.h"
 #include "supervisor/approvals.h"
 #include "supervisor/approvals_socket.h"
+#include "supervisor/private_dirs.h"
+#include "supervisor/runtime_dir.h"
 
 namespace ward::api {
 
@@ -112,26 +113,10 @@ std::optional<int> ParseSignal(const nlohmann::json& v) {
   return std::nullopt;
 }
 
-Expected<Done> PrepareSocketDir(const std::string& dir) {
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return FromErrno("creating " + dir, errno);
-  struct stat st;
-  if (lstat(dir.c_str(), &st) != 0) return FromErrno(dir, errno);
-  if (!S_ISDIR(st.st_mode)) return DeniedError(dir + " is not a directory (a symlink?)");
-  if (st.st_uid != geteuid()) {
-    return DeniedError(dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to us");
-  }
-  if ((st.st_mode & 077) != 0 && chmod(dir.c_str(), 0700) != 0) {
-    return FromErrno("chmod 0700 " + dir, errno);
-  }
-  return Done{};
-}
-
 Expected<std::string> DefaultSocketPath() {
-  const char* xdg = getenv("XDG_RUNTIME_DIR");
-  std::string dir = (xdg && xdg[0] == '/') ? std::string(xdg) + "/ward"
-                                           : "/tmp/ward-" + std::to_string(geteuid());
-  WARD_API_TRY(PrepareSocketDir(dir));
-  return dir + "/ward.sock";
+  Result<std::string> dir = supervisor::MakeWardRuntimeDir();
+  if (!dir.ok()) return FromStatus(dir.status());
+  return *dir + "/ward.sock";
 }
 
 Service::Service(asio::io_context& io, ServiceConfig config)
@@ -145,6 +130,7 @@ Service::~Service() { Shutdown(); }
 
 Status Service::Init() {
   if (config_.state_dir.empty()) return InvalidArgument("no state directory");
+  WARD_TRY(OpenDaemonSession());
   WARD_TRY(execs_.Init());
   std::string sdir = config_.state_dir + "/sandboxes";
   if (mkdir(sdir.c_str(), 0700) != 0 && errno != EEXIST) return Errno("creating " + sdir);
@@ -199,6 +185,27 @@ void Service::Shutdown() {
       (void)s->log->Close();
     }
   }
+  if (daemon_log_) {
+    daemon_log_->Emit("session.end", {{"reason", "the daemon stopped"}});
+    (void)daemon_log_->Close();
+  }
+}
+
+Status Service::OpenDaemonSession() {
+  if (config_.audit_dir.empty() || daemon_log_) return Ok();
+  audit::SessionLog::Options o;
+  o.state_dir = config_.audit_dir;
+  o.session_id = audit::NewSessionId();
+  Result<std::unique_ptr<audit::SessionLog>> log = audit::SessionLog::Create(o);
+  if (!log.ok()) {
+    return Status(log.status().code(),
+                  "cannot write the daemon's audit session: " + log.status().ToString());
+  }
+  daemon_log_ = std::move(log).value();
+  daemon_log_->Emit("session.start", {{"command", {"ward", "serve"}},
+                                      {"ward_version", config_.version},
+                                      {"labels", {{"daemon", "serve"}}}});
+  return Ok();
 }
 
 void Service::Emit(Sandbox* s, std::string_view type, nlohmann::json data) {
@@ -234,26 +241,24 @@ Expected<Service::Sandbox*> Service::Load(SandboxSpec spec, std::string id, int6
   s->id = std::move(id);
   s->spec = std::move(spec);
   s->policy = std::make_unique<policy::Policy>(std::move(pol).value());
-  // What the daemon keeps outside every sandbox must stay out of its view: the audit trail,
-  // exec records and output of all sandboxes, and the socket (same uid: a sandbox that
-  // reached it could create a wider sandbox).
-  std::vector<std::pair<std::string, std::string>> outside = {
-      {"state directory", config_.state_dir}};
-  for (const auto& p : config_.private_paths) outside.emplace_back("socket", p);
+  // What the daemon keeps outside every sandbox must stay out of its view: ward's runtime and
+  // state directories (every run's approval socket, every audit trail), the daemon's own state
+  // (exec records and output of all sandboxes) and its socket (same uid: a sandbox that reached
+  // it could create a wider sandbox).
+  std::vector<supervisor::PrivateDir> outside = supervisor::WardPrivateDirs();
+  outside.push_back({"the daemon's state directory", config_.state_dir,
+                     "start `ward serve` with another --state-dir, or narrow the sandbox"});
+  for (const auto& p : config_.private_paths) {  // a directory of the user's choice: itself only
+    outside.push_back({"the daemon's socket", p,
+                       "start `ward serve` with another --socket, or narrow the sandbox",
+                       /*contents_too=*/false});
+  }
   if (!config_.audit_dir.empty() && s->policy->audit) {
-    outside.emplace_back("audit directory", config_.audit_dir);
+    outside.push_back({"the audit directory", config_.audit_dir,
+                       "start `ward serve` with another --audit-dir, or narrow the sandbox"});
   }
-  // With approvals each exec's `ward run` would refuse to start anyway: say so now.
-  if (s->policy->approvals.enabled) {
-    outside.emplace_back("approval socket directory", supervisor::ApprovalSocketDir());
-  }
-  for (const auto& [what, path] : outside) {
-    if (path.empty() || path[0] != '/') continue;
-    policy::PathDecision d = policy::DecidePath(*s->policy, path);
-    if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) {
-      return DeniedError("the daemon's " + what + " " + path +
-                         " would be visible inside the sandbox (" + d.via + ")");
-    }
+  if (Status hidden = supervisor::CheckOutOfView(*s->policy, outside); !hidden.ok()) {
+    return DeniedError(hidden.message());
   }
   auto fs = WorkspaceFs::Open(s->spec.workspace, s->policy.get());
   if (!fs.ok()) return fs.error();

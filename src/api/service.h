@@ -47,7 +47,8 @@ struct ServiceConfig {
   std::string state_dir;  // the daemon's own records: sandboxes/, execs/
   std::string audit_dir;  // where audit sessions live ("" = no audit.query, no sandbox logs)
   // Paths no sandbox may see (the socket and its directory: a sandbox that could connect to
-  // the daemon could ask for a wider sandbox). The state directory is always one of them.
+  // the daemon could ask for a wider sandbox). The state directory, the audit directory and
+  // ward's own runtime and state directories (supervisor/private_dirs.h) always are.
   std::vector<std::string> private_paths;
   size_t max_sandboxes = 64;
   ExecManagerConfig exec;  // exec.state_dir is set from state_dir
@@ -69,6 +70,9 @@ class Service {
   void Tick();
   // Kills every running exec (recorded as interrupted) and closes the audit sessions.
   void Shutdown();
+  // The daemon's own audit session (refused peers of its socket, its start and end); null
+  // without an audit directory.
+  EventSink* daemon_events() { return daemon_log_.get(); }
 
   size_t sandbox_count() const { return sandboxes_.size(); }
 
@@ -110,6 +114,7 @@ class Service {
   void RelayToExec(const std::shared_ptr<Exec>& e, nlohmann::json request, Reply reply,
                    std::function<Expected<nlohmann::json>(const nlohmann::json&)> on_ok);
 
+  Status OpenDaemonSession();
   Expected<Sandbox*> Load(SandboxSpec spec, std::string id, int64_t created_ms);
   Expected<Sandbox*> FindSandbox(Params& p);
   Expected<std::shared_ptr<Exec>> FindExec(Params& p);
@@ -125,6 +130,7 @@ class Service {
   ServiceConfig config_;
   ExecManager execs_;
   std::map<std::string, std::unique_ptr<Sandbox>> sandboxes_;
+  std::unique_ptr<audit::SessionLog> daemon_log_;
   bool shut_down_ = false;
   // Handlers that outlive a request (approval socket replies) check that the Service is still
   // there through this token.
@@ -134,10 +140,9 @@ class Service {
 // "TERM", "SIGTERM", "term" or 15 -> 15; nullopt when unknown.
 std::optional<int> ParseSignal(const nlohmann::json& v);
 
-// Socket setup for `ward serve`: the default path is $XDG_RUNTIME_DIR/ward/ward.sock, or
-// /tmp/ward-<uid>/ward.sock without XDG_RUNTIME_DIR. The directory is created 0700; an
-// existing one must be ours and not a symlink (a looser mode of our own is tightened).
+// `ward serve`'s default socket: ward.sock in ward's runtime directory (supervisor/runtime_dir.h:
+// $XDG_RUNTIME_DIR/ward, /run/user/<uid>/ward, or under the state directory; never /tmp),
+// which is made a private directory (0700, ours) first.
 Expected<std::string> DefaultSocketPath();
-Expected<Done> PrepareSocketDir(const std::string& dir);
 
 }  // namespace ward::api

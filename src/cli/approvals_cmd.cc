@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "supervisor/approvals.h"
 #include "supervisor/approvals_socket.h"
+#include "supervisor/runtime_dir.h"
 
 namespace ward::cli {
 namespace {
@@ -53,7 +54,12 @@ void PrintError(const std::string& cmd, const std::string& msg) {
 // The session to talk to: --session (an id or a unique prefix of a live one), or the only live
 // session. Errors list the live sessions.
 Result<supervisor::ApprovalSession> PickSession(const std::string& wanted) {
-  std::string dir = supervisor::ApprovalSocketDir();
+  // The same runtime directory `ward run` chose (the same environment gives the same answer).
+  std::string dir = supervisor::WardRuntimeDir();
+  if (dir.empty()) {
+    return NotFound(
+        "cannot tell where ward's runtime directory is: set XDG_RUNTIME_DIR as the run had it");
+  }
   WARD_ASSIGN_OR_RETURN(std::vector<supervisor::ApprovalSession> live,
                         supervisor::FindApprovalSessions(dir));
   auto names = [&] {

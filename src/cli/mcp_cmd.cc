@@ -8,13 +8,16 @@
 
 #include <CLI/CLI.hpp>
 #include <asio.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "api/jsonrpc.h"
 #include "api/mcp.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
-#include "policy/decide.h"
+#include "supervisor/private_dirs.h"
+#include "supervisor/runtime_dir.h"
 
 namespace ward::cli {
 namespace {
@@ -42,8 +45,19 @@ int RunMcp(const McpOptions& o) {
     std::fprintf(stderr, "ward mcp: %s\n", pol.status().ToString().c_str());
     return 125;
   }
-  const char* xdg = getenv("XDG_RUNTIME_DIR");
-  std::string tmpl = std::string(xdg && xdg[0] == '/' ? xdg : "/tmp") + "/ward-mcp-XXXXXX";
+  // The exec records and output live in ward's runtime directory, which no exec may see: checked
+  // before anything is made there.
+  if (Status hidden = supervisor::CheckOutOfView(*pol, supervisor::WardPrivateDirs());
+      !hidden.ok()) {
+    std::fprintf(stderr, "ward mcp: %s\n", hidden.ToString().c_str());
+    return 125;
+  }
+  Result<std::string> runtime = supervisor::MakeWardRuntimeDir();
+  if (!runtime.ok()) {
+    std::fprintf(stderr, "ward mcp: %s\n", runtime.status().ToString().c_str());
+    return 1;
+  }
+  std::string tmpl = *runtime + "/mcp-XXXXXX";
   std::vector<char> buf(tmpl.begin(), tmpl.end());
   buf.push_back('\0');
   if (mkdtemp(buf.data()) == nullptr) {
@@ -51,15 +65,6 @@ int RunMcp(const McpOptions& o) {
     return 1;
   }
   std::string state = buf.data();
-  // The exec records and output must not be visible to the execs themselves.
-  policy::PathDecision d = policy::DecidePath(*pol, state);
-  if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) {
-    std::fprintf(stderr,
-                 "ward mcp: its state directory %s would be visible inside the sandbox (%s)\n",
-                 state.c_str(), d.via.c_str());
-    api::RemoveTree(state);
-    return 125;
-  }
 
   api::McpConfig cfg;
   cfg.version = WARD_VERSION;

@@ -30,6 +30,7 @@
 #include "policy/env.h"
 #include "supervisor/credentials.h"
 #include "supervisor/explain.h"
+#include "supervisor/private_dirs.h"
 #include "supervisor/run.h"
 
 namespace ward::cli {
@@ -172,17 +173,15 @@ Result<std::unique_ptr<audit::SessionLog>> CreateAuditSession(const RunCommandOp
   return log;
 }
 
-// The policy's word on the audit directory: it must not be visible inside the sandbox.
-Status CheckAuditDirHidden(const RunCommandOptions& opts, const policy::Policy& pol) {
-  std::string state = AuditStateDir(opts);
-  if (state.empty()) return Ok();  // CreateAuditSession says what is missing
-  policy::PathDecision d = policy::DecidePath(pol, state);
-  if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) {
-    return Error(Code::kFailedPrecondition,
-                 "the audit directory " + state + " would be visible inside the sandbox (" + d.via +
-                     "); move it (XDG_STATE_HOME) or run with --no-audit");
+// The policy's word on ward's own directories (its runtime and state directories, and the
+// audit directory when there is one): none may be visible inside the sandbox.
+Status CheckWardDirsHidden(const RunCommandOptions& opts, const policy::Policy& pol) {
+  std::vector<supervisor::PrivateDir> dirs = supervisor::WardPrivateDirs();
+  if (pol.audit && !opts.audit_dir.empty()) {
+    dirs.push_back({"the audit directory", opts.audit_dir,
+                    "choose another --audit-dir, or run with --no-audit"});
   }
-  return Ok();
+  return supervisor::CheckOutOfView(pol, dirs);
 }
 
 void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
@@ -295,14 +294,14 @@ int RunCommand(RunCommandOptions& opts) {
     // are made by the supervisor after the clone, while sandbox init builds the root.
     std::string session_id;
     bool audit_tried = false;
-    if (labels_ok && req.policy.audit) {
-      Status hidden = CheckAuditDirHidden(opts, req.policy);
+    if (labels_ok) {
+      Status hidden = CheckWardDirsHidden(opts, req.policy);
       if (!hidden.ok()) {
         out.kind = supervisor::Outcome::Kind::kRefused;
         out.exit_code = 125;
         out.message = hidden.ToString();
         labels_ok = false;
-      } else {
+      } else if (req.policy.audit) {
         session_id = opts.session_id.empty() ? audit::NewSessionId() : opts.session_id;
         req.approvals.session = session_id;
         req.open_audit = [&]() -> Result<supervisor::AuditAttachment> {

@@ -13,6 +13,7 @@
 #include "audit/session_log.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
+#include "supervisor/runtime_dir.h"
 
 namespace ward::cli {
 namespace {
@@ -41,8 +42,8 @@ int RunServe(const ServeOptions& o) {
   }
   std::string dir = socket.substr(0, socket.rfind('/'));
   std::string state = o.state_dir.empty() ? (dir.empty() ? "" : dir) + "/serve" : o.state_dir;
-  if (auto r = api::PrepareSocketDir(state); !r.ok()) {
-    std::fprintf(stderr, "ward serve: state directory: %s\n", r.error().message.c_str());
+  if (Status st = supervisor::PreparePrivateDir(state); !st.ok()) {
+    std::fprintf(stderr, "ward serve: state directory: %s\n", st.ToString().c_str());
     return 1;
   }
 
@@ -69,6 +70,7 @@ int RunServe(const ServeOptions& o) {
   }
   api::ServerConfig scfg;
   scfg.socket_path = socket;
+  scfg.events = service.daemon_events();  // refused peers are recorded there
   api::Server server(io, service, scfg);
   if (auto r = server.Start(); !r.ok()) {
     std::fprintf(stderr, "ward serve: %s\n", r.error().message.c_str());
@@ -115,8 +117,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "serve", "Serve the agent API: JSON-RPC on a unix socket, one sandbox per exec");
   sub->add_option("--socket", o->socket,
-                  "Socket path (default: $XDG_RUNTIME_DIR/ward/ward.sock, else "
-                  "/tmp/ward-UID/ward.sock)");
+                  "Socket path (default: ward.sock in ward's runtime directory: "
+                  "$XDG_RUNTIME_DIR/ward, else /run/user/UID/ward, else "
+                  "~/.local/state/ward/run)");
   sub->add_option("--state-dir", o->state_dir,
                   "Where sandboxes and exec output are kept (default: beside the socket)");
   sub->add_option("--audit-dir", o->audit_dir,

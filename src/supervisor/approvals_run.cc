@@ -1,15 +1,13 @@
 #include "supervisor/approvals_run.h"
 
 #include <string.h>
-
-#include <sys/stat.h>
+#include <sys/un.h>
 
 #include <chrono>
-#include <cstdio>
 
 #include "audit/session_log.h"
-#include "policy/decide.h"
 #include "supervisor/approvals_webhook.h"
+#include "supervisor/runtime_dir.h"
 
 namespace ward::supervisor {
 
@@ -29,16 +27,7 @@ std::string ApprovalChannelsText(const std::vector<std::string>& channels) {
   return out;
 }
 
-Status CheckApprovalRun(const policy::Policy& policy, const ApprovalRunOptions& opts) {
-  const std::string dir = ApprovalSocketDir();
-  policy::PathDecision d = policy::DecidePath(policy, dir);
-  if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) {
-    return Error(Code::kFailedPrecondition,
-                 "the approval socket's directory " + dir +
-                     " would be visible inside the sandbox (" + d.via +
-                     "): the sandbox could approve its own requests. Point XDG_RUNTIME_DIR "
-                     "elsewhere or narrow the policy");
-  }
+Status CheckApprovalRun(const ApprovalRunOptions& opts) {
   if (!opts.approver.empty()) {
     Result<WebhookUrl> url = ParseWebhookUrl(opts.approver);
     if (!url.ok()) return std::move(url).take_status().With("--approver");
@@ -60,7 +49,7 @@ Status CheckApprovalRun(const policy::Policy& policy, const ApprovalRunOptions& 
 
 Result<std::unique_ptr<ApprovalsRuntime>> ApprovalsRuntime::Start(
     asio::io_context& io, const policy::Policy& policy, const enforce::LaunchPlan& plan,
-    const ApprovalRunOptions& opts, Prompter* prompter, pid_t init_pid, EventSink* events) {
+    const ApprovalRunOptions& opts, Prompter* prompter, EventSink* events) {
   std::unique_ptr<ApprovalsRuntime> rt(new ApprovalsRuntime());
   rt->session_ = opts.session.empty() ? audit::NewSessionId() : opts.session;
   BrokerOptions bo;
@@ -81,16 +70,14 @@ Result<std::unique_ptr<ApprovalsRuntime>> ApprovalsRuntime::Start(
   }
   rt->channels_ = ApprovalChannelNames(opts, prompter != nullptr);
 
-  const std::string dir = ApprovalSocketDir();
-  WARD_TRY(PrepareApprovalSocketDir(dir));
+  WARD_ASSIGN_OR_RETURN(std::string dir, MakeWardRuntimeDir());
   ApprovalServerOptions so;
   so.path = ApprovalSocketPath(dir, rt->session_);
   so.session = rt->session_;
-  if (init_pid > 0) {
-    char ns[64];
-    std::snprintf(ns, sizeof ns, "/proc/%d/ns/pid", init_pid);
-    struct stat st;
-    if (stat(ns, &st) == 0) so.refuse_pid_namespace = st.st_ino;
+  so.events = events;  // refused peers go to the run's audit trail
+  if (so.path.size() >= sizeof(sockaddr_un::sun_path)) {
+    return InvalidArgument("the approval socket's path " + so.path + " is longer than a unix " +
+                           "socket path may be; set XDG_RUNTIME_DIR to a shorter directory");
   }
   WARD_ASSIGN_OR_RETURN(rt->server_, ApprovalServer::Start(io, rt->broker_, so));
   rt->socket_path_ = rt->server_->path();

@@ -32,18 +32,21 @@ struct ApprovalRunOptions {
 std::vector<std::string> ApprovalChannelNames(const ApprovalRunOptions& opts, bool interactive);
 std::string ApprovalChannelsText(const std::vector<std::string>& channels);  // "socket, webhook"
 
-// Before anything starts: the approval socket's directory must not be visible inside the
-// sandbox, and the webhook's URL and secret must load. Errors say what to change.
-Status CheckApprovalRun(const policy::Policy& policy, const ApprovalRunOptions& opts);
+// Before anything starts: the webhook's URL and secret must load. Errors say what to change.
+// (That the socket's directory stays out of the sandbox's view is checked with ward's other
+// directories, private_dirs.h, by `ward run` before the policy is planned.)
+Status CheckApprovalRun(const ApprovalRunOptions& opts);
 
 class ApprovalsRuntime {
  public:
   // On the supervisor's loop. `prompter` (may be null) is the terminal: used only when no
-  // --approver is given. `init_pid` is sandbox init's pid (peers in its pid namespace are
-  // refused by the socket even with our uid).
-  static Result<std::unique_ptr<ApprovalsRuntime>> Start(
-      asio::io_context& io, const policy::Policy& policy, const enforce::LaunchPlan& plan,
-      const ApprovalRunOptions& opts, Prompter* prompter, pid_t init_pid, EventSink* events);
+  // --approver is given. `events` is the run's audit trail (questions, answers, and peers the
+  // socket refused: every process in a sandbox is, whatever its uid).
+  static Result<std::unique_ptr<ApprovalsRuntime>> Start(asio::io_context& io,
+                                                         const policy::Policy& policy,
+                                                         const enforce::LaunchPlan& plan,
+                                                         const ApprovalRunOptions& opts,
+                                                         Prompter* prompter, EventSink* events);
   ~ApprovalsRuntime();
   ApprovalsRuntime(const ApprovalsRuntime&) = delete;
   ApprovalsRuntime& operator=(const ApprovalsRuntime&) = delete;

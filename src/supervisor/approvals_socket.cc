@@ -21,6 +21,7 @@
 #include "common/linux.h"
 #include "common/unique_fd.h"
 #include "common/unix_socket.h"
+#include "supervisor/runtime_dir.h"
 
 namespace ward::supervisor {
 namespace {
@@ -137,55 +138,7 @@ Result<std::string> SessionFromName(std::string_view name) {
   return session;
 }
 
-// The pid namespace inode of a process, 0 when unknown.
-uint64_t PidNamespaceOf(pid_t pid) {
-  const sys::ScopedEffectiveCapabilities caps;  // the loop thread serves the sandbox without them
-  struct stat st;
-  std::string p = "/proc/" + std::to_string(pid) + "/ns/pid";
-  if (::stat(p.c_str(), &st) != 0) return 0;
-  return st.st_ino;
-}
-
 }  // namespace
-
-std::string ApprovalSocketDir() {
-  const char* xdg = std::getenv("XDG_RUNTIME_DIR");
-  if (xdg && xdg[0] == '/') return std::string(xdg) + "/ward";
-  return "/tmp/ward-" + std::to_string(::geteuid());
-}
-
-Status PrepareApprovalSocketDir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Errno("creating " + dir);
-  struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) return Errno(dir);
-  if (!S_ISDIR(st.st_mode)) {
-    return Error(Code::kPermissionDenied, dir + " is not a directory (a symlink?)");
-  }
-  if (st.st_uid != ::geteuid()) {
-    return Error(Code::kPermissionDenied,
-                 dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to us");
-  }
-  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0) {
-    return Errno("chmod 0700 " + dir);
-  }
-  return Ok();
-}
-
-Status CheckApprovalSocketDir(const std::string& dir) {
-  struct stat st;
-  if (::lstat(dir.c_str(), &st) != 0) return Errno(dir);
-  if (!S_ISDIR(st.st_mode)) {
-    return Error(Code::kPermissionDenied, dir + " is not a directory (a symlink?)");
-  }
-  if (st.st_uid != ::geteuid()) {
-    return Error(Code::kPermissionDenied,
-                 dir + " belongs to uid " + std::to_string(st.st_uid) + ", not to us");
-  }
-  if ((st.st_mode & 022) != 0) {
-    return Error(Code::kPermissionDenied, dir + " is writable by others");
-  }
-  return Ok();
-}
 
 std::string ApprovalSocketPath(const std::string& dir, std::string_view session) {
   return dir + "/" + std::string(kPrefix) + std::string(session) + std::string(kSuffix);
@@ -315,7 +268,10 @@ class ApprovalServer::Connection : public std::enable_shared_from_this<Connectio
 
 ApprovalServer::ApprovalServer(asio::io_context& io, std::shared_ptr<ApprovalBroker> broker,
                                ApprovalServerOptions options)
-    : io_(io), broker_(std::move(broker)), options_(std::move(options)) {}
+    : io_(io),
+      broker_(std::move(broker)),
+      options_(std::move(options)),
+      gate_(options_.path, options_.events) {}
 
 ApprovalServer::~ApprovalServer() { Stop(); }
 
@@ -364,24 +320,11 @@ void ApprovalServer::OnAccept(int fd) {
     ::close(fd);
     return;
   }
-  const std::optional<struct ucred> peer = PeerCredentials(fd);
-  const bool cred_ok = peer.has_value();
-  const struct ucred cred = peer.value_or(ucred{});
   auto conn = std::make_shared<Connection>(this, std::move(sock));
   conns_.insert(conn);
-  if (!cred_ok || cred.uid != ::geteuid()) {
+  if (PeerVerdict peer = gate_.Admit(fd); !peer.admitted) {
     ++refused_;
-    conn->Refuse(Error(Code::kPermissionDenied,
-                       "this approval socket serves uid " + std::to_string(::geteuid()) +
-                           " only; the peer is uid " +
-                           (cred_ok ? std::to_string(cred.uid) : std::string("unknown"))));
-  } else if (uint64_t ns = options_.refuse_pid_namespace != 0 ? PidNamespaceOf(cred.pid) : 1;
-             ns == 0 || ns == options_.refuse_pid_namespace) {
-    // Our uid inside the sandbox is our uid outside: only its pid namespace tells it apart.
-    ++refused_;
-    conn->Refuse(
-        Error(Code::kPermissionDenied, ns == 0 ? "cannot tell which pid namespace the peer is in"
-                                               : "the sandbox cannot approve its own requests"));
+    conn->Refuse(Error(Code::kPermissionDenied, "refused: " + peer.reason));
   } else if (conns_.size() > options_.max_connections) {
     ++refused_;
     conn->Refuse(Error(Code::kResourceExhausted, "too many connections"));
@@ -426,7 +369,7 @@ Result<std::vector<ApprovalSession>> FindApprovalSessions(const std::string& dir
   std::vector<ApprovalSession> out;
   struct stat st;
   if (::lstat(dir.c_str(), &st) != 0 && errno == ENOENT) return out;  // no session ever ran
-  WARD_TRY(CheckApprovalSocketDir(dir));
+  WARD_TRY(CheckPrivateDir(dir));
   DIR* d = ::opendir(dir.c_str());
   if (!d) return Errno("reading " + dir);
   std::vector<std::string> names;
@@ -447,11 +390,10 @@ Result<std::vector<ApprovalSession>> FindApprovalSessions(const std::string& dir
 }
 
 Status CheckApprovalServerPeer(int fd, const std::string& path) {
-  const std::optional<struct ucred> peer = PeerCredentials(fd);
-  if (!peer) return Errno("SO_PEERCRED on " + path);
-  if (peer->uid != ::geteuid()) {
-    return Error(Code::kPermissionDenied, path + " is served by uid " + std::to_string(peer->uid) +
-                                              ", not by us; not talking to it");
+  PeerVerdict server = CheckSocketPeer(fd);
+  if (!server.admitted) {
+    return Error(Code::kPermissionDenied,
+                 "not talking to " + path + ": its server is not ours (" + server.reason + ")");
   }
   return Ok();
 }

@@ -1,9 +1,11 @@
-// The per-session approval socket: `$XDG_RUNTIME_DIR/ward/approvals-<session>.sock` (or
-// `/tmp/ward-<uid>/` without XDG_RUNTIME_DIR), in a 0700 directory of ours, the socket itself
-// 0600, every peer checked with SO_PEERCRED (our uid only). One JSON object per line in each
-// direction; the protocol is in docs/approvals.md. The sandbox cannot reach it: neither
-// /run/user nor the host's /tmp is in its mount view, and its abstract sockets live in its own
-// network namespace.
+// The per-session approval socket: `<runtime dir>/approvals-<session>.sock` (runtime_dir.h:
+// $XDG_RUNTIME_DIR/ward, /run/user/<uid>/ward, or under ward's state directory; never /tmp), in
+// a 0700 directory of ours, the socket itself 0600. Every peer passes the one PeerGate
+// (common/socket_peer.h): our uid AND our own pid, user and mount namespaces, so a process in
+// any sandbox is refused (and the attempt audited) even where it could reach the path. One JSON
+// object per line in each direction; the protocol is in docs/approvals.md. No sandbox sees the
+// directory (private_dirs.h), and abstract sockets are not used (each sandbox has its own
+// network namespace).
 #pragma once
 
 #include <sys/types.h>
@@ -20,19 +22,14 @@
 #include <string_view>
 #include <vector>
 
+#include "common/events.h"
+#include "common/socket_peer.h"
 #include "common/status.h"
 #include "supervisor/approvals.h"
 
 namespace ward::supervisor {
 
-// $XDG_RUNTIME_DIR/ward when XDG_RUNTIME_DIR is absolute, else /tmp/ward-<euid>.
-std::string ApprovalSocketDir();
-// Creates `dir` (0700) when missing; refuses one that is not a directory (a symlink included)
-// or not ours; tightens a looser mode to 0700.
-Status PrepareApprovalSocketDir(const std::string& dir);
-// The client's check before trusting a directory: ours, a directory, not writable by others.
-Status CheckApprovalSocketDir(const std::string& dir);
-// <dir>/approvals-<session>.sock
+// <dir>/approvals-<session>.sock (dir: WardRuntimeDir()).
 std::string ApprovalSocketPath(const std::string& dir, std::string_view session);
 
 // The protocol without the socket: one request object in, one reply object out. Never throws.
@@ -45,9 +42,9 @@ struct ApprovalServerOptions {
   size_t max_connections = 16;
   size_t max_line_bytes = 64 * 1024;  // a longer request line closes the connection
   size_t max_queued_bytes = 4 << 20;  // replies a client does not read close it
-  // Defence in depth: peers in this pid namespace (the sandbox's: the inode of
-  // /proc/<init>/ns/pid) are refused even with our uid. 0: no such check.
-  uint64_t refuse_pid_namespace = 0;
+  // Where refused peers are recorded (channel.peer_refused; the run's audit session). May be
+  // null.
+  EventSink* events = nullptr;
 };
 
 class ApprovalServer {
@@ -63,7 +60,8 @@ class ApprovalServer {
   // Closes the listener and every connection and removes the socket file if it is still ours.
   void Stop();
   const std::string& path() const { return options_.path; }
-  uint64_t refused() const { return refused_; }  // peers refused (uid, pid namespace, limit)
+  // Connections refused: peers the gate refused (uid, namespaces) and those over the limit.
+  uint64_t refused() const { return refused_; }
 
  private:
   class Connection;
@@ -76,6 +74,7 @@ class ApprovalServer {
   asio::io_context& io_;
   std::shared_ptr<ApprovalBroker> broker_;
   ApprovalServerOptions options_;
+  PeerGate gate_;
   std::unique_ptr<asio::posix::stream_descriptor> listener_;
   ino_t socket_ino_ = 0;
   std::set<std::shared_ptr<Connection>> conns_;
@@ -89,13 +88,14 @@ struct ApprovalSession {
   std::string path;
 };
 // The sessions whose socket in `dir` accepts a connection, sorted by id (stale sockets of
-// sessions that died are skipped). Checks the directory first.
+// sessions that died are skipped). Checks the directory first (CheckPrivateDir).
 Result<std::vector<ApprovalSession>> FindApprovalSessions(const std::string& dir);
-// Sends one request line and reads one reply line within `timeout`. Refuses a server that does
-// not run as our uid.
+// Sends one request line and reads one reply line within `timeout`. Refuses a server that is
+// not ours (CheckApprovalServerPeer).
 Result<nlohmann::json> CallApprovalSocket(const std::string& path, const nlohmann::json& request,
                                           std::chrono::milliseconds timeout);
-// The client's check of a connected socket `fd` (to `path`): the server runs as our uid.
+// The client's check of a connected socket `fd` (to `path`): the server runs as our uid, in our
+// own namespaces (a server inside a sandbox could show made-up requests).
 Status CheckApprovalServerPeer(int fd, const std::string& path);
 // A reply's verdict: Ok for {"ok":true}, else the Status its "error" names (code and message).
 Status ApprovalReplyStatus(const nlohmann::json& reply);

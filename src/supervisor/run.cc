@@ -163,7 +163,7 @@ class Session {
       prompter_ = std::make_unique<TerminalPrompter>(term_->output_fd());
     }
     Result<std::unique_ptr<ApprovalsRuntime>> rt = ApprovalsRuntime::Start(
-        ctx_, req_.policy, plan_, req_.approvals, prompter_.get(), sb_.pid, events_);
+        ctx_, req_.policy, plan_, req_.approvals, prompter_.get(), events_);
     if (!rt.ok()) {
       setup_error_ = true;
       out_->kind = Outcome::Kind::kSetupFailed;
@@ -755,7 +755,7 @@ Outcome Run(const RunRequest& req) {
   plan->has_winsize = term.winsize(&plan->winsize);
 
   if (req.policy.approvals.enabled) {
-    Status st = CheckApprovalRun(req.policy, req.approvals);
+    Status st = CheckApprovalRun(req.approvals);
     if (!st.ok()) {
       out.kind = Outcome::Kind::kRefused;
       out.exit_code = 125;

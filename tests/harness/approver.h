@@ -32,9 +32,10 @@ class Approver {
 
   Approver(std::string runtime_dir, Decide decide, Tick tick = nullptr)
       : dir_(std::move(runtime_dir) + "/ward"), decide_(std::move(decide)), tick_(std::move(tick)) {
-    // The socket refuses a peer whose pid namespace it cannot read (it could be the sandbox).
-    // A test binary that dropped from root to the test user is non-dumpable, which hides its
-    // /proc/<pid>/ns from the supervisor; a user's own `ward approve` is dumpable.
+    // The socket refuses a peer whose namespaces it cannot read (it could be a sandbox). A test
+    // binary that dropped from root to the test user is non-dumpable, which hides its
+    // /proc/<pid>/ns from the supervisor (the harness undoes that too); a user's own
+    // `ward approve` is dumpable.
     prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
     thread_ = std::thread([this] { Loop(); });
   }

@@ -53,6 +53,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "cannot drop to %s: %s\n", WARD_TEST_USER, std::strerror(errno));
         return 1;
       }
+      // Dropping credentials left this process non-dumpable, which a user's own processes are
+      // not: ward's sockets read a peer's /proc/<pid>/ns to tell it from a sandboxed process,
+      // and refuse one they cannot read.
+      prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
       // Temp dirs of the unprivileged user must be creatable in /tmp (mode 1777).
       setenv("HOME", "/tmp", 1);
       unsetenv("XDG_RUNTIME_DIR");

@@ -24,6 +24,7 @@
 #include "harness.h"
 #include "supervisor/approvals.h"
 #include "supervisor/approvals_socket.h"
+#include "supervisor/runtime_dir.h"
 
 namespace ward::test {
 namespace {
@@ -40,7 +41,7 @@ class ApprovalsCliTest : public ::testing::Test {
   void SetUp() override {
     runtime_.emplace("ward-apcli");
     dir_ = runtime_->path() + "/ward";
-    ASSERT_TRUE(supervisor::PrepareApprovalSocketDir(dir_).ok());
+    ASSERT_TRUE(supervisor::PreparePrivateDir(dir_).ok());
     supervisor::BrokerOptions options;
     options.policy.enabled = true;
     options.policy.timeout_ms = 120000;  // answers come from the CLI, never from the clock

@@ -1103,6 +1103,39 @@ int main(int argc, char** argv) {
     snprintf(d, sizeof d, "n=%ld us_per_open=%.3f", n, us);
     return Ok(d);
   }
+  /* ---- ward's own host sockets, tried from inside a sandbox (tests/escape/
+   * ward_sockets_refuse_sandboxed_peers_test.cc) ---- */
+  if (!strcmp(v, "unix-request")) {
+    /* unix-request PATH LINE: connect to the stream socket PATH, send LINE and a newline, and
+     * print the first line of the reply ("ok REPLY"). A refused connect is "err ENAME connect";
+     * a close without a reply line is "err ECONNRESET reply". */
+    NEED(2);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_un sa = {0};
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", a1);
+    if (connect(fd, (struct sockaddr*)&sa, sizeof sa) != 0) return Err(errno, "connect");
+    char line[4096];
+    snprintf(line, sizeof line, "%s\n", a2);
+    /* A server that refuses answers and closes, possibly before this is written. */
+    (void)!send(fd, line, strlen(line), MSG_NOSIGNAL);
+    char reply[8192];
+    size_t got = 0;
+    while (got < sizeof reply - 1) {
+      struct pollfd p = {fd, POLLIN, 0};
+      if (poll(&p, 1, 10000) <= 0) return Err(ETIMEDOUT, "reply");
+      ssize_t n = read(fd, reply + got, sizeof reply - 1 - got);
+      if (n <= 0) break;
+      got += (size_t)n;
+      if (memchr(reply, '\n', got)) break;
+    }
+    reply[got] = 0;
+    char* nl = strchr(reply, '\n');
+    if (!nl) return Err(ECONNRESET, "reply");
+    *nl = 0;
+    return Ok(reply);
+  }
+  /* ---- end of ward's own host sockets ---- */
   fprintf(stderr, "unknown verb %s\n", v);
   return 2;
 }

@@ -19,6 +19,7 @@
 #include "common/unix_socket.h"
 #include "supervisor/approvals.h"
 #include "supervisor/approvals_socket.h"
+#include "supervisor/runtime_dir.h"
 
 namespace ward::api {
 namespace {
@@ -33,7 +34,7 @@ class ApprovalsRelayTest : public ::testing::Test {
     const char* old = getenv("XDG_RUNTIME_DIR");
     if (old) old_runtime_ = old;
     setenv("XDG_RUNTIME_DIR", runtime_.path().c_str(), 1);
-    dir_ = supervisor::ApprovalSocketDir();
+    dir_ = supervisor::WardRuntimeDir();
     ASSERT_EQ(dir_, runtime_.path() + "/ward");
   }
   void TearDown() override {
@@ -52,7 +53,7 @@ class ApprovalsRelayTest : public ::testing::Test {
     auto b = supervisor::ApprovalBroker::Create(io_, o, nullptr);
     EXPECT_TRUE(b.ok());
     broker_ = *b;
-    EXPECT_TRUE(supervisor::PrepareApprovalSocketDir(dir_).ok());
+    EXPECT_TRUE(supervisor::PreparePrivateDir(dir_).ok());
     session_ = audit::NewSessionId();
     supervisor::ApprovalServerOptions so;
     so.path = ApprovalSocketPathFor(session_);
@@ -187,7 +188,7 @@ TEST_F(ApprovalsRelayTest, MissingStaleAndFakeSocketsAreClearErrors) {
   std::string path = ApprovalSocketPathFor(audit::NewSessionId());
   auto r = Call(path, {{"op", "list"}});
   EXPECT_EQ(Kind(r), "not_found");
-  ASSERT_TRUE(supervisor::PrepareApprovalSocketDir(dir_).ok());
+  ASSERT_TRUE(supervisor::PreparePrivateDir(dir_).ok());
   r = Call(path, {{"op", "list"}});
   EXPECT_EQ(Kind(r), "not_found");
   EXPECT_NE(r.error().message.find(path), std::string::npos) << r.error().message;
@@ -218,7 +219,7 @@ TEST_F(ApprovalsRelayTest, ADirectoryOthersCanWriteIsRefused) {
 }
 
 TEST_F(ApprovalsRelayTest, AStuckServerTimesOutWithoutBlockingTheLoop) {
-  ASSERT_TRUE(supervisor::PrepareApprovalSocketDir(dir_).ok());
+  ASSERT_TRUE(supervisor::PreparePrivateDir(dir_).ok());
   std::string path = ApprovalSocketPathFor(audit::NewSessionId());
   // Listening, never accepting nor answering: a supervisor that is stopped or wedged.
   auto l = ListenPrivateUnix(path, 4);
@@ -246,7 +247,7 @@ TEST_F(ApprovalsRelayTest, AStuckServerTimesOutWithoutBlockingTheLoop) {
 
 TEST_F(ApprovalsRelayTest, AServerOfAnotherUidIsRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root to listen as another uid";
-  ASSERT_TRUE(supervisor::PrepareApprovalSocketDir(dir_).ok());
+  ASSERT_TRUE(supervisor::PreparePrivateDir(dir_).ok());
   std::string path = ApprovalSocketPathFor(audit::NewSessionId());
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);

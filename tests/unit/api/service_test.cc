@@ -11,6 +11,7 @@
 #include "common/unix_socket.h"
 #include "supervisor/approvals.h"
 #include "supervisor/approvals_socket.h"
+#include "supervisor/runtime_dir.h"
 
 namespace ward::api {
 namespace {
@@ -365,9 +366,9 @@ class ServiceApprovalsTest : public ServiceTest {
     auto b = supervisor::ApprovalBroker::Create(io_, supervisor::BrokerOptions(), nullptr);
     ASSERT_TRUE(b.ok());
     broker_ = *b;
-    ASSERT_TRUE(supervisor::PrepareApprovalSocketDir(supervisor::ApprovalSocketDir()).ok());
+    ASSERT_TRUE(supervisor::PreparePrivateDir(supervisor::WardRuntimeDir()).ok());
     supervisor::ApprovalServerOptions so;
-    so.path = supervisor::ApprovalSocketPath(supervisor::ApprovalSocketDir(), session);
+    so.path = supervisor::ApprovalSocketPath(supervisor::WardRuntimeDir(), session);
     so.session = session;
     auto s = supervisor::ApprovalServer::Start(io_, broker_, so);
     ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -516,13 +517,20 @@ TEST_F(ServiceApprovalsTest, ErrorsForUnknownExecsAndSandboxesWithoutApprovals) 
   Call("exec.wait", {{"exec_id", ex}});
 }
 
+// Every run's approval socket lives in ward's runtime directory: a sandbox that would see it is
+// refused, with approvals or without (another run's socket is there either way).
 TEST_F(ServiceApprovalsTest, ASandboxThatWouldSeeTheApprovalSocketsIsRefused) {
-  nlohmann::json spec = {{"workspace", ws_.path()}, {"read", {runtime_.path()}}};
-  EXPECT_TRUE(Call("sandbox.create", spec).contains("result"));  // positive control: no ask
-  spec["ask"] = true;
-  auto r = Call("sandbox.create", spec);
-  EXPECT_EQ(Kind(r), "policy_denied") << r.dump();
-  EXPECT_NE(r.dump().find("approval socket directory"), std::string::npos) << r.dump();
+  TempDir other;
+  nlohmann::json spec = {{"workspace", ws_.path()}, {"read", {other.path()}}};
+  EXPECT_TRUE(Call("sandbox.create", spec).contains("result"));  // positive control
+  spec["read"] = {runtime_.path()};
+  for (bool ask : {false, true}) {
+    spec["ask"] = ask;
+    auto r = Call("sandbox.create", spec);
+    EXPECT_EQ(Kind(r), "policy_denied") << r.dump();
+    EXPECT_NE(r.dump().find("runtime directory"), std::string::npos) << r.dump();
+    EXPECT_NE(r.dump().find(runtime_.path() + "/ward"), std::string::npos) << r.dump();
+  }
 }
 
 TEST_F(ServiceApprovalsTest, AStuckRunCostsAnErrorNotAHungDaemon) {
@@ -531,8 +539,8 @@ TEST_F(ServiceApprovalsTest, AStuckRunCostsAnErrorNotAHungDaemon) {
   std::string ex = r["result"]["exec_id"];
   std::string session = r["result"]["approval_session"];
   // A socket that accepts connections but never answers: a supervisor that is stopped.
-  std::string dir = supervisor::ApprovalSocketDir();
-  ASSERT_TRUE(supervisor::PrepareApprovalSocketDir(dir).ok());
+  std::string dir = supervisor::WardRuntimeDir();
+  ASSERT_TRUE(supervisor::PreparePrivateDir(dir).ok());
   auto l = ListenPrivateUnix(supervisor::ApprovalSocketPath(dir, session), 8);
   ASSERT_TRUE(l.ok()) << l.status().ToString();
   auto t0 = std::chrono::steady_clock::now();

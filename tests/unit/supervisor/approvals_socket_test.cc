@@ -6,6 +6,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,6 +23,7 @@
 #include "approvals_test_util.h"
 #include "supervisor/approvals.h"
 #include "supervisor/approvals_socket.h"
+#include "supervisor/runtime_dir.h"
 
 namespace ward::supervisor {
 namespace {
@@ -338,22 +340,70 @@ TEST_F(SocketTest, ConnectionLimit) {
   EXPECT_GE(server_->refused(), 1u);
 }
 
-TEST_F(SocketTest, PeersInTheSandboxPidNamespaceAreRefused) {
+// What a sandboxed process looks like from the socket: our uid, its own user, pid and mount
+// namespaces. It is refused (one error, then closed), the request stays pending, and the attempt
+// is recorded. Control: the same approve from this process (our namespaces) is accepted.
+TEST_F(SocketTest, APeerInOtherNamespacesIsRefusedAndRecorded) {
   StopLoop();
   server_.reset();
-  struct stat st;
-  ASSERT_EQ(::stat("/proc/self/ns/pid", &st), 0);
+  MemoryEventSink refusals;
   ApprovalServerOptions o;
-  o.refuse_pid_namespace = st.st_ino;  // pretend we are inside the sandbox
+  o.events = &refusals;
   ASSERT_TRUE(StartServer(o).ok());
   StartLoop();
   Asked a = Ask(FileRequest("/x"));
-  auto r = CallApprovalSocket(path_, {{"op", "approve"}, {"id", a.id}}, 5s);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ((*r)["ok"], false);
-  EXPECT_EQ((*r)["error"]["code"], "permission_denied");
+  std::string line = nlohmann::json({{"op", "approve"}, {"id", a.id}}).dump() + "\n";
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(out[0]);
+    if (::unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) != 0) _exit(20);
+    pid_t inner = ::fork();  // pid 1 of the new pid namespace, like sandbox init's children
+    if (inner != 0) {
+      int st = 0;
+      ::waitpid(inner, &st, 0);
+      _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 21);
+    }
+    RawClient c(path_);
+    if (!c.connected()) _exit(22);
+    c.Send(line);
+    std::optional<std::string> reply = c.Line();
+    std::string text = reply.value_or("") + "\n";
+    (void)!::write(out[1], text.data(), text.size());
+    _exit(c.Closed() ? 0 : 23);
+  }
+  ::close(out[1]);
+  std::string reply;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(out[0], buf, sizeof buf)) > 0) reply.append(buf, static_cast<size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 20) {
+    broker_->Shutdown();
+    GTEST_SKIP() << "cannot make user namespaces here";
+  }
+  EXPECT_EQ(WEXITSTATUS(status), 0) << reply;  // refused, then closed
+  nlohmann::json j = nlohmann::json::parse(reply, nullptr, false);
+  EXPECT_EQ(j["ok"], false) << reply;
+  EXPECT_EQ(j["error"]["code"], "permission_denied") << reply;
   EXPECT_EQ(broker_->Pending().size(), 1u);
-  broker_->Shutdown();
+  EXPECT_GE(server_->refused(), 1u);
+  std::vector<Event> recorded;
+  for (const Event& e : refusals.events()) {
+    if (e.type == kPeerRefusedEvent) recorded.push_back(e);
+  }
+  ASSERT_EQ(recorded.size(), 1u);
+  EXPECT_EQ(recorded[0].data["socket"], path_);
+  EXPECT_EQ(recorded[0].data["uid"], ::geteuid());
+  EXPECT_EQ(recorded[0].data["differs"], nlohmann::json::array({"pid", "user", "mnt"}));
+  // Control: from here the same answer goes through.
+  nlohmann::json ok = Call({{"op", "approve"}, {"id", a.id}});
+  EXPECT_EQ(ok["ok"], true) << ok.dump();
+  EXPECT_EQ(ok["decision"], "allow");
+  EXPECT_TRUE(a.future.get().allow);
 }
 
 // Forks a child that becomes another uid and tries to approve request `id` over `path`.
@@ -464,41 +514,8 @@ TEST_F(SocketTest, FindSessionsListsOnlyLiveOnes) {
   StopLoop();
 }
 
-TEST(ApprovalSocketDir, XdgRuntimeDirOrPerUidTmp) {
-  const char* old = std::getenv("XDG_RUNTIME_DIR");
-  std::string saved = old ? old : "";
-  ::setenv("XDG_RUNTIME_DIR", "/run/user/1234", 1);
-  EXPECT_EQ(ApprovalSocketDir(), "/run/user/1234/ward");
-  ::setenv("XDG_RUNTIME_DIR", "relative", 1);
-  EXPECT_EQ(ApprovalSocketDir(), "/tmp/ward-" + std::to_string(::geteuid()));
-  ::unsetenv("XDG_RUNTIME_DIR");
-  EXPECT_EQ(ApprovalSocketDir(), "/tmp/ward-" + std::to_string(::geteuid()));
-  if (old) ::setenv("XDG_RUNTIME_DIR", saved.c_str(), 1);
+TEST(ApprovalSocketDir, PathOfASession) {
   EXPECT_EQ(ApprovalSocketPath("/d", "S"), "/d/approvals-S.sock");
-}
-
-TEST(ApprovalSocketDir, PrepareCreatesTightensAndRefuses) {
-  TempDir t;
-  std::string d = t.path() + "/ward";
-  ASSERT_TRUE(PrepareApprovalSocketDir(d).ok());
-  struct stat st;
-  ASSERT_EQ(::lstat(d.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0700u);
-  ASSERT_EQ(::chmod(d.c_str(), 0777), 0);
-  EXPECT_FALSE(CheckApprovalSocketDir(d).ok());   // a client does not trust it
-  ASSERT_TRUE(PrepareApprovalSocketDir(d).ok());  // the server tightens it
-  ASSERT_EQ(::lstat(d.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0700u);
-  EXPECT_TRUE(CheckApprovalSocketDir(d).ok());
-  // A symlink planted at the path is refused, not followed.
-  std::string link = t.path() + "/link";
-  ASSERT_EQ(::symlink(d.c_str(), link.c_str()), 0);
-  EXPECT_EQ(PrepareApprovalSocketDir(link).code(), Code::kPermissionDenied);
-  EXPECT_FALSE(CheckApprovalSocketDir(link).ok());
-  std::string file = t.path() + "/file";
-  ::close(::open(file.c_str(), O_CREAT | O_WRONLY, 0600));
-  EXPECT_FALSE(PrepareApprovalSocketDir(file).ok());
-  EXPECT_FALSE(PrepareApprovalSocketDir(t.path() + "/no/such/parent").ok());
 }
 
 TEST(ApprovalSocketDir, ADirectoryOfAnotherUserIsRefused) {
@@ -507,10 +524,10 @@ TEST(ApprovalSocketDir, ADirectoryOfAnotherUserIsRefused) {
   std::string d = t.path() + "/theirs";
   ASSERT_EQ(::mkdir(d.c_str(), 0700), 0);
   ASSERT_EQ(::chown(d.c_str(), 65534, 65534), 0);
-  Status st = PrepareApprovalSocketDir(d);
+  Status st = PreparePrivateDir(d);
   EXPECT_EQ(st.code(), Code::kPermissionDenied);
   EXPECT_NE(st.message().find("not to us"), std::string::npos);
-  EXPECT_FALSE(CheckApprovalSocketDir(d).ok());
+  EXPECT_FALSE(CheckPrivateDir(d).ok());
   EXPECT_FALSE(FindApprovalSessions(d).ok());
 }
 

@@ -1,0 +1,105 @@
+#include "supervisor/private_dirs.h"
+
+#include <limits.h>
+#include <stdlib.h>
+
+#include "audit/session_log.h"
+#include "policy/decide.h"
+#include "policy/paths.h"
+#include "supervisor/runtime_dir.h"
+
+namespace ward::supervisor {
+namespace {
+
+constexpr const char* kViewFix =
+    "narrow the policy (workspace, -r/-w) so the sandbox does not see it";
+
+// `path` with the symlinks of its longest existing prefix resolved (the rest kept as written):
+// a directory that does not exist yet is still found under a bind that reaches it by a link.
+std::string ResolvedOnHost(const std::string& path) {
+  std::string head = policy::NormalizePath(path);
+  std::string tail;
+  while (true) {
+    char buf[PATH_MAX];
+    if (::realpath(head.c_str(), buf) != nullptr) {
+      return tail.empty() ? std::string(buf) : policy::JoinPath(buf, tail);
+    }
+    if (head == "/") return path;
+    size_t slash = head.rfind('/');
+    std::string name = head.substr(slash + 1);
+    tail = tail.empty() ? name : name + "/" + tail;
+    head = slash == 0 ? "/" : head.substr(0, slash);
+  }
+}
+
+// How the sandbox of `policy` would see `dir` (a normalised absolute path): "" when it does
+// not, else the rule or mount that shows it.
+std::string SeenVia(const policy::Policy& policy, const std::string& dir, bool contents_too) {
+  policy::PathDecision d = policy::DecidePath(policy, dir);
+  if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) return d.via;
+  if (!contents_too) return "";
+  // A bind of something inside it shows that part (DecidePath asks about the directory only).
+  if (policy.workspace_access && !policy.workspace.empty() &&
+      policy::PathIsWithin(policy::NormalizePath(policy.workspace), dir)) {
+    return "the workspace " + policy.workspace + " is inside it";
+  }
+  for (const policy::PathRule& r : policy.paths) {
+    if (!r.path.empty() && r.path[0] == '/' &&
+        policy::PathIsWithin(policy::NormalizePath(r.path), dir)) {
+      return "the rule " + r.path + " (" + r.origin.ToString() + ") is inside it";
+    }
+  }
+  return "";
+}
+
+// The fix to name: a workspace that holds the user's whole HOME is the cause to fix first
+// (ward's directories default to places in HOME).
+std::string FixFor(const policy::Policy& policy, const PrivateDir& d) {
+  if (policy.workspace_access && !policy.home.empty() && !policy.workspace.empty()) {
+    const std::string home = policy::NormalizePath(policy.home);
+    const std::string ws = policy::NormalizePath(policy.workspace);
+    if (policy::PathIsWithin(home, ws) &&
+        policy::PathIsWithin(policy::NormalizePath(d.path), home)) {
+      return "the workspace " + ws + " contains your HOME (" + home +
+             "); run ward in a project directory, or pass -C DIR";
+    }
+  }
+  return d.fix;
+}
+
+}  // namespace
+
+std::vector<PrivateDir> WardPrivateDirs() {
+  std::vector<PrivateDir> out;
+  const std::string runtime_what =
+      "ward's runtime directory (approval sockets, `ward serve`'s socket)";
+  const std::string runtime = WardRuntimeDir();
+  out.push_back({runtime_what, runtime,
+                 std::string("set XDG_RUNTIME_DIR to a directory outside the sandbox's view, or ") +
+                     kViewFix});
+  const std::string run_user = RunUserWardDir();
+  if (run_user != runtime) out.push_back({runtime_what, run_user, kViewFix});
+  out.push_back({"ward's state directory (audit trails)", audit::DefaultStateDir(),
+                 std::string("set XDG_STATE_HOME to a directory outside the sandbox's view, or ") +
+                     kViewFix});
+  return out;
+}
+
+Status CheckOutOfView(const policy::Policy& policy, const std::vector<PrivateDir>& dirs) {
+  for (const PrivateDir& d : dirs) {
+    if (d.path.empty() || d.path[0] != '/') continue;
+    const std::string literal = policy::NormalizePath(d.path);
+    const std::string resolved = ResolvedOnHost(literal);
+    for (const std::string& p : {literal, resolved}) {
+      std::string via = SeenVia(policy, p, d.contents_too);
+      if (via.empty()) continue;
+      return Error(Code::kFailedPrecondition,
+                   d.what + " " + d.path + " would be visible inside the sandbox (" + via +
+                       "): a sandbox must never reach ward's own sockets or records; " +
+                       FixFor(policy, d));
+    }
+  }
+  return Ok();
+}
+
+}  // namespace ward::supervisor
