@@ -103,8 +103,9 @@ int main(int argc, char** argv) {
   const size_t mb = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 64;
   const size_t piece = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 16384;
   const std::string secret = "sk-ant-api03-Zq8vN2xL5pR7tY1wK4mB9cF3hJ6dS0aQ-Ux7Ve2WrT5yU8iO1pA3sD6f";
-  const std::string phantom = "sk-ant-api03-Pp1aB2cD3eF4gH5iJ6kL7mN8oQ9rS0tU-Vw1Xy2ZzQ4wE7rT0yU3iO";
+  const std::string phantom = "sk-ant-api03-Pp1aB2cD3eF4gH5iJ6kL7mN8oQ9rS0tU-Vw1Xy2ZzQ4wE7rT0yU3iOab";
 
+  if (phantom.size() != secret.size()) return 2;
   auto t0 = Clock::now();
   SecretMaskTable table(SecretForms(secret, phantom));
   double build_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -140,7 +141,8 @@ int main(int argc, char** argv) {
       best_new = std::max(best_new, MBps(now, *stream, piece, &out_new));
     }
     if (out_old != stream->size() || out_new != stream->size()) {
-      std::fprintf(stderr, "output length changed\n");
+      std::fprintf(stderr, "output length changed: %zu -> literal %zu, forms %zu\n", stream->size(),
+                   out_old, out_new);
       return 1;
     }
     std::printf("%-8s %12.0f %12.0f %8.2f\n", name, best_old, best_new, best_old / best_new);

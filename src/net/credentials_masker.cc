@@ -253,11 +253,18 @@ SecretMaskTable::SecretMaskTable(std::vector<SecretForm> forms)
 std::string SecretMasker::Process(std::string_view data) {
   const MultiMatcher& m = table_->matcher();
   buf_.append(data);
-  for (size_t i = scanned_; i < buf_.size(); ++i) {
-    state_ = m.Step(state_, static_cast<unsigned char>(buf_[i]));  // the byte as it came
-    if (!trail_fixes_.empty()) FixTrail(i);
+  size_t i = scanned_;
+  while (i < buf_.size()) {
+    if (!trail_fixes_.empty()) {
+      // One byte at a time while a character after a match waits to be rewritten.
+      state_ = m.Step(state_, static_cast<unsigned char>(buf_[i]));  // the byte as it came
+      FixTrail(i);
+      ++i;
+    } else {
+      i += m.Scan(&state_, std::string_view(buf_).substr(i));
+    }
     if (m.matches(state_)) {
-      m.ForEachMatch(state_, [&](size_t form) { Rewrite(i + 1, table_->forms()[form]); });
+      m.ForEachMatch(state_, [&](size_t form) { Rewrite(i, table_->forms()[form]); });
     }
   }
   scanned_ = buf_.size();

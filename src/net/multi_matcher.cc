@@ -25,10 +25,17 @@ MultiMatcher::MultiMatcher(const std::vector<std::string>& patterns) {
   };
   add_state(0);
 
-  // The trie.
+  // The trie, and the pairs of bytes patterns begin with.
   for (size_t i = 0; i < patterns.size(); ++i) {
     const std::string& p = patterns[i];
     if (p.empty()) continue;
+    if (p.size() < 2) {
+      skip_ = false;
+    } else {
+      const unsigned pair = (static_cast<unsigned>(static_cast<unsigned char>(p[0])) << 8) |
+                            static_cast<unsigned char>(p[1]);
+      pair_starts_[pair >> 3] = static_cast<uint8_t>(pair_starts_[pair >> 3] | (1u << (pair & 7)));
+    }
     State s = kStart;
     for (char c : p) {
       size_t at = static_cast<size_t>(s) * classes_ + class_of_[static_cast<unsigned char>(c)];
@@ -69,6 +76,8 @@ MultiMatcher::MultiMatcher(const std::vector<std::string>& patterns) {
       }
     }
   }
+  accepting_.resize(depth_.size());
+  for (size_t s = 0; s < depth_.size(); ++s) accepting_[s] = own_[s] >= 0 || dict_[s] >= 0;
 }
 
 }  // namespace ward::net

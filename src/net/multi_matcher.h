@@ -23,10 +23,48 @@ class MultiMatcher {
   State Step(State s, unsigned char c) const {
     return next_[static_cast<size_t>(s) * classes_ + class_of_[c]];
   }
+  // Runs the automaton over data from state *s and returns the offset just past the first
+  // byte that completes a match (*s is then that state), or data.size() (*s: the final state).
+  // In the start state it skips ahead to the next pair of bytes that begins some pattern (a
+  // bitmap lookup per byte with no dependency between bytes): ordinary text costs little.
+  size_t Scan(State* s, std::string_view data) const {
+    const State* next = next_.data();
+    const uint16_t* cls = class_of_;
+    const uint8_t* accepting = accepting_.data();
+    const uint8_t* pairs = pair_starts_.data();
+    const size_t classes = classes_;
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(data.data());
+    const size_t n = data.size();
+    State st = *s;
+    size_t i = 0;
+    while (i < n) {
+      if (st == kStart && skip_) {
+        auto starts = [&](size_t k) {
+          const unsigned pair = (static_cast<unsigned>(p[k]) << 8) | p[k + 1];
+          return (pairs[pair >> 3] >> (pair & 7)) & 1u;
+        };
+        // Eight positions at a time, without a branch per byte; then the exact one.
+        while (i + 8 < n && (starts(i) | starts(i + 1) | starts(i + 2) | starts(i + 3) |
+                             starts(i + 4) | starts(i + 5) | starts(i + 6) | starts(i + 7)) == 0) {
+          i += 8;
+        }
+        while (i + 1 < n && !starts(i)) ++i;
+      }
+      st = next[static_cast<size_t>(st) * classes + cls[p[i]]];
+      ++i;
+      if (accepting[st]) {
+        *s = st;
+        return i;
+      }
+    }
+    *s = st;
+    return n;
+  }
+
   // The length of the longest suffix of the input so far that begins some pattern: a match
   // that is not complete yet starts within these last bytes.
   size_t depth(State s) const { return depth_[s]; }
-  bool matches(State s) const { return own_[s] >= 0 || dict_[s] >= 0; }
+  bool matches(State s) const { return accepting_[s] != 0; }
   // Calls f(pattern index) for every pattern that ends at the input byte that led to s,
   // the longest first.
   template <typename F>
@@ -45,6 +83,11 @@ class MultiMatcher {
   std::vector<uint32_t> depth_;
   std::vector<int32_t> own_;    // the pattern that ends exactly here, or -1
   std::vector<int32_t> dict_;   // the nearest state on the failure chain with own_ >= 0, or -1
+  std::vector<uint8_t> accepting_;  // some pattern ends here
+  // Bit (a << 8 | b): some pattern begins with the bytes a, b. Only used (skip_) when every
+  // pattern has two bytes at least.
+  std::vector<uint8_t> pair_starts_ = std::vector<uint8_t>(8192);
+  bool skip_ = true;
 };
 
 }  // namespace ward::net
