@@ -90,7 +90,8 @@ std::string Text(size_t n) {
   std::mt19937 rng(3);
   std::string s;
   while (s.size() < n) {
-    s += "{\"id\": " + std::to_string(rng()) + ", \"name\": \"item-" + std::to_string(rng() % 9999) +
+    s += "{\"id\": " + std::to_string(rng()) + ", \"name\": \"item-" +
+         std::to_string(rng() % 9999) +
          "\", \"tags\": [\"alpha\", \"beta\"], \"note\": \"lorem ipsum dolor sit amet\"},\n";
   }
   s.resize(n);
@@ -102,8 +103,10 @@ std::string Text(size_t n) {
 int main(int argc, char** argv) {
   const size_t mb = argc > 1 ? std::strtoul(argv[1], nullptr, 10) : 64;
   const size_t piece = argc > 2 ? std::strtoul(argv[2], nullptr, 10) : 16384;
-  const std::string secret = "sk-ant-api03-Zq8vN2xL5pR7tY1wK4mB9cF3hJ6dS0aQ-Ux7Ve2WrT5yU8iO1pA3sD6f";
-  const std::string phantom = "sk-ant-api03-Pp1aB2cD3eF4gH5iJ6kL7mN8oQ9rS0tU-Vw1Xy2ZzQ4wE7rT0yU3iOab";
+  const std::string secret =
+      "sk-ant-api03-Zq8vN2xL5pR7tY1wK4mB9cF3hJ6dS0aQ-Ux7Ve2WrT5yU8iO1pA3sD6f";
+  const std::string phantom =
+      "sk-ant-api03-Pp1aB2cD3eF4gH5iJ6kL7mN8oQ9rS0tU-Vw1Xy2ZzQ4wE7rT0yU3iOab";
 
   if (phantom.size() != secret.size()) return 2;
   auto t0 = Clock::now();
@@ -115,9 +118,9 @@ int main(int argc, char** argv) {
 
   const std::string text = Text(mb << 20);
   std::string echoes = text;
-  const std::vector<std::string> disguises = {
-      secret, ward::net::Base64Encode("user:" + secret), ward::net::HexEncode(secret, false),
-      ward::net::Base64EncodeWith("ab" + secret, 1, false)};
+  const std::vector<std::string> disguises = {secret, ward::net::Base64Encode("user:" + secret),
+                                              ward::net::HexEncode(secret, false),
+                                              ward::net::Base64EncodeWith("ab" + secret, 1, false)};
   for (size_t at = 1000, k = 0; at + 200 < echoes.size(); at += 65536, ++k) {
     const std::string& d = disguises[k % disguises.size()];
     echoes.replace(at, d.size(), d);

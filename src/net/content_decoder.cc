@@ -93,7 +93,8 @@ class ContentDecoder::Layer {
     int window = MAX_WBITS + 16;  // gzip
     if (coding_ == Coding::kDeflate) {
       if (in_.size() - pos_ < 2) return Ok();
-      bool zlib = IsZlibHeader(static_cast<uint8_t>(in_[pos_]), static_cast<uint8_t>(in_[pos_ + 1]));
+      bool zlib =
+          IsZlibHeader(static_cast<uint8_t>(in_[pos_]), static_cast<uint8_t>(in_[pos_ + 1]));
       window = zlib ? MAX_WBITS : -MAX_WBITS;
     }
     z_ = {};
@@ -186,14 +187,14 @@ Status ContentDecoder::Pull(std::string* out, size_t max) {
 
 Status ContentDecoder::CheckLimits() const {
   if (decoded_ > limits_.max_decoded) {
-    return Error(Code::kResourceExhausted,
-                 "the decoded body is larger than " + std::to_string(limits_.max_decoded) +
-                     " bytes");
+    return Error(Code::kResourceExhausted, "the decoded body is larger than " +
+                                               std::to_string(limits_.max_decoded) + " bytes");
   }
-  if (decoded_ > limits_.ratio_after && decoded_ / std::max<uint64_t>(encoded_, 1) > limits_.max_ratio) {
-    return Error(Code::kResourceExhausted,
-                 "the body decodes to more than " + std::to_string(limits_.max_ratio) +
-                     " times its size (a decompression bomb)");
+  if (decoded_ > limits_.ratio_after &&
+      decoded_ / std::max<uint64_t>(encoded_, 1) > limits_.max_ratio) {
+    return Error(Code::kResourceExhausted, "the body decodes to more than " +
+                                               std::to_string(limits_.max_ratio) +
+                                               " times its size (a decompression bomb)");
   }
   return Ok();
 }

@@ -24,9 +24,7 @@ int Base64Value(int alphabet, char c) {
   return -1;
 }
 
-bool IsBase64Char(char c) {
-  return Base64Value(0, c) >= 0 || Base64Value(1, c) >= 0;
-}
+bool IsBase64Char(char c) { return Base64Value(0, c) >= 0 || Base64Value(1, c) >= 0; }
 
 // Replaces the bits of c under `mask` by `bits`, in c's own alphabet. When c does not show
 // which alphabet its blob uses and the form cannot tell either (its text is the same in both),
@@ -173,8 +171,8 @@ std::vector<SecretForm> SecretForms(std::string_view secret, std::string_view ph
     if (!seen.insert(text).second) return;
     SecretForm f;
     f.form = std::move(form);
-    f.replacement = same_length && repl.size() == text.size() ? std::move(repl)
-                                                              : std::string(text.size(), 'x');
+    f.replacement =
+        same_length && repl.size() == text.size() ? std::move(repl) : std::string(text.size(), 'x');
     f.text = std::move(text);
     forms.push_back(std::move(f));
   };
@@ -211,7 +209,8 @@ std::vector<SecretForm> SecretForms(std::string_view secret, std::string_view ph
   }
   for (bool upper : {true, false}) {
     const std::string c = upper ? "" : "/lower";
-    add("percent" + c, PercentEncode(secret, upper, nullptr), PercentEncode(phantom, upper, nullptr));
+    add("percent" + c, PercentEncode(secret, upper, nullptr),
+        PercentEncode(phantom, upper, nullptr));
     add("percent-reserved" + c, PercentEncode(secret, upper, IsUnreserved),
         PercentEncode(phantom, upper, IsUnreserved));
     add("percent-path" + c, PercentEncode(secret, upper, IsPathSafe),
@@ -296,8 +295,8 @@ void SecretMasker::Rewrite(size_t end, const SecretForm& f) {
   buf_.replace(start, f.replacement.size(), f.replacement);
   if (f.lead_bits > 0 && start > 0) {
     SetBase64Bits(buf_[start - 1], f.alphabet, f.either_alphabet,
-                  f.either_alphabet ? AlphabetHint(start - 1) : 0,
-                  (1 << f.lead_bits) - 1, f.lead_value);
+                  f.either_alphabet ? AlphabetHint(start - 1) : 0, (1 << f.lead_bits) - 1,
+                  f.lead_value);
   }
   if (f.trail_bits > 0) {
     // The character after the match has not been scanned yet: rewritten when it is.

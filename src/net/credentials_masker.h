@@ -80,9 +80,9 @@ class SecretMasker {
   static constexpr size_t kHintReach = 1024;
 
   const SecretMaskTable* table_;
-  std::string buf_;       // not emitted yet; buf_[0] is at stream offset base_
+  std::string buf_;  // not emitted yet; buf_[0] is at stream offset base_
   uint64_t base_ = 0;
-  size_t scanned_ = 0;    // bytes of buf_ the automaton has seen
+  size_t scanned_ = 0;  // bytes of buf_ the automaton has seen
   MultiMatcher::State state_ = MultiMatcher::kStart;
   std::vector<TrailFix> trail_fixes_;
 };

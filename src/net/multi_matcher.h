@@ -79,10 +79,10 @@ class MultiMatcher {
  private:
   uint16_t class_of_[256] = {};  // 0: a byte no pattern uses
   size_t classes_ = 1;
-  std::vector<State> next_;     // states x classes
+  std::vector<State> next_;  // states x classes
   std::vector<uint32_t> depth_;
-  std::vector<int32_t> own_;    // the pattern that ends exactly here, or -1
-  std::vector<int32_t> dict_;   // the nearest state on the failure chain with own_ >= 0, or -1
+  std::vector<int32_t> own_;        // the pattern that ends exactly here, or -1
+  std::vector<int32_t> dict_;       // the nearest state on the failure chain with own_ >= 0, or -1
   std::vector<uint8_t> accepting_;  // some pattern ends here
   // Bit (a << 8 | b): some pattern begins with the bytes a, b. Only used (skip_) when every
   // pattern has two bytes at least.

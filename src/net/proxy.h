@@ -11,12 +11,12 @@
 // denial answers at once (HTTP 403 naming the rule, SOCKS reply 2, a TLS alert) and emits
 // exactly one `net.deny` event; every upstream connection ends with one `net.allow` event.
 //
-// Bounded: a connection cap (max_connections), per-direction buffers of at most buffer_high_watermark bytes (a
-// side is not read while what it sent is still buffered), and timeouts for the request head,
-// the TLS peek, connecting and idleness. Descriptors: a connection holds its client socket, at
-// most one upstream socket and, while a direction carries a bulk transfer (splice(2) moves it
-// without copying it through user space), a pipe: at most 6, usually 2. Network input never throws
-// or aborts: a hostile client costs its own connection only.
+// Bounded: a connection cap (max_connections), per-direction buffers of at most
+// buffer_high_watermark bytes (a side is not read while what it sent is still buffered), and
+// timeouts for the request head, the TLS peek, connecting and idleness. Descriptors: a connection
+// holds its client socket, at most one upstream socket and, while a direction carries a bulk
+// transfer (splice(2) moves it without copying it through user space), a pipe: at most 6,
+// usually 2. Network input never throws or aborts: a hostile client costs its own connection only.
 #pragma once
 
 #include <atomic>

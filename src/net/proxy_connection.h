@@ -50,7 +50,7 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   bool stopped = false;
   std::unordered_set<Connection*> connections;
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> listeners;
-  size_t rejecting = 0;  // over-cap connections being answered
+  size_t rejecting = 0;               // over-cap connections being answered
   uint64_t over_cap_reported = 0;     // the refusal count in the last net.limit
   uint64_t next_over_cap_report = 1;  // the count that is reported next
 
@@ -235,7 +235,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<ContentDecoder> decoder_;                 // the response's content coding
   bool chunk_down_ = false;  // the watched response goes to the client in chunks of our own
   Status down_error_;        // why the watched response could not be passed on
-  std::string tls_error_;                                   // the last TLS failure
+  std::string tls_error_;    // the last TLS failure
 
   std::shared_ptr<ResolveWait> resolve_wait_;
   std::shared_ptr<HostHold> host_hold_;

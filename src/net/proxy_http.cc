@@ -428,8 +428,8 @@ asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
     FinishUpstream();
     EmitResponseRefused(t, "content_coding", st.message());
     co_await SendError(502, "ward: refused: the response from " + t.Display() +
-                                " cannot be checked for the credential's secret: " +
-                                st.message() + "\n");
+                                " cannot be checked for the credential's secret: " + st.message() +
+                                "\n");
     co_return false;
   }
   const int minor = head.version_minor;
@@ -456,9 +456,9 @@ asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
   if (ec && !down_error_.ok()) {
     // A body that cannot be decoded (corrupt, or a bomb): what was scanned is out, the rest is
     // withheld, and the client sees a truncated response.
-    EmitResponseRefused(t, down_error_.code() == Code::kResourceExhausted ? "decode_limit"
-                                                                          : "decode_error",
-                        down_error_.message());
+    EmitResponseRefused(
+        t, down_error_.code() == Code::kResourceExhausted ? "decode_limit" : "decode_error",
+        down_error_.message());
   }
   if (ec) {
     // Part of the response is out: all we can do is close, so the client sees it truncated.

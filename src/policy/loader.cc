@@ -312,8 +312,8 @@ struct CredentialBuild {
 const std::vector<std::string> kTopKeys = {"description", "extends", "workspace", "filesystem",
                                            "env",         "network", "limits",    "credentials",
                                            "approvals",   "sandbox"};
-const std::vector<std::string> kLimitKeys = {"memory",  "pids",     "cpu",      "timeout",
-                                             "tmp_size", "file_size", "proxy_connections"};
+const std::vector<std::string> kLimitKeys = {
+    "memory", "pids", "cpu", "timeout", "tmp_size", "file_size", "proxy_connections"};
 const char* kNarrowOnly =
     "a workspace file (.ward.toml) may only narrow the policy: it may set filesystem.deny, "
     "filesystem.protected, network.deny, limits.* (lower only) and workspace.access "

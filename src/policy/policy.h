@@ -74,10 +74,10 @@ struct Limits {
   std::optional<uint64_t> pids;
   std::optional<double> cpu_cores;
   std::optional<uint64_t> timeout_ms;
-  std::optional<uint64_t> tmp_size_bytes;   // private /tmp and HOME tmpfs
-  std::optional<uint64_t> file_size_bytes;  // RLIMIT_FSIZE
+  std::optional<uint64_t> tmp_size_bytes;     // private /tmp and HOME tmpfs
+  std::optional<uint64_t> file_size_bytes;    // RLIMIT_FSIZE
   std::optional<uint64_t> proxy_connections;  // nullopt: kDefaultProxyConnections
-  std::map<std::string, Origin> origins;    // key: "memory", "pids", ...
+  std::map<std::string, Origin> origins;      // key: "memory", "pids", ...
 };
 
 // How a credential's secret is fetched on the host (never inside the sandbox).

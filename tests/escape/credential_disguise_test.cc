@@ -77,7 +77,8 @@ std::string EchoResponse(const std::string& target, const std::string& head) {
   } else if (mode == "basic") {
     // The bearer token re-encoded as the credentials of Basic auth.
     size_t at = head.find("Bearer ");
-    std::string token = at == std::string::npos ? "" : head.substr(at + 7, head.find("\r\n", at) - at - 7);
+    std::string token =
+        at == std::string::npos ? "" : head.substr(at + 7, head.find("\r\n", at) - at - 7);
     body = "Basic " + net::Base64EncodeWith("user:" + token, 0, true) + "\n";
     extra = "WWW-Authenticate: Basic " + net::Base64EncodeWith(":" + token, 0, true) + "\r\n";
   } else if (mode == "br") {
@@ -185,7 +186,8 @@ std::string BodyOf(const std::string& out, const std::string& mode) {
   // The last status line (after the proxy's "200 Connection established", if any); the body
   // follows its head. Reflected request heads have "HTTP/1.1" at the end of a line only.
   size_t status = std::string::npos;
-  for (size_t p = part.find("HTTP/1.1 "); p != std::string::npos; p = part.find("HTTP/1.1 ", p + 1)) {
+  for (size_t p = part.find("HTTP/1.1 "); p != std::string::npos;
+       p = part.find("HTTP/1.1 ", p + 1)) {
     if ((p == 0 || part[p - 1] == '\n') && p + 9 < part.size() && isdigit(part[p + 9])) status = p;
   }
   size_t body = status == std::string::npos ? status : part.find("\r\n\r\n", status);
@@ -208,10 +210,12 @@ class CredentialDisguise : public SandboxTest {
     ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
     echo_ = std::make_unique<EchoServer>(*ctx);
     profile_ = root_->path() + "/creds.toml";
-    WriteFile(profile_, "extends = \"default\"\n[credentials.echo]\nfrom = \"env:WARD_TEST_ECHO_SECRET\"\n"
-                        "hosts = [\"api.test:" + std::to_string(echo_->port()) +
-                            "\"]\nenv = \"TEST_API_KEY\"\nroute = \"echo\"\n"
-                            "route_env = { TEST_API_BASE_URL = \"{route_url}\" }\nenabled = true\n");
+    WriteFile(profile_,
+              "extends = \"default\"\n[credentials.echo]\nfrom = \"env:WARD_TEST_ECHO_SECRET\"\n"
+              "hosts = [\"api.test:" +
+                  std::to_string(echo_->port()) +
+                  "\"]\nenv = \"TEST_API_KEY\"\nroute = \"echo\"\n"
+                  "route_env = { TEST_API_BASE_URL = \"{route_url}\" }\nenabled = true\n");
   }
 
   RunResult Run(const std::string& script) {
@@ -220,8 +224,8 @@ class CredentialDisguise : public SandboxTest {
     o.env["WARD_TEST_ECHO_SECRET"] = secret_;
     o.timeout_s = 180;
     return Shell(script,
-                 {"-p", profile_, "--resolve", "api.test:127.0.0.1", "--upstream-ca", ca_file_, "-n",
-                  "127.0.0.1:" + std::to_string(echo_->port())},
+                 {"-p", profile_, "--resolve", "api.test:127.0.0.1", "--upstream-ca", ca_file_,
+                  "-n", "127.0.0.1:" + std::to_string(echo_->port())},
                  o);
   }
 
@@ -234,9 +238,11 @@ class CredentialDisguise : public SandboxTest {
         std::string url = via == "intercept"
                               ? "https://api.test:" + std::to_string(echo_->port()) + "/" + m
                               : "\"$TEST_API_BASE_URL/" + m + "\"";
-        s += "echo '==" + via + "-" + m + "=='\n"
+        s += "echo '==" + via + "-" + m +
+             "=='\n"
              "curl -sS -i --compressed --max-time 20 -H \"Authorization: Bearer $TEST_API_KEY\" "
-             "-H 'X-Marker: " + marker_ + "' " + url + "\necho; echo '==end=='\n";
+             "-H 'X-Marker: " +
+             marker_ + "' " + url + "\necho; echo '==end=='\n";
       }
     }
     return s + "printf 'phantom=%s\\n' \"$TEST_API_KEY\"\n";
@@ -257,7 +263,8 @@ class CredentialDisguise : public SandboxTest {
 
   std::string AuditText() {
     std::string all;
-    for (const auto& s : audit::ListSessions(state_ + "/ward")) all += ReadFile(s.dir + "/events.jsonl");
+    for (const auto& s : audit::ListSessions(state_ + "/ward"))
+      all += ReadFile(s.dir + "/events.jsonl");
     return all;
   }
 
@@ -312,21 +319,21 @@ TEST_F(CredentialDisguise, EncodedEchoesComeBackWithThePhantomInside) {
     EXPECT_TRUE(Contains(BodyOf(r.out, v + "basic"),
                          "Basic " + net::Base64EncodeWith("user:" + phantom, 0, true)))
         << BodyOf(r.out, v + "basic");
-    EXPECT_TRUE(Contains(r.out, "WWW-Authenticate: Basic " +
-                                    net::Base64EncodeWith(":" + phantom, 0, true)));
+    EXPECT_TRUE(Contains(
+        r.out, "WWW-Authenticate: Basic " + net::Base64EncodeWith(":" + phantom, 0, true)));
   }
   for (const std::string& h : echo_->heads()) EXPECT_TRUE(Contains(h, "Bearer " + secret_)) << h;
 }
 
 TEST_F(CredentialDisguise, AnEncodingTheBrokerCannotReadIsRefusedAndAudited) {
-  RunResult r = Run(
-      "curl -sS -o /dev/null -w 'br:%{http_code}\\n' --max-time 20 -H \"Authorization: Bearer "
-      "$TEST_API_KEY\" https://api.test:" +
-      std::to_string(echo_->port()) +
-      "/br\n"
-      "curl -sS -o /dev/null -w 'plain:%{http_code}\\n' --max-time 20 -H \"Authorization: "
-      "Bearer $TEST_API_KEY\" https://api.test:" +
-      std::to_string(echo_->port()) + "/plain\n");
+  RunResult r =
+      Run("curl -sS -o /dev/null -w 'br:%{http_code}\\n' --max-time 20 -H \"Authorization: Bearer "
+          "$TEST_API_KEY\" https://api.test:" +
+          std::to_string(echo_->port()) +
+          "/br\n"
+          "curl -sS -o /dev/null -w 'plain:%{http_code}\\n' --max-time 20 -H \"Authorization: "
+          "Bearer $TEST_API_KEY\" https://api.test:" +
+          std::to_string(echo_->port()) + "/plain\n");
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_TRUE(Contains(r.out, "br:502")) << r.out << r.err;
   EXPECT_TRUE(Contains(r.out, "plain:200")) << "control: the host answers otherwise";

@@ -96,7 +96,8 @@ TEST_F(ProxyConnectionCap, BelowTheCapEveryConnectionWorks) {
 }
 
 TEST_F(ProxyConnectionCap, TheCapComesFromTheProfileOrTheFlag) {
-  WriteFile(root_->path() + "/cap.toml", "extends = \"default\"\n[limits]\nproxy_connections = 10\n");
+  WriteFile(root_->path() + "/cap.toml",
+            "extends = \"default\"\n[limits]\nproxy_connections = 10\n");
   RunResult r = Hold(25, {"-p", root_->path() + "/cap.toml"});
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_EQ(r.out, "open=10 refused=15 served=10\n") << r.err;

@@ -119,10 +119,11 @@ std::string Echo(const UpstreamRequest& r) {
     std::string blob = Base64EncodeWith(std::string(pad, 'p') + text, alphabet, alphabet == 0);
     return Response("X-Echo-Blob: " + blob + "\r\n", blob);
   }
-  if (mode == "hex") return Response("X-Echo-Hex: " + HexEncode(key, false) + "\r\n",
-                                     HexEncode(text, false));
+  if (mode == "hex")
+    return Response("X-Echo-Hex: " + HexEncode(key, false) + "\r\n", HexEncode(text, false));
   if (mode == "HEX") return Response("", HexEncode(text, true));
-  if (mode == "percent") return Response("Location: /next?k=" + Percent(key) + "\r\n", Percent(text));
+  if (mode == "percent")
+    return Response("Location: /next?k=" + Percent(key) + "\r\n", Percent(text));
   if (mode == "basic") {
     // The credentials re-encoded as clients send them: user:secret, :secret and secret:.
     std::string body;
@@ -158,7 +159,8 @@ struct Received {
 
 Received Receive(int fd) {
   Received r;
-  r.raw = RecvUntil(fd, [](const std::string&) { return false; }, 10000);  // to EOF
+  r.raw = RecvUntil(
+      fd, [](const std::string&) { return false; }, 10000);  // to EOF
   size_t end = r.raw.find("\r\n\r\n");
   if (end == std::string::npos) return r;
   r.head = r.raw.substr(0, end + 4);
@@ -171,8 +173,7 @@ Received Receive(int fd) {
   } else {
     r.body = rest;
     size_t cl = r.head.find("Content-Length: ");
-    r.complete = cl == std::string::npos ||
-                 std::stoul(r.head.substr(cl + 16)) == r.body.size();
+    r.complete = cl == std::string::npos || std::stoul(r.head.substr(cl + 16)) == r.body.size();
   }
   return r;
 }
@@ -210,10 +211,10 @@ class CredentialsEchoTest : public ::testing::Test {
   // A route request for /echo/MODE, as a client that accepts every compression would send it.
   Received Get(const std::string& mode, int minor = 1) {
     UniqueFd fd = ConnectTo(proxy_->port());
-    SendAll(fd.get(), "GET /anthropic/echo/" + mode + " HTTP/1." + std::to_string(minor) +
-                          "\r\nHost: 127.0.0.1\r\nx-api-key: " + phantom_ +
-                          "\r\nX-Marker: " + kMarker +
-                          "\r\nAccept-Encoding: gzip, deflate, br, zstd\r\nConnection: close\r\n\r\n");
+    SendAll(fd.get(),
+            "GET /anthropic/echo/" + mode + " HTTP/1." + std::to_string(minor) +
+                "\r\nHost: 127.0.0.1\r\nx-api-key: " + phantom_ + "\r\nX-Marker: " + kMarker +
+                "\r\nAccept-Encoding: gzip, deflate, br, zstd\r\nConnection: close\r\n\r\n");
     return Receive(fd.get());
   }
 
@@ -379,11 +380,11 @@ TEST_F(CredentialsEchoTest, CurlWithCompressionThroughInterception) {
   std::string proxy = "http://127.0.0.1:" + std::to_string(proxy_->port());
   for (const char* mode : {"gzip", "chunked-gzip", "base64-1", "basic"}) {
     SCOPED_TRACE(mode);
-    auto r = RunWithEnv({"curl", "-sS", "--compressed", "-i", "--max-time", "20", "--proxy", proxy,
-                         "--cacert", bundle_file, "-H", "x-api-key: " + phantom_, "-H",
-                         std::string("X-Marker: ") + kMarker,
-                         "https://api.test:" + std::to_string(api_->port()) + "/echo/" + mode},
-                        {});
+    auto r = RunWithEnv(
+        {"curl", "-sS", "--compressed", "-i", "--max-time", "20", "--proxy", proxy, "--cacert",
+         bundle_file, "-H", "x-api-key: " + phantom_, "-H", std::string("X-Marker: ") + kMarker,
+         "https://api.test:" + std::to_string(api_->port()) + "/echo/" + mode},
+        {});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out.find(kSecret), std::string::npos) << r.out;
     for (const SecretForm& f : SecretForms(kSecret, phantom_)) {

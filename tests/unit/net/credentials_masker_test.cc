@@ -25,8 +25,8 @@ constexpr char kOddPhantom[] = "tok/xy+abcd=efghi&jklm<2>-9876543210fedcba";
 std::string Percent(std::string_view s, bool upper, bool only_reserved) {
   std::string out;
   for (char c : s) {
-    bool unreserved = isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' ||
-                      c == '~';
+    bool unreserved =
+        isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' || c == '~';
     if (only_reserved && unreserved) {
       out += c;
       continue;
@@ -108,7 +108,8 @@ TEST_F(MaskerTest, Base64AtEveryAlignmentWithAndWithoutPadding) {
           std::string blob = Base64EncodeWith(head + secret_ + tail, alphabet, pad);
           std::string text = "token=" + blob + ";";
           std::string masked = Mask(text);
-          std::string want = "token=" + Base64EncodeWith(head + phantom_ + tail, alphabet, pad) + ";";
+          std::string want =
+              "token=" + Base64EncodeWith(head + phantom_ + tail, alphabet, pad) + ";";
           ASSERT_EQ(Base64Decode(masked.substr(6, masked.size() - 7)), head + phantom_ + tail);
           // Character for character (a URL-safe blob whose secret part has no character of its
           // own alphabet may get a standard one at an edge: it still decodes the same).
@@ -162,7 +163,8 @@ TEST_F(MaskerTest, NonSecretValuesPassUnchanged) {
   // Positive control: values of the same shapes, not derived from the secret.
   std::mt19937 rng(7);
   std::string other(secret_.size(), 'a');
-  for (char& c : other) c = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"[rng() % 62];
+  for (char& c : other)
+    c = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"[rng() % 62];
   std::string text = other + " " + Base64Encode("user:" + other) + " " + HexEncode(other, false) +
                      " " + Percent(other, true, false) + " " + Json(other, true) + "\n" +
                      secret_.substr(0, secret_.size() - 1) + "!\n";  // all but the last byte

@@ -121,7 +121,9 @@ std::shared_ptr<SSL_CTX> TestPki::SelfSigned(const std::string& name) {
 // ------------------------------------------------------------------ upstream
 
 HttpsUpstream::HttpsUpstream(std::shared_ptr<SSL_CTX> ctx, Responder responder)
-    : listener_(ListenTcp()), port_(listener_.port), ctx_(std::move(ctx)),
+    : listener_(ListenTcp()),
+      port_(listener_.port),
+      ctx_(std::move(ctx)),
       responder_(std::move(responder)) {
   // SSL_write to a client that went away must fail with EPIPE, not kill the test binary.
   signal(SIGPIPE, SIG_IGN);
