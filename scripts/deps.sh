@@ -4,7 +4,7 @@
 set -eu
 PKGS="build-essential cmake pkg-config git
 libseccomp-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev libssl-dev
-libasio-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
+libasio-dev zlib1g-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
 clang clang-format clang-tidy libclang-rt-14-dev
 iproute2 curl ca-certificates python3 hyperfine bubblewrap util-linux passwd procps
 nodejs npm openssl"

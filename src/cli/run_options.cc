@@ -61,6 +61,8 @@ void AddRunOptions(CLI::App* app, RunOptions* o) {
   app->add_option("--timeout", f.timeout, "Wall-clock limit (e.g. 30s, 10m)");
   app->add_option("--tmp-size", f.tmp_size, "Size of the private /tmp and HOME");
   app->add_option("--file-size", f.file_size, "Largest file the command may write");
+  app->add_option("--proxy-connections", f.proxy_connections,
+                  "Concurrent connections to the egress proxy (default 128)");
   app->add_flag(
       "--ask", [o](int64_t) { o->flags.approvals = true; },
       "Ask for approval when the command opens a path the policy does not allow");

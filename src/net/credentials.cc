@@ -273,6 +273,12 @@ Result<std::unique_ptr<CredentialBroker>> CredentialBroker::Create(
     }
     b->creds_.push_back(std::move(c));
   }
+  std::vector<SecretForm> forms;
+  for (const BrokeredCredential& c : b->creds_) {
+    std::vector<SecretForm> f = SecretForms(c.secret, c.phantom);
+    forms.insert(forms.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
+  }
+  b->mask_table_ = std::make_unique<SecretMaskTable>(std::move(forms));
   WARD_ASSIGN_OR_RETURN(b->upstream_ctx_, MakeUpstreamTlsContext(b->options_.upstream));
   if (b->options_.intercept && !b->creds_.empty()) {
     WARD_ASSIGN_OR_RETURN(b->authority_, TlsAuthority::Create(std::move(ca)));
@@ -435,60 +441,10 @@ const BrokeredCredential* CredentialBroker::BodyScanner::Feed(std::string_view d
 
 // ------------------------------------------------------------------ masker
 
-CredentialBroker::Masker::Masker(const CredentialBroker& broker) {
-  for (const BrokeredCredential& c : broker.creds_) {
-    std::string repl =
-        c.phantom.size() == c.secret.size() ? c.phantom : std::string(c.secret.size(), 'x');
-    secrets_.emplace_back(c.secret, std::move(repl));
-    longest_ = std::max(longest_, c.secret.size());
-  }
-}
-
-std::string CredentialBroker::Masker::Process(std::string_view data) {
-  std::string buf = std::move(held_);
-  held_.clear();
-  buf.append(data);
-  for (const auto& [secret, repl] : secrets_) {
-    // Same length: replaced in place.
-    size_t pos = 0;
-    while (const char* hit = Find(std::string_view(buf).substr(pos), secret)) {
-      pos = static_cast<size_t>(hit - buf.data());
-      buf.replace(pos, secret.size(), repl);
-      pos += repl.size();
-    }
-  }
-  // Hold back the longest tail that could be the start of a secret.
-  size_t hold = 0;
-  for (const auto& [secret, repl] : secrets_) {
-    size_t max = std::min(secret.size() - 1, buf.size());
-    for (size_t k = max; k > hold; --k) {
-      if (std::string_view(buf).substr(buf.size() - k) == secret.substr(0, k)) {
-        hold = k;
-        break;
-      }
-    }
-  }
-  if (hold > 0) {
-    held_ = buf.substr(buf.size() - hold);
-    buf.resize(buf.size() - hold);
-  }
-  return buf;
-}
-
-std::string CredentialBroker::Masker::Flush() {
-  std::string out = std::move(held_);
-  held_.clear();
-  return out;
-}
-
 std::string CredentialBroker::MaskSecrets(std::string_view s) const {
-  std::string out(s);
-  for (const BrokeredCredential& c : creds_) {
-    if (!Contains(out, c.secret)) continue;
-    std::string repl =
-        c.phantom.size() == c.secret.size() ? c.phantom : std::string(c.secret.size(), 'x');
-    out = ReplaceAll(out, c.secret, repl);
-  }
+  SecretMasker m(*mask_table_);
+  std::string out = m.Process(s);
+  out += m.Flush();
   return out;
 }
 

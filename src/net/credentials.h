@@ -8,7 +8,7 @@
 //    over verified TLS.
 // A phantom on its way anywhere else (another host, cleartext HTTP, a CONNECT or DNS name) is
 // a leak attempt: the request is refused. Real secrets never flow back: responses from a
-// credential's host have the secret masked.
+// credential's host have the secret masked, in its common encodings too.
 //
 // The pure parts (rewriting, scanning, masking) are here; the proxy does the I/O.
 #pragma once
@@ -23,6 +23,7 @@
 
 #include "common/events.h"
 #include "common/status.h"
+#include "net/credentials_masker.h"
 #include "net/egress_rules.h"
 #include "net/http_parser.h"
 #include "net/tls_authority.h"
@@ -106,22 +107,22 @@ class CredentialBroker {
   };
 
   // Real secrets in responses from a credential's host (an echo endpoint, an error message
-  // quoting the request) are replaced by the phantom, or by 'x's when the lengths differ, so
-  // that byte counts hold. Streaming: only a tail that could start a secret is held back.
+  // quoting the request) are replaced by the phantom, in every form the broker knows
+  // (credentials_masker.h: literal, base64 at any alignment, hex, percent and JSON escapes),
+  // or by 'x's when the lengths differ, so that byte counts hold. Streaming: only a tail that
+  // could start a secret's form is held back. Linear in the input.
   class Masker {
    public:
-    explicit Masker(const CredentialBroker& broker);
-    std::string Process(std::string_view data);
-    std::string Flush();  // at the end of the body
-    bool active() const { return !secrets_.empty(); }
+    explicit Masker(const CredentialBroker& broker) : masker_(*broker.mask_table_) {}
+    std::string Process(std::string_view data) { return masker_.Process(data); }
+    std::string Flush() { return masker_.Flush(); }  // at the end of the body
 
    private:
-    std::vector<std::pair<std::string_view, std::string>> secrets_;  // secret, replacement
-    std::string held_;
-    size_t longest_ = 0;
+    SecretMasker masker_;
   };
   // Masks a whole string (response heads).
   std::string MaskSecrets(std::string_view s) const;
+  const SecretMaskTable& mask_table() const { return *mask_table_; }
 
   SSL_CTX* upstream_context() const { return upstream_ctx_.get(); }
   // The server context for an intercepted host (a cached leaf signed by the session CA).
@@ -140,6 +141,7 @@ class CredentialBroker {
   BrokerOptions options_;
   SslCtxPtr upstream_ctx_;
   std::unique_ptr<TlsAuthority> authority_;
+  std::unique_ptr<SecretMaskTable> mask_table_;
 };
 
 // Helpers exposed for tests.

@@ -95,14 +95,28 @@ void ProxyCore::OnAccepted(int fd, int family) {
   bool over_cap = stats.active.load() >= options.max_connections;
   if (over_cap) {
     stats.refused_over_cap++;
+    ReportOverCap(/*final=*/false);
     if (rejecting >= kMaxRejecting) return;  // closed by the socket's destructor
   }
   auto conn = std::make_shared<Connection>(shared_from_this(), std::move(sock), over_cap);
   Connection::Start(conn);
 }
 
+void ProxyCore::ReportOverCap(bool final) {
+  const uint64_t refused = stats.refused_over_cap.load();
+  if (refused == over_cap_reported) return;
+  if (!final && refused < next_over_cap_report) return;
+  while (next_over_cap_report <= refused) next_over_cap_report *= 10;
+  over_cap_reported = refused;
+  Emit("net.limit", {{"limit", "proxy_connections"},
+                     {"cap", options.max_connections},
+                     {"refused", refused},
+                     {"active", stats.active.load()}});
+}
+
 void ProxyCore::Stop() {
   if (stopped) return;
+  ReportOverCap(/*final=*/true);
   for (auto& l : listeners) {
     asio::error_code ec;
     l->close(ec);

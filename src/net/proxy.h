@@ -11,12 +11,12 @@
 // denial answers at once (HTTP 403 naming the rule, SOCKS reply 2, a TLS alert) and emits
 // exactly one `net.deny` event; every upstream connection ends with one `net.allow` event.
 //
-// Bounded: a connection cap, per-direction buffers of at most buffer_high_watermark bytes (a
-// side is not read while what it sent is still buffered), and timeouts for the request head,
-// the TLS peek, connecting and idleness. Descriptors: a connection holds its client socket, at
-// most one upstream socket and, while a direction carries a bulk transfer (splice(2) moves it
-// without copying it through user space), a pipe: at most 6, usually 2. Network input never throws
-// or aborts: a hostile client costs its own connection only.
+// Bounded: a connection cap (max_connections), per-direction buffers of at most
+// buffer_high_watermark bytes (a side is not read while what it sent is still buffered), and
+// timeouts for the request head, the TLS peek, connecting and idleness. Descriptors: a connection
+// holds its client socket, at most one upstream socket and, while a direction carries a bulk
+// transfer (splice(2) moves it without copying it through user space), a pipe: at most 6,
+// usually 2. Network input never throws or aborts: a hostile client costs its own connection only.
 #pragma once
 
 #include <atomic>
@@ -31,6 +31,7 @@
 #include "common/events.h"
 #include "common/status.h"
 #include "common/unique_fd.h"
+#include "net/content_decoder.h"
 #include "net/egress_rules.h"
 #include "net/http_parser.h"
 #include "net/resolver.h"
@@ -61,7 +62,11 @@ using HostAnswerFn = std::function<void(bool allow)>;
 using AskHostFn = std::function<void(const HostQuestion& question, HostAnswerFn done)>;
 
 struct ProxyOptions {
-  size_t max_connections = 512;  // per sandbox; beyond it: 503 / SOCKS reply 1, counted
+  // Client connections served at once (per sandbox: one proxy serves one sandbox, all its
+  // listeners together). Beyond it a connection is refused as it is accepted: 503 / SOCKS reply
+  // 1 within a second, or closed at once when many are refused together; the first refusal and
+  // then the 10th, 100th, ... emit `net.limit` (and Stop() the last count).
+  size_t max_connections = policy::kDefaultProxyConnections;
   // At most this many user-space bytes per direction of a connection; the proxy does not read
   // a side again until what it read from that side has been written to the other one.
   size_t buffer_high_watermark = 256 << 10;
@@ -89,6 +94,11 @@ struct ProxyOptions {
   // one `credential.leak_attempt` event each); every request that carries a real secret emits
   // `credential.use`.
   const CredentialBroker* credentials = nullptr;
+  // Responses the broker scans (routes, intercepted tunnels) are asked for without a content
+  // coding; one that comes encoded all the same (gzip, deflate) is decoded before the scan
+  // within these bounds, and one the proxy cannot decode (br, zstd, ...) gets 502. Either
+  // refusal emits `credential.response_refused`.
+  ContentDecodeLimits decode_limits;
   // Host approvals (null: none; a host without a rule is denied at once). Called on the loop
   // thread while the request is held: nothing more is read from the client until the answer.
   // Approved, the request goes on exactly as if a rule allowed the name (resolution, the address
@@ -127,7 +137,7 @@ class EgressProxy {
     uint64_t active = 0;            // client connections being served now
     uint64_t denied = 0;            // net.deny events
     uint64_t allowed = 0;           // destinations authorised (tunnels, forwarded requests)
-    uint64_t refused_over_cap = 0;  // connections beyond max_connections
+    uint64_t refused_over_cap = 0;  // connections beyond max_connections (net.limit)
     uint64_t errors = 0;            // malformed requests, timeouts, upstream failures
     uint64_t bytes_up = 0;          // written to upstream servers
     uint64_t bytes_down = 0;        // written to clients

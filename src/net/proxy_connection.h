@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "net/content_decoder.h"
 #include "net/credentials.h"
 #include "net/http_parser.h"
 #include "net/proxy.h"
@@ -34,6 +35,9 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   }
   bool IsTlsPort(uint16_t port) const;
   void OnAccepted(int fd, int family);
+  // net.limit for the connection cap: at the first refusal, the 10th, the 100th, ..., and at
+  // the end for the last count.
+  void ReportOverCap(bool final);
   void Stop();
 
   asio::io_context& ctx;
@@ -46,7 +50,9 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   bool stopped = false;
   std::unordered_set<Connection*> connections;
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> listeners;
-  size_t rejecting = 0;  // over-cap connections being answered
+  size_t rejecting = 0;               // over-cap connections being answered
+  uint64_t over_cap_reported = 0;     // the refusal count in the last net.limit
+  uint64_t next_over_cap_report = 1;  // the count that is reported next
 
   struct Counters {
     std::atomic<uint64_t> accepted{0}, active{0}, denied{0}, allowed{0}, refused_over_cap{0},
@@ -118,6 +124,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool CheckNameLeak(const Target& t, std::string_view where);
   void EmitLeak(const BrokeredCredential& c, const Target& t, std::string_view where);
   void EmitUse(const BrokeredCredential& c, const Target& t);
+  // A response from a credential's host that could not be scanned for secrets and was withheld
+  // (credential.response_refused).
+  void EmitResponseRefused(const Target& t, std::string_view reason, std::string_view detail);
   static std::string LeakBody(const BrokeredCredential& c, const Target& t);
   // While a response is awaited: a client that leaves (EOF, reset) ends the connection and its
   // upstream at once instead of at the idle timeout. Pipelined bytes end the watch.
@@ -178,6 +187,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<void> CopyExact(Side& from, Side& to, uint64_t n, asio::error_code& ec);
   asio::awaitable<void> CopyChunked(Side& from, Side& to, bool reencode, asio::error_code& ec);
   asio::awaitable<void> CopyUntilEof(Side& from, Side& to, asio::error_code& ec);
+  // A response body the broker watches (masker_ set), on its way to the client: decoded when it
+  // has a content coding, masked, and framed as PrepareDown told the client. PrepareDown fails
+  // for a coding that cannot be decoded; WriteDown and EndDown set down_error_ on corrupt data
+  // or a decoding limit.
+  Status PrepareDown(const HttpRequestHead& head, HttpResponseHead& shown);
+  asio::awaitable<void> WriteDown(std::string_view data, asio::error_code& ec);
+  asio::awaitable<void> EndDown(asio::error_code& ec);
+  asio::awaitable<void> SendDown(const std::string& data, asio::error_code& ec);
   // An HTTP error answer with "Connection: close", then LingerClose().
   asio::awaitable<void> SendError(int status, const std::string& body);
   // Half-closes, drains what the client still sends for a moment (so that closing does not
@@ -215,7 +232,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::optional<CredentialBroker::BodyScanner> body_scan_;  // request body, client -> upstream
   const BrokeredCredential* body_leak_ = nullptr;           // what the scanner found
   std::optional<CredentialBroker::Masker> masker_;          // response, upstream -> client
-  std::string tls_error_;                                   // the last TLS failure
+  std::unique_ptr<ContentDecoder> decoder_;                 // the response's content coding
+  bool chunk_down_ = false;  // the watched response goes to the client in chunks of our own
+  Status down_error_;        // why the watched response could not be passed on
+  std::string tls_error_;    // the last TLS failure
 
   std::shared_ptr<ResolveWait> resolve_wait_;
   std::shared_ptr<HostHold> host_hold_;

@@ -31,6 +31,15 @@ void Connection::EmitUse(const BrokeredCredential& c, const Target& t) {
       {{"credential", c.name}, {"host", t.host.ToString()}, {"port", t.port}, {"via", t.via}});
 }
 
+void Connection::EmitResponseRefused(const Target& t, std::string_view reason,
+                                     std::string_view detail) {
+  core_->Emit("credential.response_refused", {{"host", t.host.ToString()},
+                                              {"port", t.port},
+                                              {"via", t.via},
+                                              {"reason", reason},
+                                              {"detail", detail}});
+}
+
 std::string Connection::LeakBody(const BrokeredCredential& c, const Target& t) {
   return "ward: refused: this request to " + t.Display() + " carries the phantom value of " +
          "credential " + c.name + ", which stands for a secret that only goes to that " +

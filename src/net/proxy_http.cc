@@ -50,14 +50,14 @@ asio::awaitable<void> Connection::CopyExact(Side& from, Side& to, uint64_t n,
       co_return;
     }
     if (mask) {
-      co_await WriteAll(to, masker_->Process(data), ec);
+      co_await WriteDown(data, ec);
     } else {
       co_await WriteAll(to, data, ec);
     }
     if (ec) co_return;
     n -= got;
   }
-  if (mask) co_await WriteAll(to, masker_->Flush(), ec);
+  if (mask) co_await EndDown(ec);
 }
 
 asio::awaitable<void> Connection::CopyChunked(Side& from, Side& to, bool reencode,
@@ -82,8 +82,10 @@ asio::awaitable<void> Connection::CopyChunked(Side& from, Side& to, bool reencod
       co_return;
     }
     if (mask) {
-      decoded = masker_->Process(decoded);
-      if (r.done()) decoded += masker_->Flush();
+      co_await WriteDown(decoded, ec);
+      if (!ec && r.done()) co_await EndDown(ec);
+      if (ec || r.done()) co_return;
+      continue;
     }
     if (!decoded.empty()) {
       std::string out = reencode ? EncodeChunk(decoded) : std::move(decoded);
@@ -111,18 +113,85 @@ asio::awaitable<void> Connection::CopyUntilEof(Side& from, Side& to, asio::error
     size_t got = co_await ReadSome(from, core_->options.buffer_high_watermark, ec);
     if (ec == asio::error::eof) {
       ec = {};
-      if (mask) co_await WriteAll(to, masker_->Flush(), ec);
+      if (mask) co_await EndDown(ec);
       co_return;
     }
     if (ec) co_return;
     std::string_view data(core_->scratch.data(), got);
     if (mask) {
-      co_await WriteAll(to, masker_->Process(data), ec);
+      co_await WriteDown(data, ec);
     } else {
       co_await WriteAll(to, data, ec);
     }
     if (ec) co_return;
   }
+}
+
+asio::awaitable<void> Connection::WriteDown(std::string_view data, asio::error_code& ec) {
+  ec = {};
+  if (!decoder_) {
+    co_await SendDown(masker_->Process(data), ec);
+    co_return;
+  }
+  decoder_->Push(data);
+  while (true) {
+    std::string plain;
+    Status st = decoder_->Pull(&plain, core_->options.buffer_high_watermark);
+    if (!st.ok()) {
+      down_error_ = std::move(st);
+      ec = asio::error::invalid_argument;
+      co_return;
+    }
+    if (plain.empty()) co_return;
+    co_await SendDown(masker_->Process(plain), ec);
+    if (ec) co_return;
+  }
+}
+
+asio::awaitable<void> Connection::EndDown(asio::error_code& ec) {
+  ec = {};
+  if (decoder_) {
+    if (Status st = decoder_->Finish(); !st.ok()) {
+      down_error_ = std::move(st);
+      ec = asio::error::invalid_argument;
+      co_return;
+    }
+  }
+  co_await SendDown(masker_->Flush(), ec);
+  if (!ec && chunk_down_) co_await WriteAll(client_, kLastChunk, ec);
+}
+
+asio::awaitable<void> Connection::SendDown(const std::string& data, asio::error_code& ec) {
+  ec = {};
+  if (data.empty()) co_return;
+  if (chunk_down_) {
+    co_await WriteAll(client_, EncodeChunk(data), ec);
+  } else {
+    co_await WriteAll(client_, data, ec);
+  }
+}
+
+Status Connection::PrepareDown(const HttpRequestHead& head, HttpResponseHead& rh) {
+  decoder_.reset();
+  down_error_ = Ok();
+  chunk_down_ = false;
+  if (!masker_) return Ok();
+  const std::vector<std::string_view> codings = rh.headers.GetAll("Content-Encoding");
+  if (!codings.empty()) {
+    auto decoder = ContentDecoder::ForFields(codings, core_->options.decode_limits);
+    if (!decoder.ok()) {
+      // Nothing to scan in a response without a body; any other cannot be passed on unscanned.
+      if (rh.body.kind != BodyKind::kNone) return decoder.status();
+    } else if (*decoder) {
+      // The client gets the decoded body, whose length is known only at its end.
+      rh.headers.Remove("Content-Encoding");
+      rh.content_length.reset();
+      if (rh.body.kind == BodyKind::kContentLength) rh.body = {BodyKind::kChunked, 0};
+      if (rh.body.kind != BodyKind::kNone) decoder_ = std::move(decoder).value();
+    }
+  }
+  chunk_down_ = rh.body.kind == BodyKind::kChunked && head.version_minor >= 1;
+  return Ok();
 }
 
 asio::awaitable<void> Connection::WatchClient(std::shared_ptr<Connection> self,
@@ -221,7 +290,12 @@ asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
     }
     used = std::move(v.used);
     if (has_body) body_scan_.emplace(*core_->broker, t.host, t.port, via_tls);
-    if (via_tls) masker_.emplace(*core_->broker);
+    if (via_tls) {
+      // What comes back may echo the secret: it is scanned, so ask for it unencoded (anything
+      // encoded all the same is decoded before the scan, or refused).
+      masker_.emplace(*core_->broker);
+      up.headers.Set("Accept-Encoding", "identity");
+    }
   }
   auto mask = [&](std::string s) { return masker_ ? core_->broker->MaskSecrets(s) : std::move(s); };
   const std::string request = SerializeUpstreamRequest(up, *uri, /*keep_alive=*/true);
@@ -347,10 +421,21 @@ asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
   }
 
   const HttpResponseHead& rh = rp.head();
+  HttpResponseHead shown = rh;  // what the client is told: the decoded body's framing
+  if (Status st = PrepareDown(head, shown); !st.ok()) {
+    // An encoding the broker cannot read would carry whatever it hides past the masker.
+    core_->stats.errors++;
+    FinishUpstream();
+    EmitResponseRefused(t, "content_coding", st.message());
+    co_await SendError(502, "ward: refused: the response from " + t.Display() +
+                                " cannot be checked for the credential's secret: " + st.message() +
+                                "\n");
+    co_return false;
+  }
   const int minor = head.version_minor;
-  const bool client_keep = head.keep_alive && rh.body.kind != BodyKind::kUntilClose &&
-                           !(rh.body.kind == BodyKind::kChunked && minor == 0);
-  co_await WriteAll(client_, mask(SerializeClientResponse(rh, minor, head.keep_alive)), ec);
+  const bool client_keep = head.keep_alive && shown.body.kind != BodyKind::kUntilClose &&
+                           !(shown.body.kind == BodyKind::kChunked && minor == 0);
+  co_await WriteAll(client_, mask(SerializeClientResponse(shown, minor, head.keep_alive)), ec);
   if (!ec) {
     switch (rh.body.kind) {
       case BodyKind::kNone:
@@ -368,6 +453,13 @@ asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
   }
   upstream_requests_++;
   ++watch_generation_;
+  if (ec && !down_error_.ok()) {
+    // A body that cannot be decoded (corrupt, or a bomb): what was scanned is out, the rest is
+    // withheld, and the client sees a truncated response.
+    EmitResponseRefused(
+        t, down_error_.code() == Code::kResourceExhausted ? "decode_limit" : "decode_error",
+        down_error_.message());
+  }
   if (ec) {
     // Part of the response is out: all we can do is close, so the client sees it truncated.
     core_->stats.errors++;

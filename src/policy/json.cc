@@ -88,7 +88,8 @@ json PolicyToJson(const Policy& p) {
                  {"cpu_cores", OptionalNumber(p.limits.cpu_cores)},
                  {"timeout_ms", OptionalNumber(p.limits.timeout_ms)},
                  {"tmp_size_bytes", OptionalNumber(p.limits.tmp_size_bytes)},
-                 {"file_size_bytes", OptionalNumber(p.limits.file_size_bytes)}};
+                 {"file_size_bytes", OptionalNumber(p.limits.file_size_bytes)},
+                 {"proxy_connections", OptionalNumber(p.limits.proxy_connections)}};
   limits["origins"] = json::object();
   for (const auto& [key, o] : p.limits.origins) limits["origins"][key] = OriginToJson(o);
   j["limits"] = std::move(limits);

@@ -312,8 +312,8 @@ struct CredentialBuild {
 const std::vector<std::string> kTopKeys = {"description", "extends", "workspace", "filesystem",
                                            "env",         "network", "limits",    "credentials",
                                            "approvals",   "sandbox"};
-const std::vector<std::string> kLimitKeys = {"memory",  "pids",     "cpu",
-                                             "timeout", "tmp_size", "file_size"};
+const std::vector<std::string> kLimitKeys = {
+    "memory", "pids", "cpu", "timeout", "tmp_size", "file_size", "proxy_connections"};
 const char* kNarrowOnly =
     "a workspace file (.ward.toml) may only narrow the policy: it may set filesystem.deny, "
     "filesystem.protected, network.deny, limits.* (lower only) and workspace.access "
@@ -762,6 +762,16 @@ class Loader {
     return static_cast<uint64_t>(i->get());
   }
 
+  Result<uint64_t> ProxyConnectionsValue(const toml::node& n, const Origin& o) {
+    const auto* i = n.as_integer();
+    if (i == nullptr) return WrongType(o, "an integer", n);
+    if (i->get() <= 0 || static_cast<uint64_t>(i->get()) > kMaxProxyConnections) {
+      return ErrorAt(o, "must be a number of connections between 1 and " +
+                            std::to_string(kMaxProxyConnections));
+    }
+    return static_cast<uint64_t>(i->get());
+  }
+
   Result<double> CpuValue(const toml::node& n, const Origin& o) {
     double d;
     if (const auto* i = n.as_integer()) {
@@ -817,6 +827,16 @@ class Loader {
         WARD_ASSIGN_OR_RETURN(uint64_t ms, DurationValue(n, ko));
         WARD_TRY(SetLimit(&l.timeout_ms, ms, key, ko, narrow, FormatMs(ms),
                           l.timeout_ms ? FormatMs(*l.timeout_ms) : ""));
+      } else if (key == "proxy_connections") {
+        WARD_ASSIGN_OR_RETURN(uint64_t c, ProxyConnectionsValue(n, ko));
+        // Unset is not unlimited here but the default: a workspace file may not go above it.
+        if (narrow && !l.proxy_connections && c > kDefaultProxyConnections) {
+          return ErrorAt(ko, std::to_string(c) + " is above the default limit " +
+                                 std::to_string(kDefaultProxyConnections) +
+                                 "; a workspace file (.ward.toml) may only lower limits");
+        }
+        WARD_TRY(SetLimit(&l.proxy_connections, c, key, ko, narrow, std::to_string(c),
+                          l.proxy_connections ? std::to_string(*l.proxy_connections) : ""));
       }
     }
     return Ok();
@@ -1182,6 +1202,19 @@ class Loader {
       }
       l.pids = v;
       l.origins["pids"] = cli("--pids");
+    }
+    if (flags_.proxy_connections) {
+      const std::string& s = *flags_.proxy_connections;
+      uint64_t v = 0;
+      auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v == 0 ||
+          v > kMaxProxyConnections) {
+        return ErrorAt(cli("--proxy-connections"),
+                       "expected a number of connections between 1 and " +
+                           std::to_string(kMaxProxyConnections) + ", got " + Quote(s));
+      }
+      l.proxy_connections = v;
+      l.origins["proxy_connections"] = cli("--proxy-connections");
     }
     if (flags_.cpu) {
       const std::string& s = *flags_.cpu;

@@ -30,6 +30,7 @@ struct RunFlags {
   std::vector<std::string> credentials;          // --credential NAME (defined by the profile)
   std::vector<std::string> credential_env;       // --credential-env VAR=HOST[,HOST...]
   std::optional<std::string> memory, pids, cpu, timeout, tmp_size, file_size;  // raw CLI strings
+  std::optional<std::string> proxy_connections;                                // raw CLI string
   std::optional<bool> approvals;                                               // --ask
   bool no_audit = false;                                                       // --no-audit
 };

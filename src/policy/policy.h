@@ -63,14 +63,21 @@ struct NetworkPolicy {
   std::vector<HostRule> deny;
 };
 
+// Concurrent connections from one sandbox to its egress proxy, when no profile says otherwise:
+// far above what package managers open (they keep a few dozen), far below what would tie up
+// the supervisor's descriptors.
+inline constexpr uint64_t kDefaultProxyConnections = 128;
+inline constexpr uint64_t kMaxProxyConnections = 16384;
+
 struct Limits {
   std::optional<uint64_t> memory_bytes;
   std::optional<uint64_t> pids;
   std::optional<double> cpu_cores;
   std::optional<uint64_t> timeout_ms;
-  std::optional<uint64_t> tmp_size_bytes;   // private /tmp and HOME tmpfs
-  std::optional<uint64_t> file_size_bytes;  // RLIMIT_FSIZE
-  std::map<std::string, Origin> origins;    // key: "memory", "pids", ...
+  std::optional<uint64_t> tmp_size_bytes;     // private /tmp and HOME tmpfs
+  std::optional<uint64_t> file_size_bytes;    // RLIMIT_FSIZE
+  std::optional<uint64_t> proxy_connections;  // nullopt: kDefaultProxyConnections
+  std::map<std::string, Origin> origins;      // key: "memory", "pids", ...
 };
 
 // How a credential's secret is fetched on the host (never inside the sandbox).

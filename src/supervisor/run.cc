@@ -106,6 +106,8 @@ class Session {
           net::MakeSystemResolver(ctx_, overrides_ ? *overrides_ : net::ResolverOverrides{});
       net::ProxyOptions po;
       po.credentials = broker_;
+      po.max_connections =
+          req_.policy.limits.proxy_connections.value_or(policy::kDefaultProxyConnections);
       if (approvals_) {
         // Host approvals: a request for a host without a rule is held while the broker asks.
         po.ask_host = approvals_->HostAsker();

@@ -120,8 +120,11 @@ std::shared_ptr<SSL_CTX> TestPki::SelfSigned(const std::string& name) {
 
 // ------------------------------------------------------------------ upstream
 
-HttpsUpstream::HttpsUpstream(std::shared_ptr<SSL_CTX> ctx)
-    : listener_(ListenTcp()), port_(listener_.port), ctx_(std::move(ctx)) {
+HttpsUpstream::HttpsUpstream(std::shared_ptr<SSL_CTX> ctx, Responder responder)
+    : listener_(ListenTcp()),
+      port_(listener_.port),
+      ctx_(std::move(ctx)),
+      responder_(std::move(responder)) {
   // SSL_write to a client that went away must fail with EPIPE, not kill the test binary.
   signal(SIGPIPE, SIG_IGN);
   acceptor_ = std::thread([this] {
@@ -226,6 +229,12 @@ void HttpsUpstream::Serve(int fd) {
         req.body = decoded;
       }
       bool close = !parser.head().keep_alive;
+      std::string custom = responder_ ? responder_(req) : std::string();
+      // A response that ends at the close (no length) must close.
+      if (custom.substr(0, custom.find("\r\n\r\n")).find("Connection: close") !=
+          std::string::npos) {
+        close = true;
+      }
       std::string target = req.target;
       std::string method = req.method;
       std::string head_text = req.head;
@@ -235,7 +244,9 @@ void HttpsUpstream::Serve(int fd) {
         cv_.notify_all();
       }
       std::string conn = close ? "Connection: close\r\n" : "";
-      if (target == "/sse") {
+      if (responder_) {
+        if (!SslWriteAll(ssl, custom)) goto done;
+      } else if (target == "/sse") {
         std::string h = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n" + conn +
                         "Transfer-Encoding: chunked\r\n\r\n";
         if (!SslWriteAll(ssl, h + Chunk("data: first\n\n"))) goto done;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,9 +61,12 @@ struct UpstreamRequest {
 //               "data: second"
 //   /echo       200 with the request head as the body
 //   anything    200 "ok <method> <target>"
+// A responder, when set, answers every request instead: it returns the whole response (head and
+// body, as raw bytes) for the request it is given.
 class HttpsUpstream {
  public:
-  explicit HttpsUpstream(std::shared_ptr<SSL_CTX> ctx);
+  using Responder = std::function<std::string(const UpstreamRequest&)>;
+  explicit HttpsUpstream(std::shared_ptr<SSL_CTX> ctx, Responder responder = nullptr);
   ~HttpsUpstream();
   uint16_t port() const { return port_; }
   std::vector<UpstreamRequest> requests() const;
@@ -77,6 +81,7 @@ class HttpsUpstream {
   Listener listener_;
   uint16_t port_ = 0;
   std::shared_ptr<SSL_CTX> ctx_;
+  Responder responder_;
   std::atomic<bool> stop_{false};
   std::atomic<size_t> handshakes_{0}, connections_{0};
   mutable std::mutex mu_;

@@ -331,9 +331,49 @@ TEST_F(ProxyHostileTest, ConnectionCapRefusesCleanly) {
   }
   EXPECT_EQ(proxy_->stats().refused_over_cap, 2u);
   EXPECT_EQ(origin_.requests().size(), 0u);
+  ASSERT_EQ(proxy_->events("net.limit").size(), 1u);
+  EXPECT_EQ(proxy_->events("net.limit")[0].data["cap"], 3);
   held.pop_back();
   ASSERT_TRUE(proxy_->WaitFor([](const auto& s) { return s.active == 2; }));
   ExpectHealthy();
+}
+
+// Idle connections past the default cap: at most the cap stay open, whatever the client
+// speaks; the refusals are recorded as net.limit (the first one at once, the last count when
+// the proxy stops). Below the cap every connection is served.
+TEST_F(ProxyHostileTest, IdleConnectionsBeyondTheDefaultCapAreRefusedAndRecorded) {
+  ProxyOptions options;
+  EXPECT_EQ(options.max_connections, 128u);
+  Start(options);
+  std::vector<UniqueFd> held;
+  for (int i = 0; i < 128; ++i) {
+    held.push_back(ConnectTo(proxy_->port()));
+    ASSERT_TRUE(held.back());
+  }
+  ASSERT_TRUE(proxy_->WaitFor([](const auto& s) { return s.active == 128; }));
+  EXPECT_TRUE(proxy_->events("net.limit").empty());
+  // Positive control: every one of them is served (a request on the last one is answered).
+  ASSERT_TRUE(SendAll(held.back().get(), Get("/under-the-cap")));
+  HttpResult ok = RecvHttpResponse(held.back().get());
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.body, "ok /under-the-cap");
+  // Beyond: idle connections are closed within a second, and hold nothing.
+  std::vector<UniqueFd> over;
+  for (int i = 0; i < 272; ++i) over.push_back(ConnectTo(proxy_->port()));
+  for (auto& fd : over) EXPECT_TRUE(WaitClosed(fd.get(), 5000));
+  EXPECT_EQ(proxy_->stats().active, 128u);
+  EXPECT_EQ(proxy_->stats().refused_over_cap, 272u);
+  auto events = proxy_->events("net.limit");
+  ASSERT_GE(events.size(), 1u);
+  EXPECT_EQ(events[0].data["limit"], "proxy_connections");
+  EXPECT_EQ(events[0].data["cap"], 128);
+  EXPECT_EQ(events[0].data["refused"], 1);
+  // 1, 10 and 100 so far; the stop reports the total.
+  EXPECT_EQ(events.size(), 3u);
+  proxy_->StopAndJoin();
+  events = proxy_->events("net.limit");
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events.back().data["refused"], 272);
 }
 
 TEST_F(ProxyHostileTest, IdleTunnelIsClosedAndReported) {

@@ -835,6 +835,43 @@ TEST(Flags, Errors) {
               {"--profile", "invalid profile name"});
 }
 
+// limits.proxy_connections: the per-sandbox cap on connections to the egress proxy.
+TEST(Limits, ProxyConnectionsKeyFlagAndDefault) {
+  Result<Policy> r = LoadText("");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_FALSE(r->limits.proxy_connections.has_value());  // the proxy's default then applies
+  EXPECT_EQ(kDefaultProxyConnections, 128u);
+
+  r = LoadText("[limits]\nproxy_connections = 32\n");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_EQ(r->limits.proxy_connections, 32u);
+  EXPECT_EQ(r->limits.origins.at("proxy_connections").key, "limits.proxy_connections");
+  EXPECT_EQ(r->limits.origins.at("proxy_connections").line, 2);
+
+  ExpectError(LoadText("[limits]\nproxy_connections = 0\n"),
+              {"t.toml:2: limits.proxy_connections", "between 1 and 16384"});
+  ExpectError(LoadText("[limits]\nproxy_connections = -5\n"), {"limits.proxy_connections"});
+  ExpectError(LoadText("[limits]\nproxy_connections = 100000\n"), {"between 1 and 16384"});
+  ExpectError(LoadText("[limits]\nproxy_connections = \"64\"\n"),
+              {"limits.proxy_connections", "integer"});
+  ExpectError(LoadText("[limits]\nproxy_conections = 64\n"),
+              {"limits.proxy_conections", "did you mean 'proxy_connections'"});
+
+  MemFs fs;
+  fs.AddProfile("t", "[limits]\nproxy_connections = 16\n");
+  RunFlags f;
+  f.profile = "t";
+  f.proxy_connections = "512";
+  r = Load(fs, f);
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_EQ(r->limits.proxy_connections, 512u);
+  EXPECT_EQ(r->limits.origins.at("proxy_connections").key, "--proxy-connections");
+  for (const char* bad : {"0", "-1", "12abc", "", "99999"}) {
+    f.proxy_connections = bad;
+    ExpectError(Load(fs, f), {"--proxy-connections", "between 1 and 16384"});
+  }
+}
+
 TEST(Flags, CredentialMustBeDefinedByTheProfile) {
   MemFs fs;
   RunFlags f;

@@ -175,6 +175,31 @@ TEST(WorkspaceFile, LimitsOnlyLower) {
   EXPECT_THAT(ErrorOf(WithWorkspaceFile("[limits]\nmemory = \"-1G\"\n")), HasSubstr("negative"));
 }
 
+// The proxy connection cap is a limit the workspace file may lower, never raise; unset in the
+// profiles it stands at the default, not at "unlimited".
+TEST(WorkspaceFile, ProxyConnectionsOnlyLowerThanTheDefaultOrTheProfile) {
+  Result<Policy> r = WithWorkspaceFile("[limits]\nproxy_connections = 20\n");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_EQ(r->limits.proxy_connections, 20u);
+  r = WithWorkspaceFile("[limits]\nproxy_connections = 129\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":2: limits.proxy_connections"));
+  EXPECT_THAT(ErrorOf(r), HasSubstr("above the default limit 128"));
+  EXPECT_THAT(ErrorOf(r), HasSubstr("may only lower limits"));
+
+  MemFs fs;
+  fs.AddProfile("t", "[limits]\nproxy_connections = 300\n");
+  fs.AddWorkspaceFile("[limits]\nproxy_connections = 301\n");
+  RunFlags flags;
+  flags.profile = "t";
+  r = testing::Load(fs, flags);
+  EXPECT_THAT(ErrorOf(r), HasSubstr("above the effective limit 300"));
+  fs.AddWorkspaceFile("[limits]\nproxy_connections = 200\n");
+  r = testing::Load(fs, flags);
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_EQ(r->limits.proxy_connections, 200u);
+}
+
 TEST(WorkspaceFile, CommandLineComesAfterTheWorkspaceFile) {
   // The user's own flags are applied last: they may raise a limit the workspace lowered.
   RunFlags f;
