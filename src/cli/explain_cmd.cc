@@ -31,6 +31,7 @@ int RunExplain(const ExplainOptions& opts) {
   in.policy = &pol.value();
   in.argv = opts.command;
   in.version = WARD_VERSION;
+  in.raw_terminal = opts.run.raw_terminal;
   supervisor::ApprovalRunOptions ap;
   ap.approver = opts.run.approver;
   in.approval_channels =

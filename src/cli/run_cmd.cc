@@ -254,6 +254,7 @@ int RunCommand(RunCommandOptions& opts) {
     }
     req.argv = opts.command;
     req.resolve = opts.resolve;
+    req.raw_terminal = opts.run.raw_terminal;
     req.approvals.approver = opts.run.approver;
     if (!opts.run.approver_secret_env.empty()) {
       req.approvals.approver_secret = "env:" + opts.run.approver_secret_env;
@@ -334,6 +335,7 @@ int RunCommand(RunCommandOptions& opts) {
           in.env = req.env;
           in.version = WARD_VERSION;
           in.record_only = true;
+          in.raw_terminal = req.raw_terminal;
           in.approval_channels = supervisor::ApprovalChannelNames(
               req.approvals, isatty(0) == 1 && (isatty(1) == 1 || isatty(2) == 1));
           Result<nlohmann::json> ex = supervisor::ExplainPlan(in, features, plan, notes);

@@ -22,6 +22,7 @@ struct RunOptions {
   std::string approver;              // --approver URL (webhook approvals)
   std::string approver_secret_env;   // --approver-secret-env VAR
   std::string approver_secret_file;  // --approver-secret-file FILE
+  bool raw_terminal = false;         // --raw-terminal: the command's output unfiltered
 };
 
 void AddRunOptions(CLI::App* app, RunOptions* opts);
