@@ -152,6 +152,7 @@ const char* JudgeEscape(std::string_view body) {
   if (inter.empty()) {
     if (final == 'Z') return "DECID (identify request)";
     if (final == 'N' || final == 'O') return "SS2 / SS3 (single shift)";
+    if (final == '\\') return "ST without a string";
     return nullptr;
   }
   if (inter[0] == '%') return "DOCS (selects the terminal's encoding)";
@@ -370,6 +371,8 @@ void TerminalFilter::C1(uint32_t cp, std::string_view raw) {
       return Drop(JudgeEscape("N"), raw);
     case 0x9a:
       return Drop(JudgeEscape("Z"), raw);
+    case 0x9c:
+      return Drop(JudgeEscape("\\"), raw);
     default:
       return Emit(raw);
   }
