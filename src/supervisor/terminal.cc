@@ -144,13 +144,14 @@ void TerminalPrompter::Ask(const PromptQuestion& question, AnswerFn answer) {
   typed_.clear();
   keys_.Reset();
   if (output_) output_->Hold();
+  // What was typed before the question is on the screen is not its answer. (A key typed
+  // between this and the drawing cannot allow: the code is not known before it is shown.)
+  tcflush(in_fd_, TCIFLUSH);
   // The terminal is in raw mode: "\r\n" starts a fresh line.
   std::string text(kPromptPreamble);
   text += "[ward] " + question.request + "\r\n[ward] " + question.instructions +
           "\r\n[ward] answer: ";
   WriteToTerminal(out_fd_, text);
-  // What was typed before the question was on the screen is not its answer.
-  tcflush(in_fd_, TCIFLUSH);
 }
 
 void TerminalPrompter::Cancel() {
