@@ -59,6 +59,7 @@ void AddExplainCommand(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "explain", "Describe what `ward run` with these options would enforce, and how");
   AddRunOptions(sub, &opts->run);
+  AddTerminalOptions(sub, &opts->run);
   sub->add_flag("--json", opts->json, "Machine-readable output");
   sub->add_option("command", opts->command, "COMMAND [ARGS...] (after --)");
   sub->positionals_at_end();

@@ -71,6 +71,9 @@ void AddRunOptions(CLI::App* app, RunOptions* o) {
   app->add_option("--approver-secret-file", o->approver_secret_file,
                   "FILE: a file (ours, mode 0600) holding the approver's HMAC secret");
   app->add_flag("--no-audit", f.no_audit, "Run without writing an audit trail (explicit)");
+}
+
+void AddTerminalOptions(CLI::App* app, RunOptions* o) {
   app->add_flag("--raw-terminal", o->raw_terminal,
                 "Relay the command's terminal output unfiltered (report requests, clipboard "
                 "writes and the like reach your terminal; see docs/terminal.md)");

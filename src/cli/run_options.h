@@ -26,6 +26,8 @@ struct RunOptions {
 };
 
 void AddRunOptions(CLI::App* app, RunOptions* opts);
+// The options about the user's terminal: `ward run` and `ward explain` only.
+void AddTerminalOptions(CLI::App* app, RunOptions* opts);
 
 // The caller's environment as (name, value) pairs.
 std::vector<std::pair<std::string, std::string>> CallerEnvironment();

@@ -105,8 +105,8 @@ std::string PromptChannel::Question(const ApprovalRequest& r, std::chrono::milli
           : "to connect to " + Shorten(r.subject, 300) + " port " + std::to_string(r.port);
   // Everything from the sandbox goes through the sanitiser: no escape sequence reaches the
   // terminal, no bidi override reorders what the human reads.
-  return audit::SanitizeForTerminal("request " + std::to_string(r.id) + ": " + who +
-                                    " asks " + what + " (deny in " + Seconds(timeout) + ")");
+  return audit::SanitizeForTerminal("request " + std::to_string(r.id) + ": " + who + " asks " +
+                                    what + " (deny in " + Seconds(timeout) + ")");
 }
 
 void PromptChannel::Ask(const ApprovalRequest& request, std::chrono::milliseconds timeout,
@@ -132,7 +132,8 @@ void PromptChannel::ShowNext() {
     q.request = Question(current_->request, current_->timeout);
     q.code = *code;
     q.instructions = Instructions(*code);
-    prompter_->Ask(q, [this, id](std::optional<std::string> typed) { OnTyped(id, std::move(typed)); });
+    prompter_->Ask(q,
+                   [this, id](std::optional<std::string> typed) { OnTyped(id, std::move(typed)); });
   }
 }
 

@@ -555,11 +555,11 @@ class Session {
   std::optional<asio::posix::stream_descriptor> pty_;
   std::optional<asio::posix::stream_descriptor> stdin_;
   std::optional<asio::posix::stream_descriptor> listener_;  // until the first notification
-  std::unique_ptr<PtyOutput> output_;           // the pty's output on its way to the terminal
-  std::set<std::string> reported_drops_;        // the kinds of sequence recorded as dropped
-  bool pty_paused_ = false;                     // not read while a question holds the output
-  std::optional<asio::steady_timer> repaint_;   // puts the pty's size back after ShrinkPty
-  std::unique_ptr<TerminalPrompter> prompter_;  // outlives the broker's terminal channel
+  std::unique_ptr<PtyOutput> output_;            // the pty's output on its way to the terminal
+  std::set<std::string> reported_drops_;         // the kinds of sequence recorded as dropped
+  bool pty_paused_ = false;                      // not read while a question holds the output
+  std::optional<asio::steady_timer> repaint_;    // puts the pty's size back after ShrinkPty
+  std::unique_ptr<TerminalPrompter> prompter_;   // outlives the broker's terminal channel
   std::unique_ptr<ApprovalsRuntime> approvals_;  // before notifier_: it outlives it
   std::unique_ptr<Notifier> notifier_;
   // Declared after ctx_: destroyed before it (StopEgress resets them earlier anyway).

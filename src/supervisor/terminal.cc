@@ -76,8 +76,7 @@ void ShrinkPty(int pty_master) {
   ioctl(pty_master, TIOCSWINSZ, &ws);
 }
 
-PtyOutput::PtyOutput(int out_fd, TerminalFilter::Options options)
-    : fd_(out_fd), filter_(options) {}
+PtyOutput::PtyOutput(int out_fd, TerminalFilter::Options options) : fd_(out_fd), filter_(options) {}
 
 void PtyOutput::Relay(std::string_view data) {
   if (held_) {
@@ -103,25 +102,23 @@ void PtyOutput::Resume() {
 void PtyOutput::End() { filter_.End(); }
 
 const std::string_view kPromptPreamble =
-    "\x18"                                                  // CAN: a half-sent sequence ends
-    "\x1b[?2026l"                                           // synchronized output ended
-    "\x1b[0$}"                                              // DECSASD: the main display
-    "\x1b[?1049l\x1b[?1047l\x1b[?47l"                       // the main screen
-    "\x1b[?9l\x1b[?1000l\x1b[?1001l\x1b[?1002l\x1b[?1003l"  // no mouse reports
-    "\x1b[?1004l"                                           // no focus reports
-    "\x1b[>0u"                                              // kitty keyboard: plain keys
-    "\x1b[?69l\x1b[r\x1b[?6l"                               // no margins, region, origin mode
-    "\x1b[?7h\x1b[4l\x1b[?5l\x1b[0m"                         // autowrap, replace, normal video
-    "\x1b(B\x0f"                                            // ASCII, in G0
+    "\x18"                                                      // CAN: a half-sent sequence ends
+    "\x1b[?2026l"                                               // synchronized output ended
+    "\x1b[0$}"                                                  // DECSASD: the main display
+    "\x1b[?1049l\x1b[?1047l\x1b[?47l"                           // the main screen
+    "\x1b[?9l\x1b[?1000l\x1b[?1001l\x1b[?1002l\x1b[?1003l"      // no mouse reports
+    "\x1b[?1004l"                                               // no focus reports
+    "\x1b[>0u"                                                  // kitty keyboard: plain keys
+    "\x1b[?69l\x1b[r\x1b[?6l"                                   // no margins, region, origin mode
+    "\x1b[?7h\x1b[4l\x1b[?5l\x1b[0m"                            // autowrap, replace, normal video
+    "\x1b(B\x0f"                                                // ASCII, in G0
     "\x1b]104\x1b\\\x1b]110\x1b\\\x1b]111\x1b\\\x1b]112\x1b\\"  // the default colours
-    "\x1b[?25h"                                             // the cursor shown
-    "\x1b[9999;1H\r\n\x1b[2K";                               // a fresh line at the bottom
+    "\x1b[?25h"                                                 // the cursor shown
+    "\x1b[9999;1H\r\n\x1b[2K";                                  // a fresh line at the bottom
 
 std::string PromptEpilogue(const TerminalModes& modes) {
   std::string s = "\x1b[<u";  // pops the keyboard mode the preamble pushed
-  auto set = [&s](int mode, bool on) {
-    s += "\x1b[?" + std::to_string(mode) + (on ? "h" : "l");
-  };
+  auto set = [&s](int mode, bool on) { s += "\x1b[?" + std::to_string(mode) + (on ? "h" : "l"); };
   for (int alt : {1049, 1047, 47}) {
     if (modes.Get(alt).value_or(false)) {
       set(alt, true);
@@ -149,8 +146,8 @@ void TerminalPrompter::Ask(const PromptQuestion& question, AnswerFn answer) {
   tcflush(in_fd_, TCIFLUSH);
   // The terminal is in raw mode: "\r\n" starts a fresh line.
   std::string text(kPromptPreamble);
-  text += "[ward] " + question.request + "\r\n[ward] " + question.instructions +
-          "\r\n[ward] answer: ";
+  text +=
+      "[ward] " + question.request + "\r\n[ward] " + question.instructions + "\r\n[ward] answer: ";
   WriteToTerminal(out_fd_, text);
 }
 
@@ -308,10 +305,10 @@ void TerminalPrompter::Keys::EndCsi(char final, std::string* keys) {
       }
     }
   }
-  if (event == 3) return;  // a key released
+  if (event == 3) return;                                           // a key released
   if (code >= 57399 && code <= 57408) code = '0' + (code - 57399);  // keypad digits
-  if (code == 57414) code = 13;                                       // keypad Enter
-  long m = mods > 0 ? mods - 1 : 0;                                   // shift 1, alt 2, ctrl 4
+  if (code == 57414) code = 13;                                     // keypad Enter
+  long m = mods > 0 ? mods - 1 : 0;                                 // shift 1, alt 2, ctrl 4
   if (code == 13) return keys->push_back('\r');
   if (code == 127 || code == 8) return keys->push_back(static_cast<char>(code));
   if (m & 4) {
@@ -322,7 +319,8 @@ void TerminalPrompter::Keys::EndCsi(char final, std::string* keys) {
   if (m & ~1L) return;  // alt, super...: no part of an answer
   if (code < 0x20 || code >= 0x7f) return keys->push_back('?');
   char c = static_cast<char>(code);
-  if (m & 1) c = std::isalpha(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '?';
+  if (m & 1)
+    c = std::isalpha(static_cast<unsigned char>(c)) ? static_cast<char>(std::toupper(c)) : '?';
   keys->push_back(c);
 }
 

@@ -24,7 +24,7 @@ constexpr const char* kMalformed = "malformed sequence";
 
 // A control sequence's parts: ESC [ (or CSI) marker params intermediates final.
 struct Csi {
-  char marker = 0;          // '<', '=', '>' or '?' right after the introducer
+  char marker = 0;           // '<', '=', '>' or '?' right after the introducer
   std::vector<long> params;  // -1 for an empty parameter; sub-parameters (':') are skipped
   std::string inter;
   char final = 0;
@@ -217,7 +217,7 @@ TerminalEncoding TerminalEncodingFromLocale(const char* lc_all, const char* lc_c
     // No charset: "C", "POSIX" and bare names are taken as UTF-8, except the legacy ones whose
     // default charset is 8-bit ("de_DE@euro").
     return l.find("@euro") != std::string_view::npos ? TerminalEncoding::kEightBit
-                                                      : TerminalEncoding::kUtf8;
+                                                     : TerminalEncoding::kUtf8;
   }
   std::string_view charset = l.substr(dot + 1);
   charset = charset.substr(0, charset.find('@'));
@@ -450,8 +450,8 @@ void TerminalFilter::Append(std::string_view raw) {
     if (seq_.size() < kHead) seq_.append(raw.substr(0, kHead - seq_.size()));
     return;
   }
-  size_t bound = state_ == State::kString || state_ == State::kStringEsc ? kMaxString
-                                                                          : kMaxSequence;
+  size_t bound =
+      state_ == State::kString || state_ == State::kStringEsc ? kMaxString : kMaxSequence;
   if (seq_.size() + raw.size() > bound) {
     discard_ = kOverLong;  // dropped whole; read on to its end
     return;

@@ -6,9 +6,9 @@
 #include <glob.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
-#include <nlohmann/json.hpp>
 
 #include "harness.h"
 #include "pty_session.h"
@@ -23,11 +23,11 @@ struct Request {
 
 const std::vector<Request>& Requests() {
   static const std::vector<Request> kRequests = {
-      {"\x1b[6n", "\x1b[12;34R"},                          // cursor position report
-      {"\x1b[21t", "\x1b]lrm -rf ~\x1b\\"},                 // the window title
-      {"\x1bP$qm\x1b\\", "\x1bP1$r0m\x1b\\"},              // DECRQSS
-      {"\x1b[c", "\x1b[?62;22c"},                          // device attributes
-      {"\x1b]52;c;?\x07", "\x1b]52;c;c2VjcmV0\x07"},       // clipboard read
+      {"\x1b[6n", "\x1b[12;34R"},                     // cursor position report
+      {"\x1b[21t", "\x1b]lrm -rf ~\x1b\\"},           // the window title
+      {"\x1bP$qm\x1b\\", "\x1bP1$r0m\x1b\\"},         // DECRQSS
+      {"\x1b[c", "\x1b[?62;22c"},                     // device attributes
+      {"\x1b]52;c;?\x07", "\x1b]52;c;c2VjcmV0\x07"},  // clipboard read
   };
   return kRequests;
 }
@@ -55,7 +55,7 @@ class TerminalOutputFilterTest : public SandboxTest {
  protected:
   struct Outcome {
     int status = -1;
-    std::string terminal;  // every byte the terminal received
+    std::string terminal;   // every byte the terminal received
     std::string stdin_got;  // what the command read from its terminal
   };
 

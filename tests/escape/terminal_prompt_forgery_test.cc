@@ -53,8 +53,8 @@ class TerminalPromptForgeryTest : public SandboxTest {
   std::unique_ptr<PtySession> Start() {
     RunOptions o = Defaults();
     o.env["XDG_RUNTIME_DIR"] = runtime_;
-    std::vector<std::string> argv = {WardBin(), "run",      "--ask",  "-r", StageDir(), "--",
-                                     "/bin/sh",  "-c",       kScript,  "sh", ProbeBin(), data_};
+    std::vector<std::string> argv = {WardBin(), "run", "--ask", "-r", StageDir(), "--",
+                                     "/bin/sh", "-c",  kScript, "sh", ProbeBin(), data_};
     return std::make_unique<PtySession>(argv, o);
   }
 

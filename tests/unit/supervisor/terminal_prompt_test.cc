@@ -96,7 +96,9 @@ TEST_F(PromptTest, OutputIsHeldWhileAskingAndTheTerminalIsResetFirst) {
   std::string after = Screen();
   size_t outcome = after.find("allowed once");
   size_t restore = after.find(PromptEpilogue(output_->modes()));
-  size_t held = after.find("\x1b[H\x1b[2J[ward] request 1: ... /harmless" "more");
+  size_t held = after.find(
+      "\x1b[H\x1b[2J[ward] request 1: ... /harmless"
+      "more");
   ASSERT_NE(outcome, std::string::npos) << after;
   ASSERT_NE(restore, std::string::npos) << after;
   ASSERT_NE(held, std::string::npos) << after;
@@ -142,14 +144,16 @@ TEST_F(PromptTest, OnlyTheCodeAllows) {
     PromptReply::Verdict verdict;
   };
   using V = PromptReply::Verdict;
-  for (const Case& c : {Case{"4821\r", "4821", V::kAllowOnce},
-                        Case{"4821s\r", "4821s", V::kAllowSession},
-                        Case{"y", "y", V::kDeny},  // the old one-key answer
-                        Case{"Y", "Y", V::kDeny}, Case{"n", "n", V::kDeny},
-                        Case{"\r", "", V::kDeny}, Case{"4822\r", "4822", V::kDeny},
-                        Case{"482\r", "482", V::kDeny}, Case{"48210\r", "48210", V::kDeny},
-                        Case{"48x", "48x", V::kDeny}, Case{"\x03", "\x03", V::kDeny},
-                        Case{"4831\x7f\x7f" "21\r", "4821", V::kAllowOnce}}) {
+  for (const Case& c :
+       {Case{"4821\r", "4821", V::kAllowOnce}, Case{"4821s\r", "4821s", V::kAllowSession},
+        Case{"y", "y", V::kDeny},  // the old one-key answer
+        Case{"Y", "Y", V::kDeny}, Case{"n", "n", V::kDeny}, Case{"\r", "", V::kDeny},
+        Case{"4822\r", "4822", V::kDeny}, Case{"482\r", "482", V::kDeny},
+        Case{"48210\r", "48210", V::kDeny}, Case{"48x", "48x", V::kDeny},
+        Case{"\x03", "\x03", V::kDeny},
+        Case{"4831\x7f\x7f"
+             "21\r",
+             "4821", V::kAllowOnce}}) {
     SCOPED_TRACE(c.input);
     answers_ = 0;
     Ask("4821");
@@ -205,7 +209,9 @@ TEST_F(PromptTest, KeysFromTheTerminalAreReadAsKeys) {
            // late answers to report requests: skipped whole
            Case{"\x1b]11;rgb:0000/0000/0000\x1b\\\x1b[?62;22c\x1bP1$r0m\x1b\\4821\r", "4821"},
            // Alt and a key is no key of the answer
-           Case{"\x1b" "14821\r", "4821"},
+           Case{"\x1b"
+                "14821\r",
+                "4821"},
        }) {
     SCOPED_TRACE(c.input);
     answers_ = 0;
