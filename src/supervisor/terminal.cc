@@ -102,19 +102,18 @@ void PtyOutput::Resume() {
 void PtyOutput::End() { filter_.End(); }
 
 const std::string_view kPromptPreamble =
-    "\x18"                                                      // CAN: a half-sent sequence ends
-    "\x1b[?2026l"                                               // synchronized output ended
-    "\x1b[0$}"                                                  // DECSASD: the main display
-    "\x1b[?1049l\x1b[?1047l\x1b[?47l"                           // the main screen
-    "\x1b[?9l\x1b[?1000l\x1b[?1001l\x1b[?1002l\x1b[?1003l"      // no mouse reports
-    "\x1b[?1004l"                                               // no focus reports
-    "\x1b[>0u"                                                  // kitty keyboard: plain keys
-    "\x1b[?69l\x1b[r\x1b[?6l"                                   // no margins, region, origin mode
-    "\x1b[?7h\x1b[4l\x1b[?5l\x1b[0m"                            // autowrap, replace, normal video
-    "\x1b(B\x0f"                                                // ASCII, in G0
-    "\x1b]104\x1b\\\x1b]110\x1b\\\x1b]111\x1b\\\x1b]112\x1b\\"  // the default colours
-    "\x1b[?25h"                                                 // the cursor shown
-    "\x1b[9999;1H\r\n\x1b[2K";                                  // a fresh line at the bottom
+    "\x18"                                                  // CAN: a half-sent sequence ends
+    "\x1b[?2026l"                                           // synchronized output ended
+    "\x1b[0$}"                                              // DECSASD: the main display
+    "\x1b[?1049l\x1b[?1047l\x1b[?47l"                       // the main screen
+    "\x1b[?9l\x1b[?1000l\x1b[?1001l\x1b[?1002l\x1b[?1003l"  // no mouse reports
+    "\x1b[?1004l"                                           // no focus reports
+    "\x1b[>0u"                                              // kitty keyboard: plain keys
+    "\x1b[?69l\x1b[r\x1b[?6l"                               // no margins, region, origin mode
+    "\x1b[?7h\x1b[4l\x1b[?5l\x1b[0m"                        // autowrap, replace, normal video
+    "\x1b(B\x0f"                                            // ASCII, in G0
+    "\x1b[?25h"                                             // the cursor shown
+    "\x1b[9999;1H\r\n\x1b[2K";                              // a fresh line at the bottom
 
 std::string PromptEpilogue(const TerminalModes& modes) {
   std::string s = "\x1b[<u";  // pops the keyboard mode the preamble pushed

@@ -88,7 +88,7 @@ class PtyOutput {
 // the terminal in: any half-written sequence cancelled, synchronized output ended, the main
 // display and screen (not the status line, not the alternate screen), mouse and focus reports
 // off, the keyboard's plain mode, no margins or scroll region, autowrap on, no insert mode, no
-// reverse video, plain attributes, ASCII characters, the default colours, the cursor shown; then
+// reverse video, plain attributes (the default colours), ASCII characters, the cursor shown; then
 // a fresh, cleared line at the bottom of the screen. Nothing the command wrote can then be
 // below the question.
 extern const std::string_view kPromptPreamble;

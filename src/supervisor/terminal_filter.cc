@@ -168,11 +168,13 @@ const char* JudgeOsc(std::string_view payload) {
     ++i;
   }
   if (i == 0 || (i < payload.size() && payload[i] != ';')) return "OSC (not on the list)";
-  bool query = payload.find('?') != std::string_view::npos;
   if (n == 0 || n == 1 || n == 2 || n == 7 || n == 8 || n == 133) return nullptr;
-  if (n == 4 || n == 5 || (n >= 10 && n <= 19)) return query ? "OSC colour query" : nullptr;
-  if (n == 104 || n == 105 || (n >= 110 && n <= 119)) return nullptr;
   if (n == 52) return "OSC 52 (clipboard)";
+  // The palette and the default colours: queries answer on the input; changes and resets
+  // outlive the run (and a foreground set to the background hides what ward writes).
+  if (n == 4 || n == 5 || (n >= 10 && n <= 19) || n == 104 || n == 105 || (n >= 110 && n <= 119)) {
+    return "OSC colours (change, reset or query)";
+  }
   return "OSC (not on the list)";
 }
 
