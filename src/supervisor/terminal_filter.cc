@@ -194,6 +194,9 @@ const char* StringKind(char kind) {
   }
 }
 
+// Printable ASCII and the line controls: text in every state of the terminal's ground state.
+bool IsPlain(char c) { return (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\r' || c == '\t'; }
+
 bool HasUtf8(std::string_view v) {
   std::string s(v);
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -253,7 +256,19 @@ void TerminalFilter::Feed(std::string_view in, std::string* out) {
   } else {
     out_ = out;
   }
-  for (char c : in) Byte(static_cast<unsigned char>(c));
+  for (size_t i = 0; i < in.size();) {
+    // Plain text between sequences goes out in one piece.
+    if (state_ == State::kGround && utf8_need_ == 0) {
+      size_t j = i;
+      while (j < in.size() && IsPlain(in[j])) ++j;
+      if (j > i) {
+        Emit(in.substr(i, j - i));
+        i = j;
+        continue;
+      }
+    }
+    Byte(static_cast<unsigned char>(in[i++]));
+  }
   out_ = nullptr;
 }
 
