@@ -103,6 +103,8 @@ void PtyOutput::End() { filter_.End(); }
 
 const std::string_view kPromptPreamble =
     "\x18"                                                  // CAN: a half-sent sequence ends
+    "\x1b<"                                                 // out of VT52 mode (raw output)
+    "\x1b[4i\x1b[2l"                                        // no printer, keyboard unlocked
     "\x1b[?2026l"                                           // synchronized output ended
     "\x1b[0$}"                                              // DECSASD: the main display
     "\x1b[?1049l\x1b[?1047l\x1b[?47l"                       // the main screen

@@ -85,7 +85,8 @@ class PtyOutput {
 };
 
 // What ward writes before a question so that it stands on its own whatever the command left
-// the terminal in: any half-written sequence cancelled, synchronized output ended, the main
+// the terminal in: any half-written sequence cancelled, VT52 mode, printer controller mode and
+// a locked keyboard undone (--raw-terminal lets them through), synchronized output ended, the main
 // display and screen (not the status line, not the alternate screen), mouse and focus reports
 // off, the keyboard's plain mode, no margins or scroll region, autowrap on, no insert mode, no
 // reverse video, plain attributes (the default colours), ASCII characters, the cursor shown; then

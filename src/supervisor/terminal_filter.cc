@@ -99,12 +99,18 @@ const char* JudgeCsi(const Csi& c) {
       break;
     case 'p':
       if (in == "$") return "DECRQM (mode report request)";
+      if (in == "+") return "DECSR (secure reset: answers)";
       break;
     case 'w':
       if (in == "$") return "DECRQPSR (presentation state report request)";
+      if (in == ",") return "DECRQKT (key type report request)";
+      break;
+    case 'v':
+      if (in == "\"") return "DECRQDE (displayed extent report request)";
       break;
     case 'u':
       if (in == "$") return "DECRQTSR (terminal state report request)";
+      if (in == "&") return "DECRQUPSS (character set report request)";
       if (c.marker == '?' && in.empty()) return "kitty keyboard flags report request";
       break;
     case 'y':
@@ -132,6 +138,10 @@ const char* JudgeCsi(const Csi& c) {
       if (c.marker == '?' && in.empty()) {
         if (HasParam(c, 3)) return "DECCOLM (resize)";
         if (c.final == 'l' && HasParam(c, 2)) return "DECANM (VT52 mode)";
+        if (c.final == 'h' && HasParam(c, 38)) return "DECTEK (Tektronix mode)";
+      }
+      if (c.marker == 0 && in.empty() && c.final == 'h' && HasParam(c, 2)) {
+        return "KAM (locks the keyboard)";
       }
       break;
     default:

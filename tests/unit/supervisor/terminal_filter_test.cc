@@ -135,6 +135,15 @@ const std::vector<std::string>& Dropped() {
       "\x1b[?3l",
       "\x1b[132$|",
       "\x1b[48*|",
+      // Tektronix mode, a locked keyboard, more DEC reports (secure reset, key type, displayed
+      // extent, character set)
+      "\x1b[?38h",
+      "\x1b[2h",
+      "\x1b[1;2h",
+      "\x1b[1+p",
+      "\x1b[1,w",
+      "\x1b[\"v",
+      "\x1b[&u",
       // identify, single shifts, encoding switches, a stray string terminator
       "\x1bZ",
       "\x1bN",
@@ -298,6 +307,9 @@ const std::vector<std::string>& Passing() {
       "\x1b[?7h",
       "\x1b[4h",
       "\x1b[4l",
+      "\x1b[2l",
+      "\x1b[20h",
+      "\x1b[?38l",
       "\x1b[?12l",
       "\x1b[?2h",
       "\x1b[?1000;1006h",
