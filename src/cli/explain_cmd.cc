@@ -31,6 +31,7 @@ int RunExplain(const ExplainOptions& opts) {
   in.policy = &pol.value();
   in.argv = opts.command;
   in.version = WARD_VERSION;
+  in.raw_terminal = opts.run.raw_terminal;
   supervisor::ApprovalRunOptions ap;
   ap.approver = opts.run.approver;
   in.approval_channels =
@@ -58,6 +59,7 @@ void AddExplainCommand(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "explain", "Describe what `ward run` with these options would enforce, and how");
   AddRunOptions(sub, &opts->run);
+  AddTerminalOptions(sub, &opts->run);
   sub->add_flag("--json", opts->json, "Machine-readable output");
   sub->add_option("command", opts->command, "COMMAND [ARGS...] (after --)");
   sub->positionals_at_end();

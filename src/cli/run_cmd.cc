@@ -253,6 +253,7 @@ int RunCommand(RunCommandOptions& opts) {
     }
     req.argv = opts.command;
     req.resolve = opts.resolve;
+    req.raw_terminal = opts.run.raw_terminal;
     req.approvals.approver = opts.run.approver;
     if (!opts.run.approver_secret_env.empty()) {
       req.approvals.approver_secret = "env:" + opts.run.approver_secret_env;
@@ -333,6 +334,7 @@ int RunCommand(RunCommandOptions& opts) {
           in.env = req.env;
           in.version = WARD_VERSION;
           in.record_only = true;
+          in.raw_terminal = req.raw_terminal;
           in.approval_channels = supervisor::ApprovalChannelNames(
               req.approvals, isatty(0) == 1 && (isatty(1) == 1 || isatty(2) == 1));
           Result<nlohmann::json> ex = supervisor::ExplainPlan(in, features, plan, notes);
@@ -426,6 +428,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<RunCommandOptions>();
   CLI::App* sub = app.add_subcommand("run", "Run COMMAND inside the sandbox");
   AddRunOptions(sub, &opts->run);
+  AddTerminalOptions(sub, &opts->run);
   sub->add_option("--json-status", opts->json_status_fd,
                   "Write the outcome as one JSON object to file descriptor FD (open for writing)")
       ->check(CLI::Range(0, INT_MAX));

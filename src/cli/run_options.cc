@@ -75,6 +75,12 @@ void AddRunOptions(CLI::App* app, RunOptions* o) {
   app->add_flag("--no-audit", f.no_audit, "Run without writing an audit trail (explicit)");
 }
 
+void AddTerminalOptions(CLI::App* app, RunOptions* o) {
+  app->add_flag("--raw-terminal", o->raw_terminal,
+                "Relay the command's terminal output unfiltered (report requests, clipboard "
+                "writes and the like reach your terminal; see docs/terminal.md)");
+}
+
 std::vector<std::pair<std::string, std::string>> CallerEnvironment() {
   std::vector<std::pair<std::string, std::string>> env;
   for (char** e = environ; e && *e; ++e) {

@@ -22,9 +22,12 @@ struct RunOptions {
   std::string approver;              // --approver URL (webhook approvals)
   std::string approver_secret_env;   // --approver-secret-env VAR
   std::string approver_secret_file;  // --approver-secret-file FILE
+  bool raw_terminal = false;         // --raw-terminal: the command's output unfiltered
 };
 
 void AddRunOptions(CLI::App* app, RunOptions* opts);
+// The options about the user's terminal: `ward run` and `ward explain` only.
+void AddTerminalOptions(CLI::App* app, RunOptions* opts);
 
 // The caller's environment as (name, value) pairs.
 std::vector<std::pair<std::string, std::string>> CallerEnvironment();

@@ -1,5 +1,10 @@
 #include "supervisor/approvals_prompt.h"
 
+#include <fcntl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <utility>
 
 #include "audit/sessions.h"
@@ -21,16 +26,70 @@ std::string Seconds(std::chrono::milliseconds t) {
   return std::to_string(s > 0 ? s : 1) + " s";
 }
 
+// Bytes from the kernel's CSPRNG: getrandom, else /dev/urandom (a kernel without getrandom).
+bool RandomBytes(unsigned char* buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = getrandom(buf + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  if (got == n) return true;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  close(fd);
+  return got == n;
+}
+
+bool EndsWithDenyKey(std::string_view typed) {
+  if (typed.empty()) return true;
+  char last = typed.back();
+  return last == 'n' || last == 'N' || last == 0x03 || last == 0x04;  // Ctrl-C, Ctrl-D
+}
+
 }  // namespace
+
+PromptReply JudgeTyped(std::string_view typed, std::string_view code) {
+  using V = PromptReply::Verdict;
+  if (!code.empty() && typed == code) return {V::kAllowOnce, "allowed once"};
+  if (!code.empty() && typed.size() == code.size() + 1 && typed.substr(0, code.size()) == code &&
+      (typed.back() == 's' || typed.back() == 'S')) {
+    return {V::kAllowSession, "allowed for this session"};
+  }
+  if (EndsWithDenyKey(typed)) return {V::kDeny, "denied"};
+  return {V::kDeny, "denied (not the code)"};
+}
+
+bool IsAnswerKey(char c) { return (c >= '0' && c <= '9') || c == 's' || c == 'S'; }
+
+std::optional<std::string> NewPromptCode() {
+  // Uniform over 0000..9999: 16-bit draws at or above the largest multiple of 10000 are redrawn.
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    unsigned char b[2];
+    if (!RandomBytes(b, sizeof b)) return std::nullopt;
+    unsigned v = (static_cast<unsigned>(b[0]) << 8) | b[1];
+    if (v >= 60000) continue;
+    std::string code = std::to_string(v % 10000);
+    return std::string(4 - code.size(), '0') + code;
+  }
+  return std::nullopt;
+}
 
 PromptChannel::~PromptChannel() {
   if (current_ && prompter_) prompter_->Cancel();
 }
 
-const std::vector<PromptChoice>& PromptChannel::Choices() {
-  static const std::vector<PromptChoice> kChoices = {
-      {'y', "allow once"}, {'s', "allow for this session"}, {'n', "deny"}};
-  return kChoices;
+std::string PromptChannel::Instructions(const std::string& code) {
+  return "type " + code + " and Enter to allow once, " + code +
+         "s to allow for this session; n or Enter denies";
 }
 
 std::string PromptChannel::Question(const ApprovalRequest& r, std::chrono::milliseconds timeout) {
@@ -46,8 +105,8 @@ std::string PromptChannel::Question(const ApprovalRequest& r, std::chrono::milli
           : "to connect to " + Shorten(r.subject, 300) + " port " + std::to_string(r.port);
   // Everything from the sandbox goes through the sanitiser: no escape sequence reaches the
   // terminal, no bidi override reorders what the human reads.
-  return audit::SanitizeForTerminal("ward: request " + std::to_string(r.id) + ": " + who +
-                                    " asks " + what + " (deny in " + Seconds(timeout) + ")");
+  return audit::SanitizeForTerminal("request " + std::to_string(r.id) + ": " + who + " asks " +
+                                    what + " (deny in " + Seconds(timeout) + ")");
 }
 
 void PromptChannel::Ask(const ApprovalRequest& request, std::chrono::milliseconds timeout,
@@ -58,29 +117,38 @@ void PromptChannel::Ask(const ApprovalRequest& request, std::chrono::millisecond
 }
 
 void PromptChannel::ShowNext() {
-  if (current_ || queue_.empty()) return;
-  current_ = std::move(queue_.front());
-  queue_.pop_front();
-  uint64_t id = current_->request.id;
-  prompter_->Ask(Question(current_->request, current_->timeout), Choices(),
-                 [this, id](char key) { OnKey(id, key); });
+  while (!current_ && !queue_.empty()) {
+    current_ = std::move(queue_.front());
+    queue_.pop_front();
+    std::optional<std::string> code = NewPromptCode();
+    if (!code) {
+      // No code to be had: the terminal cannot ask; the other channels and the timeout decide.
+      current_.reset();
+      continue;
+    }
+    current_->code = *code;
+    uint64_t id = current_->request.id;
+    PromptQuestion q;
+    q.request = Question(current_->request, current_->timeout);
+    q.code = *code;
+    q.instructions = Instructions(*code);
+    prompter_->Ask(q,
+                   [this, id](std::optional<std::string> typed) { OnTyped(id, std::move(typed)); });
+  }
 }
 
-void PromptChannel::OnKey(uint64_t id, char key) {
+void PromptChannel::OnTyped(uint64_t id, std::optional<std::string> typed) {
   if (!current_ || current_->request.id != id) return;  // withdrawn meanwhile
   Item item = std::move(*current_);
   current_.reset();
-  if (key != '\0') {
+  if (typed) {
+    PromptReply reply = JudgeTyped(*typed, item.code);
     ChannelAnswer a;
-    a.allow = key == 'y' || key == 'Y' || key == 's' || key == 'S';
-    if (key == 's' || key == 'S') a.scope.lifetime = Lifetime::kSession;
-    if (a.allow) {
-      a.reason = a.scope.lifetime == Lifetime::kSession ? "allowed at the terminal (session)"
-                                                        : "allowed at the terminal (once)";
-    } else {
-      a.reason = key == 'n' || key == 'N' ? "denied at the terminal"
-                                          : "denied at the terminal (unexpected key)";
+    a.allow = reply.verdict != PromptReply::Verdict::kDeny;
+    if (reply.verdict == PromptReply::Verdict::kAllowSession) {
+      a.scope.lifetime = Lifetime::kSession;
     }
+    a.reason = "at the terminal: " + reply.outcome;
     item.answer(std::move(a));
   }
   ShowNext();

@@ -153,6 +153,16 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
         "securebits locked");
   layer("no_new_privs", true, "setuid and file capabilities have no effect");
   layer("terminal", true, "new session; a pty of the sandbox's own when a terminal is attached");
+  if (in.raw_terminal) {
+    layer("terminal output filter", false,
+          "off (--raw-terminal): report requests, clipboard writes and every other sequence "
+          "the command writes reach the terminal unchanged");
+  } else {
+    layer("terminal output filter", true,
+          "report and answer-back requests, clipboard writes (OSC 52), device control "
+          "strings, window operations and unlisted OSC commands are dropped; colours, cursor "
+          "movement, screens, titles and hyperlinks pass (docs/terminal.md)");
+  }
   {
     bool all_enforced = true;
     json lines = json::array();

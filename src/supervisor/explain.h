@@ -21,6 +21,8 @@ struct ExplainInput {
   std::string version;
   // With approvals on: the channels that would be asked ("socket", "webhook", "terminal").
   std::vector<std::string> approval_channels;
+  // --raw-terminal: the command's terminal output is relayed unfiltered.
+  bool raw_terminal = false;
   // Only what the audit's session.start record keeps: policy, plan, layers and axes (the
   // rules, limits and syscall names are derived from those and not built).
   bool record_only = false;

@@ -9,7 +9,9 @@
 
 #include <asio.hpp>
 #include <chrono>
+#include <cstdio>
 #include <memory>
+#include <set>
 
 #include "common/linux.h"
 #include "common/trace.h"
@@ -68,6 +70,7 @@ class Session {
     sigemptyset(&forwarded);
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&forwarded, s);
     pthread_sigmask(SIG_UNBLOCK, &forwarded, nullptr);
+    StartOutput();
     if (req_.policy.approvals.enabled) StartApprovals();
     for (auto& [kind, fd] : sb_.egress_sockets) ServeEgress(kind, std::move(fd));
     sb_.egress_sockets.clear();
@@ -157,12 +160,58 @@ class Session {
     resolver_.reset();  // before the io_context: it joins its workers
   }
 
+  // The pty's way to the terminal: filtered unless --raw-terminal; held while ward asks. A
+  // dropped sequence is recorded once per kind (a program may ask the same thing often).
+  void StartOutput() {
+    if (term_->output_fd() < 0) return;
+    TerminalFilter::Options fo;
+    fo.encoding = TerminalEncodingFromEnvironment();
+    fo.pass_all = req_.raw_terminal;
+    output_ = std::make_unique<PtyOutput>(term_->output_fd(), fo);
+    output_->set_on_drop([this](std::string_view kind, std::string_view head) {
+      if (!reported_drops_.insert(std::string(kind)).second) return;
+      Emit("terminal.deny", {{"sequence", std::string(kind)}, {"head", EscapedBytes(head)}});
+    });
+    output_->set_on_resume([this] { OnOutputResumed(); });
+  }
+
+  // A question on the terminal was answered or withdrawn and what the pty wrote meanwhile went
+  // out: the pty is read again, and the program is told to repaint (its screen was covered).
+  void OnOutputResumed() {
+    if (!pty_ || pty_done_ || init_exited_) return;
+    if (pty_paused_) {
+      pty_paused_ = false;
+      ReadPty();
+    }
+    ShrinkPty(pty_->native_handle());
+    repaint_.emplace(ctx_, std::chrono::milliseconds(100));
+    repaint_->async_wait([this](const asio::error_code& ec) {
+      if (!ec && pty_) term_->SyncWindowSize(pty_->native_handle());
+    });
+  }
+
+  // Bytes for the audit trail: printable ASCII as is, everything else as \xNN.
+  static std::string EscapedBytes(std::string_view b) {
+    std::string out;
+    for (char c : b) {
+      unsigned char u = static_cast<unsigned char>(c);
+      if (u >= 0x20 && u < 0x7f && u != '\\') {
+        out.push_back(c);
+      } else {
+        char hex[5];
+        std::snprintf(hex, sizeof hex, "\\x%02x", u);
+        out += hex;
+      }
+    }
+    return out;
+  }
+
   // Approvals (--ask): the broker, its socket and channels, before the notifier needs them.
   // A failure ends the sandbox before the command runs anything.
   void StartApprovals() {
     // Interactive: the supervisor owns a real terminal (the command gets its own pty).
-    if (term_->is_tty(0) && term_->output_fd() >= 0) {
-      prompter_ = std::make_unique<TerminalPrompter>(term_->output_fd());
+    if (term_->is_tty(0) && output_) {
+      prompter_ = std::make_unique<TerminalPrompter>(0, term_->output_fd(), output_.get());
     }
     Result<std::unique_ptr<ApprovalsRuntime>> rt = ApprovalsRuntime::Start(
         ctx_, req_.policy, plan_, req_.approvals, prompter_.get(), events_);
@@ -356,13 +405,18 @@ class Session {
   }
 
   void ReadPty() {
+    // A question holds the output and its bound is reached: the pty is left unread, and the
+    // command blocks on its writes until the question closes (OnOutputResumed).
+    if (output_ && !output_->accepting()) {
+      pty_paused_ = true;
+      return;
+    }
     pty_->async_wait(asio::posix::descriptor_base::wait_read, [this](const asio::error_code& ec) {
       if (ec) return;
       char buf[65536];
       ssize_t n = read(pty_->native_handle(), buf, sizeof buf);
       if (n > 0) {
-        int out = term_->output_fd();
-        if (out >= 0) WriteAll(out, buf, n);
+        if (output_) output_->Relay(std::string_view(buf, static_cast<size_t>(n)));
         ReadPty();
       } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
         ReadPty();
@@ -402,23 +456,6 @@ class Session {
       }
       // EOF or error on the terminal: stop relaying input.
     });
-  }
-
-  static void WriteAll(int fd, const char* p, ssize_t n) {
-    while (n > 0) {
-      ssize_t w = write(fd, p, n);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN) {
-          struct pollfd pf = {fd, POLLOUT, 0};
-          poll(&pf, 1, 1000);
-          continue;
-        }
-        return;
-      }
-      p += w;
-      n -= w;
-    }
   }
 
   // The wall clock ran out: SIGTERM to everything inside (through init), then SIGKILL of the
@@ -470,15 +507,17 @@ class Session {
 
   void MaybeFinish() {
     if (!init_exited_) return;
+    // Nothing is left to approve: an open question closes, and what it held goes out.
+    if (prompter_) prompter_->Abandon("the sandbox ended");
     // Flush whatever the pty still holds (the command's last words), then stop.
     if (pty_ && !pty_done_) {
       char buf[65536];
       ssize_t n;
-      int out = term_->output_fd();
       while ((n = read(pty_->native_handle(), buf, sizeof buf)) > 0) {
-        if (out >= 0) WriteAll(out, buf, n);
+        if (output_) output_->Relay(std::string_view(buf, static_cast<size_t>(n)));
       }
     }
+    if (output_) output_->End();
     Finish();
     ctx_.stop();
   }
@@ -539,6 +578,10 @@ class Session {
   std::optional<asio::posix::stream_descriptor> pty_;
   std::optional<asio::posix::stream_descriptor> stdin_;
   std::optional<asio::posix::stream_descriptor> listener_;  // until the first notification
+  std::unique_ptr<PtyOutput> output_;            // the pty's output on its way to the terminal
+  std::set<std::string> reported_drops_;         // the kinds of sequence recorded as dropped
+  bool pty_paused_ = false;                      // not read while a question holds the output
+  std::optional<asio::steady_timer> repaint_;    // puts the pty's size back after ShrinkPty
   std::unique_ptr<TerminalPrompter> prompter_;   // outlives the broker's terminal channel
   std::unique_ptr<ApprovalsRuntime> approvals_;  // before notifier_: it outlives it
   std::unique_ptr<Notifier> notifier_;

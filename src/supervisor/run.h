@@ -37,6 +37,8 @@ struct RunRequest {
   std::vector<std::string> resolve;
   // File and host approvals (--ask): the approver channels and the session id.
   ApprovalRunOptions approvals;
+  // --raw-terminal: the command's pty output reaches the terminal unfiltered (terminal.h).
+  bool raw_terminal = false;
   // Extra CAs the credential broker trusts for upstreams (`--upstream-ca FILE`).
   std::vector<std::string> upstream_ca;
   // The kernel's features when the caller probed them already (ward run overlaps the probe

@@ -300,10 +300,11 @@ TEST_F(ApprovalsTest, DenialsAreAudited) {
 }
 
 // On a terminal (the supervisor owns the real one; the command has its own pty) the question is
-// shown there and one key answers it; the key never reaches the command.
+// shown there and the typed answer (the code shown with it allows) never reaches the command.
 class ApprovalsPtyTest : public ApprovalsTest {
  protected:
-  std::string RunOnPty(const std::vector<std::string>& cmd, char key, int* status) {
+  // Types `answer` once the question is shown; "{code}" in it stands for the question's code.
+  std::string RunOnPty(const std::vector<std::string>& cmd, std::string answer, int* status) {
     int master = -1, slave = -1;
     struct winsize ws = {40, 120, 0, 0};
     if (openpty(&master, &slave, nullptr, nullptr, &ws) != 0) {
@@ -327,9 +328,13 @@ class ApprovalsPtyTest : public ApprovalsTest {
         if (got <= 0) break;
         out.append(buf, static_cast<size_t>(got));
       }
-      if (!sent && out.find("[ward]") != std::string::npos &&
-          out.find("] ", out.find("[ward]")) != std::string::npos) {
-        ssize_t w = write(master, &key, 1);
+      if (!sent && out.find("[ward] answer: ") != std::string::npos) {
+        size_t code = out.find("[ward] type ");
+        size_t at = answer.find("{code}");
+        if (at != std::string::npos && code != std::string::npos) {
+          answer.replace(at, 6, out.substr(code + 12, 4));
+        }
+        ssize_t w = write(master, answer.data(), answer.size());
         (void)w;
         sent = true;
       }
@@ -342,7 +347,7 @@ class ApprovalsPtyTest : public ApprovalsTest {
 
 TEST_F(ApprovalsPtyTest, TerminalPromptAllowsOnce) {
   int status = 0;
-  std::string out = RunOnPty({ProbeBin(), "read", data_}, 'y', &status);
+  std::string out = RunOnPty({ProbeBin(), "read", data_}, "{code}\r", &status);
   EXPECT_NE(out.find("[ward]"), std::string::npos) << out;
   EXPECT_NE(out.find(data_), std::string::npos) << out;
   EXPECT_NE(out.find("ok approved-content-31"), std::string::npos) << out;
@@ -350,7 +355,7 @@ TEST_F(ApprovalsPtyTest, TerminalPromptAllowsOnce) {
 
 TEST_F(ApprovalsPtyTest, TerminalPromptDenies) {
   int status = 0;
-  std::string out = RunOnPty({ProbeBin(), "read", data_}, 'n', &status);
+  std::string out = RunOnPty({ProbeBin(), "read", data_}, "n", &status);
   EXPECT_NE(out.find("[ward]"), std::string::npos) << out;
   EXPECT_NE(out.find("err EACCES"), std::string::npos) << out;
   EXPECT_EQ(out.find("approved-content-31"), std::string::npos) << out;

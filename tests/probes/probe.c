@@ -721,6 +721,50 @@ int main(int argc, char** argv) {
     return Ok(d);
   }
   if (!strcmp(v, "dev-tty")) { return Result(open("/dev/tty", O_RDWR | O_CLOEXEC), "/dev/tty"); }
+  /* ---- terminal answer-back (tests/escape/terminal_output_test.cc) ---------------------- */
+  if (!strcmp(v, "tty-ask")) {
+    /* tty-ask HEX MS: writes the bytes HEX to stdout (report requests, say), then collects what
+     * arrives on stdin (its terminal, in raw mode so that an answer without a newline is read)
+     * for MS milliseconds; prints "ok stdin:HEX" with what arrived. */
+    NEED(2);
+    struct termios saved, raw;
+    int is_tty = tcgetattr(0, &saved) == 0;
+    if (is_tty) {
+      raw = saved;
+      cfmakeraw(&raw);
+      raw.c_oflag |= OPOST; /* the report line below keeps its newline */
+      if (tcsetattr(0, TCSANOW, &raw) != 0) return Err(errno, "tcsetattr");
+    }
+    char out[1024];
+    size_t n = 0;
+    for (const char* h = a1; h[0] && h[1] && n < sizeof out; h += 2) {
+      unsigned x;
+      if (sscanf(h, "%2x", &x) != 1) return Err(EINVAL, "hex");
+      out[n++] = (char)x;
+    }
+    if (write(1, out, n) != (ssize_t)n) return Err(errno, "write");
+    char got[1024];
+    size_t have = 0;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long budget = atol(a2);
+    for (;;) {
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      long left = budget - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+      if (left <= 0 || have == sizeof got) break;
+      struct pollfd p = {0, POLLIN, 0};
+      if (poll(&p, 1, (int)left) <= 0) continue;
+      ssize_t r = read(0, got + have, sizeof got - have);
+      if (r <= 0) break;
+      have += (size_t)r;
+    }
+    if (is_tty) tcsetattr(0, TCSANOW, &saved);
+    char d[2 * sizeof got + 8];
+    strcpy(d, "stdin:");
+    for (size_t i = 0; i < have; ++i) sprintf(d + 6 + 2 * i, "%02x", (unsigned char)got[i]);
+    return Ok(d);
+  }
+  /* ---- end of terminal answer-back ------------------------------------------------------- */
   if (!strcmp(v, "userns")) { return Result(unshare(CLONE_NEWUSER), "unshare(CLONE_NEWUSER)"); }
   if (!strcmp(v, "mountns")) { return Result(unshare(CLONE_NEWNS), "unshare(CLONE_NEWNS)"); }
   if (!strcmp(v, "clone-userns")) {

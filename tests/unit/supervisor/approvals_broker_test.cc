@@ -447,15 +447,16 @@ TEST_F(BrokerTest, PromptAsksOneQuestionAtATime) {
   io_.poll();
   ASSERT_EQ(prompter.questions.size(), 1u);
   EXPECT_NE(prompter.questions[0].find("/p/1"), std::string::npos);
-  ASSERT_EQ(prompter.choices.size(), 3u);
-  prompter.Press('s');
+  EXPECT_NE(prompter.instructions.find(prompter.code()), std::string::npos);
+  prompter.Type(prompter.code() + "s");
   ASSERT_TRUE(RunUntil(io_, [&] { return first.d.has_value() && prompter.showing(); }));
   EXPECT_TRUE(first.d->allow);
   EXPECT_EQ(first.d->channel, "terminal");
   EXPECT_EQ(first.d->grant->spec.scope.lifetime, Lifetime::kSession);
   ASSERT_EQ(prompter.questions.size(), 2u);
   EXPECT_NE(prompter.questions[1].find("example.com port 443"), std::string::npos);
-  prompter.Press('n');
+  EXPECT_NE(prompter.codes[1], prompter.codes[0]);  // fresh for every question (1 in 10^4 not)
+  prompter.Type("n");
   ASSERT_TRUE(RunUntil(io_, [&] { return second.d.has_value(); }));
   EXPECT_FALSE(second.d->allow);
 }
@@ -476,27 +477,51 @@ TEST_F(BrokerTest, PromptIsWithdrawnWhenAnsweredElsewhere) {
   EXPECT_EQ(box.d->channel, "socket");
 }
 
-TEST_F(BrokerTest, PromptKeys) {
+// Only the question's own code allows; the old one-key answer and a near miss deny.
+TEST_F(BrokerTest, PromptAnswers) {
   policy::ApprovalsPolicy p;
   p.timeout_ms = 100;
   auto b = Make(p);
   FakePrompter prompter;
   b->AddChannel(std::make_unique<PromptChannel>(&prompter));
+  enum Typed { kCode, kY, kNearMiss, kEmpty, kNone };
   struct Case {
-    char key;
+    Typed typed;
     bool allow;
     std::string channel;
   };
-  for (const Case& c :
-       {Case{'y', true, "terminal"}, Case{'x', false, "terminal"}, Case{'\0', false, "timeout"}}) {
+  int n = 0;
+  for (const Case& c : {Case{kCode, true, "terminal"}, Case{kY, false, "terminal"},
+                        Case{kNearMiss, false, "terminal"}, Case{kEmpty, false, "terminal"},
+                        Case{kNone, false, "timeout"}}) {
     DecisionBox box;
-    b->Ask(FileRequest(std::string("/k/") + (c.key ? c.key : '0')), box.Fn());
+    b->Ask(FileRequest("/k/" + std::to_string(n++)), box.Fn());
     ASSERT_TRUE(RunUntil(io_, [&] { return prompter.showing(); }));
-    prompter.Press(c.key);
+    std::string code = prompter.code();
+    ASSERT_EQ(code.size(), 4u);
+    std::string near = code;
+    near[3] = near[3] == '9' ? '0' : static_cast<char>(near[3] + 1);
+    switch (c.typed) {
+      case kCode:
+        prompter.Type(code);
+        break;
+      case kY:
+        prompter.Type("y");
+        break;
+      case kNearMiss:
+        prompter.Type(near);
+        break;
+      case kEmpty:
+        prompter.Type("");
+        break;
+      case kNone:
+        prompter.Type(std::nullopt);
+        break;
+    }
     ASSERT_TRUE(RunUntil(io_, [&] { return box.d.has_value(); }));
-    EXPECT_EQ(box.d->allow, c.allow) << int(c.key);
-    EXPECT_EQ(box.d->channel, c.channel) << int(c.key);
-    if (c.key == 'y') {
+    EXPECT_EQ(box.d->allow, c.allow) << c.typed;
+    EXPECT_EQ(box.d->channel, c.channel) << c.typed;
+    if (c.typed == kCode) {
       EXPECT_EQ(box.d->grant->spec.scope.lifetime, Lifetime::kOnce);
     }
   }

@@ -131,11 +131,11 @@ class ScriptedChannel : public ApprovalChannel {
 // A prompter the test answers by hand.
 class FakePrompter : public Prompter {
  public:
-  void Ask(const std::string& question, const std::vector<PromptChoice>& choices,
-           std::function<void(char)> answer) override {
+  void Ask(const PromptQuestion& question, AnswerFn answer) override {
     EXPECT_FALSE(answer_) << "two questions at once";
-    questions.push_back(question);
-    this->choices = choices;
+    questions.push_back(question.request);
+    codes.push_back(question.code);
+    instructions = question.instructions;
     answer_ = std::move(answer);
   }
   void Cancel() override {
@@ -143,19 +143,22 @@ class FakePrompter : public Prompter {
     answer_ = nullptr;
   }
   bool showing() const { return static_cast<bool>(answer_); }
-  void Press(char key) {
+  // The human types `typed` and Enter (nullopt: the terminal's input ended).
+  void Type(std::optional<std::string> typed) {
     ASSERT_TRUE(answer_);
     auto fn = std::move(answer_);
     answer_ = nullptr;
-    fn(key);
+    fn(std::move(typed));
   }
+  const std::string& code() const { return codes.back(); }
 
   std::vector<std::string> questions;
-  std::vector<PromptChoice> choices;
+  std::vector<std::string> codes;
+  std::string instructions;
   int cancels = 0;
 
  private:
-  std::function<void(char)> answer_;
+  AnswerFn answer_;
 };
 
 // The decision a callback received.
