@@ -1,6 +1,7 @@
 // `ward run [OPTIONS] -- COMMAND [ARGS...]`: runs COMMAND inside every layer the policy needs.
 // Exit status: the command's own, 128+N for a signal, 125 when ward refused or failed to set
-// up (the message names the stage and errno), 126/127 like a shell when COMMAND cannot run.
+// up (the message names the stage and errno) or the audit trail could not be written (the
+// sandbox is stopped: docs/audit.md), 126/127 like a shell when COMMAND cannot run.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
