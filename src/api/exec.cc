@@ -184,7 +184,8 @@ Outcome ClassifyExit(const ExitFacts& f) {
     o.reason = OutcomeReason(*f.status);
     return o;
   }
-  if (kind == "setup_failed" || kind == "refused") {
+  // audit_failed: the exec's audit trail could not be written, and `ward run` stopped it.
+  if (kind == "setup_failed" || kind == "refused" || kind == "audit_failed") {
     o.state = ExecState::kDenied;
     o.exit_code = int_field("exit_code").value_or(125);
     o.reason = OutcomeReason(*f.status);

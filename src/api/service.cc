@@ -30,6 +30,18 @@ int64_t NowMs() {
       .count();
 }
 
+// Fail closed: a sandbox whose audit session could not be written runs and changes nothing
+// more (its log's first write error is sticky).
+std::optional<Error> AuditFailure(const audit::SessionLog* log) {
+  if (log == nullptr) return std::nullopt;
+  Status health = log->health();
+  if (health.ok()) return std::nullopt;
+  return MakeError(ErrorKind::kInterrupted,
+                   "the sandbox's audit session cannot be written (" + health.ToString() +
+                       "), so it runs and changes nothing more: free space for the audit "
+                       "directory, then destroy the sandbox and create a new one");
+}
+
 constexpr int64_t kMaxTimeoutMs = int64_t{7} * 24 * 3600 * 1000;
 constexpr size_t kMaxDataBytes = 16 << 20;
 constexpr size_t kDefaultReadBytes = 1 << 20;
@@ -275,6 +287,11 @@ Expected<Service::Sandbox*> Service::Load(SandboxSpec spec, std::string id, int6
       e.message = "cannot write the sandbox's audit session: " + e.message;
       return e;
     }
+    Status reach = audit::RequireReserveOrOwnFileSystem(**log, {s->spec.workspace});
+    if (!reach.ok()) {
+      (void)(*log)->Discard();
+      return FromStatus(reach);
+    }
     s->log = std::move(log).value();
     nlohmann::json labels = {{"sandbox", s->id}};
     for (const auto& [k, v] : s->spec.labels) labels[k] = v;
@@ -513,6 +530,7 @@ void Service::ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>&
   auto sb = FindSandbox(p);
   if (!sb.ok()) return reply(sb.error());
   Sandbox* s = *sb;
+  if (auto failed = AuditFailure(s->log.get())) return reply(*failed);
   bool has_argv = p.Has("argv"), has_shell = p.Has("shell");
   auto argv = p.StringList("argv", 4096);
   auto shell = p.String("shell");
@@ -582,6 +600,10 @@ void Service::ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>&
         {"argv", cmd.argv},
         {"cwd", cmd.cwd},
         {"narrowed", exec_policy ? *exec_policy : nlohmann::json(nullptr)}});
+  if (auto failed = AuditFailure(s->log.get())) {  // its start is not in the trail: it stops
+    execs_.Remove(e->id(), "its start could not be recorded in the sandbox's audit session");
+    return reply(*failed);
+  }
   std::string sid = s->id;
   e->Subscribe(nullptr, [this, sid, we = std::weak_ptr<Exec>(e)] {
     auto ex = we.lock();
@@ -759,6 +781,15 @@ Expected<nlohmann::json> Service::ExecList(const nlohmann::json& params) {
 Expected<nlohmann::json> Service::Fs(const std::string& op, const nlohmann::json& params) {
   Params p(params);
   WARD_API_ASSIGN_OR_RETURN(Sandbox * s, FindSandbox(p));
+  if (auto failed = AuditFailure(s->log.get())) return *failed;
+  // A change whose record could not be written is reported as such, not as a success.
+  auto recorded = [&](nlohmann::json result) -> Expected<nlohmann::json> {
+    if (auto failed = AuditFailure(s->log.get())) {
+      failed->message = "fs." + op + " was done but not recorded: " + failed->message;
+      return *failed;
+    }
+    return result;
+  };
   const WorkspaceFs& fs = *s->fs;
   auto denied = [&](const Error& e, const std::string& path) {
     if (e.kind == ErrorKind::kPolicyDenied) {
@@ -805,7 +836,7 @@ Expected<nlohmann::json> Service::Fs(const std::string& op, const nlohmann::json
     auto r = fs.Write(*path, bytes, m, atomic.value_or(true));
     if (!r.ok()) return denied(r.error(), *path);
     Emit(s, "fs.write", {{"path", r->path}, {"bytes", bytes.size()}});
-    return InfoJson(*r);
+    return recorded(InfoJson(*r));
   }
   if (op == "list") {
     auto path = p.String("path", 4096);
@@ -837,7 +868,7 @@ Expected<nlohmann::json> Service::Fs(const std::string& op, const nlohmann::json
     auto r = fs.Mkdir(*path, parents.value_or(false));
     if (!r.ok()) return denied(r.error(), *path);
     Emit(s, "fs.mkdir", {{"path", r->path}});
-    return InfoJson(*r);
+    return recorded(InfoJson(*r));
   }
   if (op == "remove") {
     p.Require("path");
@@ -847,7 +878,7 @@ Expected<nlohmann::json> Service::Fs(const std::string& op, const nlohmann::json
     auto r = fs.Remove(*path, recursive.value_or(false));
     if (!r.ok()) return denied(r.error(), *path);
     Emit(s, "fs.remove", {{"path", *path}, {"recursive", recursive.value_or(false)}});
-    return nlohmann::json{{"path", *path}, {"removed", true}};
+    return recorded({{"path", *path}, {"removed", true}});
   }
   if (op == "rename") {
     p.Require("from");
@@ -859,7 +890,7 @@ Expected<nlohmann::json> Service::Fs(const std::string& op, const nlohmann::json
     auto r = fs.Rename(*from, *to, overwrite.value_or(false));
     if (!r.ok()) return denied(r.error(), *from + " -> " + *to);
     Emit(s, "fs.rename", {{"from", *from}, {"to", *to}});
-    return nlohmann::json{{"from", *from}, {"to", *to}, {"renamed", true}};
+    return recorded({{"from", *from}, {"to", *to}, {"renamed", true}});
   }
   Error e = MakeError(ErrorKind::kUnsupported, "unknown method \"fs." + op + "\"");
   e.code = kMethodNotFoundCode;

@@ -1,12 +1,14 @@
 #include "audit/session_log.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <pwd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +52,29 @@ Status MkdirAll(const std::string& path) {
   if (!S_ISDIR(st.st_mode)) return ErrnoError("audit: not a directory: " + path, ENOTDIR);
   return Ok();
 }
+
+// What a reserve may be at most: a typo ("1T") is an error, not a disk filled by ward.
+constexpr uint64_t kMaxReserveBytes = uint64_t{1} << 36;
+constexpr off_t kPageBytes = 4096;
+
+off_t RoundUpToPage(off_t n) { return (n + kPageBytes - 1) / kPageBytes * kPageBytes; }
+
+std::string FormatBytes(uint64_t n) {
+  if (n >= (1 << 20) && n % (1 << 20) == 0) return std::to_string(n >> 20) + " MiB";
+  if (n >= 1024 && n % 1024 == 0) return std::to_string(n >> 10) + " KiB";
+  return std::to_string(n) + " bytes";
+}
+
+// Allocates [offset, offset+len) of the file without changing its size; returns 0 or the
+// errno (EOPNOTSUPP where the file system cannot preallocate).
+int Preallocate(int fd, off_t offset, off_t len) {
+  while (::fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, len) != 0) {
+    if (errno != EINTR) return errno;
+  }
+  return 0;
+}
+
+bool PreallocationUnsupported(int err) { return err == EOPNOTSUPP || err == ENOSYS; }
 
 // The head file's text: {"hash":…,"seq":…} and a newline.
 std::string HeadText(int64_t seq, const std::string& hash) {
@@ -159,6 +184,10 @@ Result<std::unique_ptr<SessionLog>> SessionLog::Create(const Options& options) {
   if (options.flush_interval.count() <= 0) {
     return InvalidArgument("audit: flush interval must be positive");
   }
+  if (options.reserve_bytes > kMaxReserveBytes) {
+    return InvalidArgument("audit: a reserve of " + FormatBytes(options.reserve_bytes) +
+                           " is too large (at most " + FormatBytes(kMaxReserveBytes) + ")");
+  }
   std::string sessions = SessionsDir(options.state_dir);
   std::string dir = sessions + "/" + options.session_id;
   // The directories above exist at every run but the first: tried first, they cost one
@@ -206,12 +235,29 @@ Result<std::unique_ptr<SessionLog>> SessionLog::Create(const Options& options) {
   if (!log_fd) {
     return cleanup(Errno("audit: cannot create " + dir + "/" + std::string(kEventsFile)));
   }
+  // The reserve: room the log keeps for itself on a file system that others may fill.
+  off_t reserve = RoundUpToPage(static_cast<off_t>(options.reserve_bytes));
+  if (reserve > 0) {
+    int err = Preallocate(log_fd.get(), 0, reserve);
+    if (PreallocationUnsupported(err)) {
+      reserve = 0;  // reserved() says so; the caller decides whether that is safe
+    } else if (err != 0) {
+      return cleanup(ErrnoError("audit: refusing to start: cannot reserve " +
+                                    FormatBytes(static_cast<uint64_t>(reserve)) + " for " + dir +
+                                    "/" + std::string(kEventsFile) +
+                                    " (free space on that file system, or reserve less)",
+                                err));
+    }
+  }
   std::unique_ptr<SessionLog> log(new SessionLog(dir, options.session_id, std::move(dir_fd),
                                                  std::move(log_fd), options.flush_interval,
                                                  options.start_flusher));
   log->head_fd_ = std::move(head_fd);
   log->head_len_ = head_len;
   log->fsync_on_close_ = options.fsync_on_close;
+  log->reserve_ = reserve;
+  log->reserved_end_ = reserve;
+  log->cannot_preallocate_ = reserve == 0 && options.reserve_bytes > 0;
   return log;
 }
 
@@ -292,7 +338,7 @@ void SessionLog::Emit(std::string_view type, nlohmann::json data) {
     {
       std::lock_guard lock(mu_);
       if (closed_ || !health_.ok()) {
-        ++dropped_;
+        DropLocked(type_s, -1);
         return;
       }
       BuiltRecord rec =
@@ -305,7 +351,7 @@ void SessionLog::Emit(std::string_view type, nlohmann::json data) {
         batch_ += rec.line;
       }
       batch_ += '\n';
-      marks_.push_back(Mark{batch_.size(), next_seq_, rec.hash});
+      marks_.push_back(Mark{batch_.size(), next_seq_, rec.hash, type_s});
       last_hash_ = std::move(rec.hash);
       ++next_seq_;
       auto now = std::chrono::steady_clock::now();
@@ -355,6 +401,7 @@ Status SessionLog::Flush() {
       marks.swap(marks_);
     }
     if (batch.empty()) return Ok();
+    KeepReserveAhead(batch.size());
     size_t written = 0;
     int err = WriteAll(log_fd_.get(), batch, &written);
     if (err != 0) {
@@ -372,6 +419,12 @@ Status SessionLog::Flush() {
       }
       file_size_ += static_cast<off_t>(good_end);
       if (last_good != nullptr) (void)WriteHead(last_good->seq, last_good->hash);
+      {
+        std::lock_guard lock(mu_);
+        for (const Mark& m : marks) {
+          if (m.end > good_end) DropLocked(m.type, m.seq);
+        }
+      }
       result = ErrnoError("audit: cannot write " + dir_ + "/" + std::string(kEventsFile), err);
     } else {
       file_size_ += static_cast<off_t>(batch.size());
@@ -381,6 +434,25 @@ Status SessionLog::Flush() {
   }
   if (fire) FireFailure();
   return result.ok() ? result : health();
+}
+
+// Keeps the allocated extent at least half a reserve ahead of what is about to be written. A
+// failure to extend is no error yet: records still go into what is left, and the write that
+// finds no room fails (closed).
+void SessionLog::KeepReserveAhead(size_t incoming) {
+  if (reserve_ == 0) return;
+  const off_t need = file_size_ + static_cast<off_t>(incoming);
+  if (need + reserve_ / 2 <= reserved_end_) return;
+  const off_t end = RoundUpToPage(need + reserve_);
+  const off_t from = std::min(reserved_end_, need);
+  if (Preallocate(log_fd_.get(), from, end - from) == 0) reserved_end_ = end;
+}
+
+// Gives back the allocated space beyond the last record: truncating to the size frees the
+// blocks past the end of the file.
+void SessionLog::ReleaseReserve() {
+  if (reserve_ == 0) return;
+  if (::ftruncate(log_fd_.get(), file_size_) == 0) reserved_end_ = file_size_;
 }
 
 Status SessionLog::WriteHead(int64_t seq, const std::string& hash) {
@@ -400,6 +472,10 @@ Status SessionLog::Close() {
   cv_.notify_all();
   if (flusher_.joinable() && flusher_.get_id() != std::this_thread::get_id()) flusher_.join();
   Status st = Flush();
+  {
+    std::lock_guard write_lock(write_mu_);
+    ReleaseReserve();
+  }
   if (!st.ok()) return st;
   // Every record already reached the kernel with write(2): a dead supervisor loses nothing
   // more. fsync adds survival of a host crash, at several milliseconds per run.
@@ -426,9 +502,31 @@ int64_t SessionLog::emitted() const {
   return next_seq_;
 }
 
+bool SessionLog::reserved() const { return reserve_ > 0; }
+
 int64_t SessionLog::dropped() const {
   std::lock_guard lock(mu_);
   return dropped_;
+}
+
+std::string SessionLog::DescribeDropped() const {
+  std::lock_guard lock(mu_);
+  if (dropped_ == 0) return "";
+  std::string s = std::to_string(dropped_) + (dropped_ == 1 ? " record" : " records");
+  if (first_dropped_seq_ >= 0) s += " (from seq " + std::to_string(first_dropped_seq_) + " on)";
+  s += ":";
+  bool first = true;
+  for (const auto& [type, n] : dropped_by_type_) {
+    s += (first ? " " : ", ") + std::to_string(n) + " " + type;
+    first = false;
+  }
+  return s;
+}
+
+void SessionLog::DropLocked(const std::string& type, int64_t seq) {
+  ++dropped_;
+  ++dropped_by_type_[type];
+  if (seq >= 0 && (first_dropped_seq_ < 0 || seq < first_dropped_seq_)) first_dropped_seq_ = seq;
 }
 
 void SessionLog::OnFailure(std::function<void(const Status&)> callback) {
@@ -446,7 +544,7 @@ bool SessionLog::Fail(Status st) {
   if (!health_.ok()) return false;
   health_ = std::move(st);
   // Records emitted meanwhile can never be chained onto the file any more.
-  dropped_ += static_cast<int64_t>(marks_.size());
+  for (const Mark& m : marks_) DropLocked(m.type, m.seq);
   batch_.clear();
   marks_.clear();
   return true;
@@ -487,6 +585,25 @@ void SessionLog::FlusherLoop() {
     (void)Flush();
     lock.lock();
   }
+}
+
+Status RequireReserveOrOwnFileSystem(const SessionLog& log,
+                                     const std::vector<std::string>& sandbox_writable) {
+  if (log.reserved()) return Ok();
+  struct stat trail {};
+  if (::stat(log.dir().c_str(), &trail) != 0) return Errno("audit: cannot access " + log.dir());
+  for (const std::string& path : sandbox_writable) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || st.st_dev != trail.st_dev) continue;
+    return Error(Code::kFailedPrecondition,
+                 "audit: the audit trail " + log.dir() + " has no reserve (" +
+                     (log.cannot_preallocate() ? "its file system cannot preallocate"
+                                               : "none was asked for") +
+                     ") and shares its file system with " + path +
+                     ", which the sandbox can write: the sandbox could fill it and stop the "
+                     "trail. Move the audit trail to another file system");
+  }
+  return Ok();
 }
 
 }  // namespace ward::audit

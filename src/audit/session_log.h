@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,6 +39,10 @@ bool IsNewSessionIdFormat(std::string_view id);
 inline constexpr std::string_view kEventsFile = "events.jsonl";
 inline constexpr std::string_view kHeadFile = "head";
 
+// The log's reserve by default (SessionLog::Options::reserve_bytes): with half of it always
+// ahead, a full file system still leaves room for about a thousand denials.
+inline constexpr uint64_t kDefaultReserveBytes = 1 << 20;
+
 class SessionLog final : public ward::EventSink {
  public:
   struct Options {
@@ -53,11 +58,18 @@ class SessionLog final : public ward::EventSink {
     // Close() also fsyncs the log, the head and the directory (survives a host crash; costs
     // milliseconds). Records reach the kernel with write(2) either way.
     bool fsync_on_close = false;
+    // Space allocated ahead of the log (fallocate with FALLOC_FL_KEEP_SIZE: the file's size
+    // stays its content) and kept at least half this far ahead of the last record while the
+    // file system has room, so that a sandbox that fills a file system it shares with the
+    // trail leaves the trail this much to write into. Rounded up to whole pages; 0: none.
+    // Create refuses a file system that has less free space than this.
+    uint64_t reserve_bytes = kDefaultReserveBytes;
   };
 
-  // Creates <state_dir>/sessions/<session_id>/ (0700) with `events.jsonl` and `head` (0600)
-  // and writes the head as a probe, so an unwritable directory or a full disk is refused
-  // here. On failure nothing of the session is left behind.
+  // Creates <state_dir>/sessions/<session_id>/ (0700) with `events.jsonl` and `head` (0600),
+  // writes the head as a probe and allocates the log's reserve, so an unwritable directory or
+  // a full disk is refused here. A file system that cannot preallocate (no fallocate) gets no
+  // reserve: reserved() says so. On failure nothing of the session is left behind.
   static Result<std::unique_ptr<SessionLog>> Create(const Options& options);
 
   ~SessionLog() override;
@@ -81,7 +93,8 @@ class SessionLog final : public ward::EventSink {
   // Everything emitted so far reaches the file (write(2)) and the head. Returns health().
   Status Flush();
   // Flush (and with Options::fsync_on_close, fsync the log, the head and the directory), stop
-  // the flusher. Emit afterwards drops the record. Idempotent.
+  // the flusher, give back what is left of the reserve. Emit afterwards drops the record.
+  // Idempotent.
   Status Close();
   // For a session created ahead of the decision to run (ward run makes the files while it
   // loads the policy): removes the session's files and directory, as if Create had never
@@ -91,27 +104,42 @@ class SessionLog final : public ward::EventSink {
   Status health() const;
   // Called once, on the first write error, from whichever thread hit it (the flusher or an
   // emitter), without internal locks held; it must not call Close(). Registered after a
-  // failure that no callback has been told of yet, it is called at once.
+  // failure that no callback has been told of yet, it is called at once. The callback (and
+  // what it holds) may be called until the log is closed.
   void OnFailure(std::function<void(const Status&)> callback);
 
   Redactor& redactor() { return redactor_; }
   const std::string& dir() const { return dir_; }
   const std::string& session_id() const { return session_id_; }
-  // Records accepted by Emit so far (the next seq) and records dropped after a failure.
+  // Whether a reserve is allocated ahead of the log (Options::reserve_bytes), and when one was
+  // asked for but not made, whether that is because the file system cannot preallocate.
+  bool reserved() const;
+  bool cannot_preallocate() const { return cannot_preallocate_; }
+  // Records accepted by Emit so far (the next seq).
   int64_t emitted() const;
+  // Records that never reached the file: those of the write that failed, those waiting for a
+  // write then, and every one emitted after a failure (or after Close).
   int64_t dropped() const;
+  // The same for people: "3 records (from seq 57 on): 2 net.deny, 1 session.end"; "" when
+  // nothing was dropped.
+  std::string DescribeDropped() const;
 
  private:
   struct Mark {
     size_t end;  // offset in the batch just after this record's newline
     int64_t seq;
     std::string hash;
+    std::string type;
   };
 
   SessionLog(std::string dir, std::string session_id, UniqueFd dir_fd, UniqueFd log_fd,
              std::chrono::milliseconds flush_interval, bool start_flusher);
   void FlusherLoop();
   Status WriteHead(int64_t seq, const std::string& hash);
+  void KeepReserveAhead(size_t incoming);
+  void ReleaseReserve();
+  // Counts records that will never reach the file; mu_ held.
+  void DropLocked(const std::string& type, int64_t seq);
   // Records the first error; returns true when this call made the log fail.
   bool Fail(Status st);
   void FireFailure();
@@ -128,6 +156,10 @@ class SessionLog final : public ward::EventSink {
   // Held while writing; taken before mu_. Serialises batches so they reach the file in order.
   std::mutex write_mu_;
   off_t file_size_ = 0;  // guarded by write_mu_
+  // The reserve: its chunk (0: none), and where the allocated extent ends.
+  off_t reserve_ = 0;                // set by Create
+  off_t reserved_end_ = 0;           // guarded by write_mu_
+  bool cannot_preallocate_ = false;  // set by Create: no reserve, for want of fallocate
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -144,10 +176,19 @@ class SessionLog final : public ward::EventSink {
   bool fsync_on_close_ = false;
   bool stop_ = false;
   int64_t dropped_ = 0;
+  int64_t first_dropped_seq_ = -1;                  // of the records that had a seq
+  std::map<std::string, int64_t> dropped_by_type_;  // type -> records
   std::function<void(const Status&)> on_failure_;
   bool failure_fired_ = false;
 
   std::thread flusher_;
 };
+
+// A log without a reserve (its file system cannot preallocate, or Options::reserve_bytes was 0)
+// is blinded by whoever fills its file system: refuses when its directory is on the same file
+// system as one of `sandbox_writable` (host paths a sandbox may write), naming both. Ok when
+// the log has a reserve.
+Status RequireReserveOrOwnFileSystem(const SessionLog& log,
+                                     const std::vector<std::string>& sandbox_writable);
 
 }  // namespace ward::audit

@@ -1,6 +1,7 @@
 // `ward run [OPTIONS] -- COMMAND [ARGS...]`: runs COMMAND inside every layer the policy needs.
 // Exit status: the command's own, 128+N for a signal, 125 when ward refused or failed to set
-// up (the message names the stage and errno), 126/127 like a shell when COMMAND cannot run.
+// up (the message names the stage and errno) or the audit trail could not be written (the
+// sandbox is stopped: docs/audit.md), 126/127 like a shell when COMMAND cannot run.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -102,11 +103,14 @@ struct RunCommandOptions {
   std::vector<std::string> labels;       // KEY=VALUE, recorded in the audit session
   std::string audit_dir;                 // overrides the state directory
   bool audit_fsync = false;              // fsync the log when the run ends
+  std::string audit_reserve;             // --audit-reserve SIZE ("" = the default)
   std::vector<std::string> resolve;      // HOST:ADDR[,ADDR] for the proxy's resolution
   std::vector<std::string> upstream_ca;  // extra CAs for the credential broker's upstreams
   // The session id to use (audit session and approval socket) instead of a fresh one; set by
   // `ward serve` so it knows each exec's approval socket. Only NewSessionId's format.
   std::string session_id;
+  // The space kept ahead of the audit log (audit_reserve, parsed).
+  uint64_t audit_reserve_bytes = audit::kDefaultReserveBytes;
 };
 
 nlohmann::json EgressToJson(const supervisor::Outcome::Egress& e) {
@@ -165,12 +169,58 @@ Result<std::unique_ptr<audit::SessionLog>> CreateAuditSession(const RunCommandOp
   o.session_id = session_id;
   o.start_flusher = false;  // the supervisor must stay single-threaded until the clone
   o.fsync_on_close = opts.audit_fsync;
+  o.reserve_bytes = opts.audit_reserve_bytes;
   Result<std::unique_ptr<audit::SessionLog>> log = audit::SessionLog::Create(o);
   if (!log.ok()) {
     return Status(log.status().code(), "cannot write the audit trail: " + log.status().ToString() +
                                            " (fix it, or run with --no-audit to go without one)");
   }
   return log;
+}
+
+// The host paths the sandbox can write (its HOME and /tmp are tmpfs of its own).
+std::vector<std::string> SandboxWritablePaths(const policy::Policy& pol) {
+  std::vector<std::string> paths;
+  if (pol.workspace_access == policy::Access::kWrite) paths.push_back(pol.workspace);
+  for (const policy::PathRule& r : pol.paths) {
+    if (r.access == policy::Access::kWrite) paths.push_back(r.path);
+  }
+  return paths;
+}
+
+// A log that cannot be written ends the run with 125 (fail closed): the message says what
+// failed, what was not recorded, and what to do about it.
+void ReportAuditFailure(const Status& st, const audit::SessionLog& log,
+                        const RunCommandOptions& opts, supervisor::Outcome* out) {
+  std::string what;
+  if (out->kind == supervisor::Outcome::Kind::kAuditFailed) {
+    what = out->message;  // the supervisor stopped the sandbox for it
+  } else if (out->kind == supervisor::Outcome::Kind::kRefused) {
+    what = out->message + "; and the audit trail could not be written: " + st.ToString();
+  } else {
+    what = "the audit trail could not be written (the command's own outcome: " +
+           std::string(supervisor::OutcomeKindName(out->kind)) + ", exit status " +
+           std::to_string(out->exit_code) + "): " + st.ToString();
+  }
+  std::string dropped = log.DescribeDropped();
+  if (!dropped.empty()) what += "; not recorded: " + dropped;
+  std::string state = AuditStateDir(opts);
+  if (st.err() == ENOSPC || st.err() == EDQUOT) {
+    what += "; free space on the file system of " + state +
+            ", or move the audit trail to a file system the sandbox cannot write "
+            "(XDG_STATE_HOME or --audit-dir); a larger --audit-reserve keeps it writable longer";
+  } else {
+    what += "; check the file system of " + state +
+            ", or move the audit trail elsewhere (XDG_STATE_HOME or --audit-dir)";
+  }
+  if (out->kind != supervisor::Outcome::Kind::kRefused) {
+    out->kind = supervisor::Outcome::Kind::kAuditFailed;
+    out->stage = "audit";
+    out->err = st.err();
+    out->signal = 0;
+  }
+  out->exit_code = 125;
+  out->message = what;
 }
 
 // The policy's word on ward's own directories (its runtime and state directories, and the
@@ -223,6 +273,15 @@ int RunCommand(RunCommandOptions& opts) {
     std::fprintf(stderr,
                  "ward: no command given (usage: ward run [OPTIONS] -- COMMAND [ARGS...])\n");
     return 125;
+  }
+  if (!opts.audit_reserve.empty()) {
+    Result<uint64_t> reserve = policy::ParseSize(opts.audit_reserve);
+    if (!reserve.ok()) {
+      std::fprintf(stderr, "ward: --audit-reserve %s: %s (e.g. 1M, 256k, 0 for none)\n",
+                   opts.audit_reserve.c_str(), reserve.status().ToString().c_str());
+      return 125;
+    }
+    opts.audit_reserve_bytes = *reserve;
   }
   supervisor::Outcome out;
   std::unique_ptr<audit::SessionLog> log;
@@ -309,12 +368,23 @@ int RunCommand(RunCommandOptions& opts) {
           audit_tried = true;
           Result<std::unique_ptr<audit::SessionLog>> made = CreateAuditSession(opts, session_id);
           if (!made.ok()) return made.status();
+          Status reach =
+              audit::RequireReserveOrOwnFileSystem(**made, SandboxWritablePaths(req.policy));
+          if (!reach.ok()) {
+            (void)(*made)->Discard();
+            return Status(reach.code(), reach.ToString() +
+                                            " (XDG_STATE_HOME or --audit-dir), or run with "
+                                            "--no-audit to go without one");
+          }
           log = std::move(made).value();
           TraceMark("audit session opened");
           audit::SessionLog* sink = log.get();
           events.emplace(sink);
           return supervisor::AuditAttachment{
-              &*events, [sink](const std::string& s) { sink->redactor().AddSecret(s); }};
+              &*events, [sink](const std::string& s) { sink->redactor().AddSecret(s); },
+              [sink](std::function<void(const Status&)> stop) {
+                sink->OnFailure(std::move(stop));
+              }};
         };
       }
     }
@@ -402,9 +472,7 @@ int RunCommand(RunCommandOptions& opts) {
         TraceMark("session.end emitted");
         Status closed = log->Close();
         TraceMark("audit session closed");
-        if (!closed.ok()) {
-          std::fprintf(stderr, "ward: audit trail incomplete: %s\n", closed.ToString().c_str());
-        }
+        if (!closed.ok()) ReportAuditFailure(closed, *log, opts, &out);
       }
     }
   }
@@ -455,6 +523,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "Use this session id (YYYYMMDDTHHMMSSZ-xxxxxxxx) for the audit session and the "
                   "approval socket")
       ->group("");
+  sub->add_option("--audit-reserve", opts->audit_reserve,
+                  "SIZE of disk space kept ahead of the audit log, so that a sandbox that fills "
+                  "the file system cannot stop the trail (default 1M; 0: none, refused when the "
+                  "sandbox can write that file system)");
   sub->add_flag("--audit-fsync", opts->audit_fsync,
                 "fsync the audit log when the run ends (survives a host crash; slower)");
   sub->add_option("command", opts->command, "COMMAND [ARGS...] (after --)");

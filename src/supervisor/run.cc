@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <memory>
 #include <set>
+#include <mutex>
+#include <optional>
 
 #include "common/linux.h"
 #include "common/trace.h"
@@ -39,6 +41,37 @@ std::string FormatMs(uint64_t ms) {
   return std::to_string(ms) + " ms";
 }
 
+// Fail closed: the audit trail's first write error, reported from whichever thread hit it
+// (the log's flusher, an emitter), ends the sandbox on the run's own loop once that loop
+// serves it, at once if the error came before.
+class AuditStop {
+ public:
+  void Fail(const Status& st) {
+    std::lock_guard lock(mu_);
+    if (failure_) return;
+    failure_ = st;
+    if (ctx_ != nullptr) asio::post(*ctx_, [stop = stop_, st] { stop(st); });
+  }
+  void Attach(asio::io_context* ctx, std::function<void(const Status&)> stop) {
+    std::lock_guard lock(mu_);
+    ctx_ = ctx;
+    stop_ = std::move(stop);
+    if (failure_) asio::post(*ctx_, [stop = stop_, st = *failure_] { stop(st); });
+  }
+  // Before the loop goes: what is reported later is the caller's (the log says so on Close).
+  void Detach() {
+    std::lock_guard lock(mu_);
+    ctx_ = nullptr;
+    stop_ = nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  std::optional<Status> failure_;
+  asio::io_context* ctx_ = nullptr;
+  std::function<void(const Status&)> stop_;
+};
+
 // Serves one running sandbox: control messages, pty relay, signals, exit.
 class Session {
  public:
@@ -59,6 +92,8 @@ class Session {
         ctl_(ctx_, dup(sb_.control.get())),
         pidfd_(ctx_, dup(sb_.pidfd.get())),
         signals_(ctx_) {}
+
+  void StopOnAuditFailure(AuditStop* stop) { audit_stop_ = stop; }
 
   void Serve() {
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}) signals_.add(s);
@@ -87,7 +122,9 @@ class Session {
       stdin_.emplace(ctx_, dup(0));
       term_->MakeRaw();
     }
+    if (audit_stop_) audit_stop_->Attach(&ctx_, [this](const Status& st) { OnAuditFailure(st); });
     ctx_.run();
+    if (audit_stop_) audit_stop_->Detach();
     StopEgress();
     term_->Restore();
     listener_.reset();
@@ -488,10 +525,22 @@ class Session {
     grace_->async_wait([this](const asio::error_code& ec) {
       if (ec || init_exited_) return;
       out_->limits.killed_after_grace = true;
-      if (cgroup_) cgroup_->KillAll();
-      // Init's death takes the whole pid namespace with it.
-      sys::PidfdSendSignal(sb_.pidfd.get(), SIGKILL, nullptr, 0);
+      KillEverythingInside();
     });
+  }
+
+  void KillEverythingInside() {
+    if (cgroup_) cgroup_->KillAll();
+    // Init's death takes the whole pid namespace with it.
+    sys::PidfdSendSignal(sb_.pidfd.get(), SIGKILL, nullptr, 0);
+  }
+
+  // The audit trail could not be written (fail closed): nothing more may happen unrecorded,
+  // so everything inside dies at once and the run ends with 125.
+  void OnAuditFailure(const Status& st) {
+    if (audit_failure_) return;
+    audit_failure_ = st;
+    if (!init_exited_) KillEverythingInside();
   }
 
   void OnInitExit() {
@@ -523,6 +572,16 @@ class Session {
   }
 
   void Finish() {
+    if (audit_failure_) {
+      out_->kind = Outcome::Kind::kAuditFailed;
+      out_->exit_code = 125;
+      out_->signal = 0;
+      out_->stage = "audit";
+      out_->err = audit_failure_->err();
+      out_->message = "the audit trail could not be written, so the sandbox was stopped: " +
+                      audit_failure_->ToString();
+      return;
+    }
     if (setup_error_ || exec_failed_) return;
     if (out_->limits.timed_out) {
       out_->kind = Outcome::Kind::kTimedOut;
@@ -595,6 +654,8 @@ class Session {
   bool have_status_ = false, init_exited_ = false, pty_done_ = false;
   bool finish_pending_ = false;  // init reported the end: finish once this batch is handled
   int wait_status_ = 0, init_code_ = 0, init_status_ = 0;
+  AuditStop* audit_stop_ = nullptr;
+  std::optional<Status> audit_failure_;
 };
 
 // What the limits did: usage and OOM kills read from the cgroup before it is removed, and a
@@ -695,6 +756,8 @@ const char* OutcomeKindName(Outcome::Kind k) {
       return "refused";
     case Outcome::Kind::kTimedOut:
       return "timed_out";
+    case Outcome::Kind::kAuditFailed:
+      return "audit_failed";
   }
   return "unknown";
 }
@@ -880,11 +943,15 @@ Outcome Run(const RunRequest& req) {
   // ever ran.
   EventSink* events = req.events;
   std::function<void(const std::string&)> add_secret = req.add_secret;
+  auto audit_stop = std::make_shared<AuditStop>();  // the log may report after Run returned
   if (req.open_audit) {
     Result<AuditAttachment> audit = req.open_audit();
     if (!audit.ok()) return refuse_after_clone(audit.status());
     events = audit->events;
     add_secret = std::move(audit->add_secret);
+    if (audit->on_failure) {
+      audit->on_failure([audit_stop](const Status& st) { audit_stop->Fail(st); });
+    }
   }
   // The redactor knows every secret before the first record (on_started, then the session).
   if (add_secret) {
@@ -916,6 +983,7 @@ Outcome Run(const RunRequest& req) {
     if (plan->net.enabled) RaiseFileLimit();
     Session session(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
                     &overrides, creds.broker.get(), events);
+    session.StopOnAuditFailure(audit_stop.get());
     session.Serve();
   }
   sys::SetEffectiveCapabilities(true);

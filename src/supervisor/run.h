@@ -26,6 +26,9 @@ namespace ward::supervisor {
 struct AuditAttachment {
   EventSink* events = nullptr;
   std::function<void(const std::string&)> add_secret;
+  // Registers the run's stop for the trail's first write error (fail closed): the stop is
+  // called once, from whichever thread hit the error, and may be called after Run returned.
+  std::function<void(std::function<void(const Status&)>)> on_failure;
 };
 
 struct RunRequest {
@@ -93,6 +96,7 @@ struct Outcome {
     kSetupFailed,  // a layer could not be applied inside the sandbox: 125
     kRefused,      // refused before starting (policy, missing kernel feature): 125
     kTimedOut,     // the wall-clock limit ended it: 124, like timeout(1)
+    kAuditFailed,  // the audit trail could not be written: the sandbox was stopped, 125
   };
   Kind kind = Kind::kRefused;
   int exit_code = 125;

@@ -1180,6 +1180,47 @@ int main(int argc, char** argv) {
     return Ok(reply);
   }
   /* ---- end of ward's own host sockets ---- */
+  /* ---- audit trail: a sandbox that fills the disk (tests/escape/audit_survives_a_full_disk_test.cc) ---- */
+  if (!strcmp(v, "proxy-deny")) {
+    /* proxy-deny N: N CONNECTs through $HTTPS_PROXY (http://ADDR:PORT) to hosts no rule allows
+     * (deny-I.invalid), one connection each; each must be answered 403. Prints the count. */
+    NEED(1);
+    int n = atoi(a1), denied = 0;
+    const char* proxy = getenv("HTTPS_PROXY");
+    const char* hostp = proxy ? strstr(proxy, "//") : NULL;
+    const char* colon = proxy ? strrchr(proxy, ':') : NULL;
+    if (!hostp || !colon || colon < hostp) return Err(EINVAL, "HTTPS_PROXY");
+    char addr[64];
+    snprintf(addr, sizeof addr, "%.*s", (int)(colon - hostp - 2), hostp + 2);
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(atoi(colon + 1));
+    if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) return Err(EINVAL, "HTTPS_PROXY address");
+    char d[64];
+    for (int i = 0; i < n; ++i) {
+      int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (fd < 0) return Err(errno, "socket");
+      if (connect(fd, (struct sockaddr*)&sa, sizeof sa) != 0) {
+        snprintf(d, sizeof d, "connect denied=%d", denied);
+        return Err(errno, d);
+      }
+      char req[160], resp[16];
+      int len = snprintf(req, sizeof req, "CONNECT deny-%d.invalid:443 HTTP/1.1\r\nHost: deny-%d.invalid:443\r\n\r\n", i, i);
+      if (write(fd, req, (size_t)len) != len) { snprintf(d, sizeof d, "write denied=%d", denied); return Err(errno, d); }
+      size_t got = 0;
+      while (got < 12) {
+        ssize_t r = read(fd, resp + got, 12 - got);
+        if (r <= 0) break;
+        got += (size_t)r;
+      }
+      close(fd);
+      if (got == 12 && !memcmp(resp, "HTTP/1.1 403", 12)) ++denied;
+    }
+    snprintf(d, sizeof d, "denied=%d", denied);
+    return denied == n ? Ok(d) : Err(EACCES, d);
+  }
+  /* ---- end of the audit trail's verbs ---- */
   fprintf(stderr, "unknown verb %s\n", v);
   return 2;
 }

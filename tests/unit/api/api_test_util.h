@@ -74,7 +74,8 @@ inline bool RunUntil(asio::io_context& io, const std::function<bool()>& done,
 
 // A stand-in for `ward run`: skips options up to "--", runs the rest, forwards TERM/INT, and
 // writes the outcome to fd 3 like --json-status. Special commands: `__die__` kills the runner
-// before any status; `__refuse__` reports a refusal; `__labels__` prints the --label options.
+// before any status; `__refuse__` reports a refusal; `__audit_fail__` reports an audit trail
+// that could not be written; `__labels__` prints the --label options.
 // Like `ward run`, it unblocks the signals it forwards, which the daemon starts it with
 // blocked (a shell cannot, hence the detour through perl, part of every Debian system).
 inline std::string WriteFakeRunner(const std::string& dir) {
@@ -96,6 +97,11 @@ inline std::string WriteFakeRunner(const std::string& dir) {
         "  __refuse__) echo 'ward: refused' >&2\n"
         "    printf '{\"status\":\"refused\",\"exit_code\":125,\"message\":\"policy says no\"}\\n' "
         ">&3\n"
+        "    exit 125;;\n"
+        "  __audit_fail__) echo 'ward: the audit trail could not be written' >&2\n"
+        "    printf '{\"status\":\"audit_failed\",\"exit_code\":125,\"stage\":\"audit\","
+        "\"errno\":28,\"message\":\"the audit trail could not be written, so the sandbox was "
+        "stopped\"}\\n' >&3\n"
         "    exit 125;;\n"
         "  __labels__) echo \"$labels\"; printf '{\"status\":\"exited\",\"exit_code\":0}\\n' >&3;"
         " exit 0;;\n"

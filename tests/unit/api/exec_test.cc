@@ -37,6 +37,16 @@ TEST(ClassifyExit, MapsEveryOutcome) {
   f.status = st(R"({"status":"setup_failed","exit_code":125,"stage":"mount","errno":28})");
   EXPECT_EQ(ClassifyExit(f).state, ExecState::kDenied);
 
+  // The exec's audit trail could not be written: ward run stopped it (fail closed).
+  f.status =
+      st(R"({"status":"audit_failed","exit_code":125,"stage":"audit","errno":28,"message":"m"})");
+  o = ClassifyExit(f);
+  EXPECT_EQ(o.state, ExecState::kDenied);
+  EXPECT_EQ(o.exit_code, 125);
+  EXPECT_EQ(o.reason["kind"], "audit_failed");
+  EXPECT_EQ(o.reason["stage"], "audit");
+  EXPECT_EQ(o.reason["message"], "m");
+
   f.status = st(R"({"status":"exec_failed","exit_code":127,"errno":2})");
   o = ClassifyExit(f);
   EXPECT_EQ(o.state, ExecState::kExited);

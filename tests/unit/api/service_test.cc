@@ -2,7 +2,13 @@
 // errors with kinds, expiry, and what a restarted daemon finds.
 #include "api/service.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -250,6 +256,102 @@ TEST_F(ServiceTest, DeniedRunIsDenied) {
   auto r = Call("exec.run", {{"sandbox_id", sb}, {"argv", {"__refuse__"}}});
   EXPECT_EQ(r["result"]["status"], "denied");
   EXPECT_EQ(r["result"]["exit_code"], 125);
+}
+
+// An exec whose `ward run` stopped it because its audit trail could not be written is
+// reported as such (fail closed), with the reason.
+TEST_F(ServiceTest, AnExecStoppedForItsAuditTrailIsDeniedWithTheReason) {
+  std::string sb = Create();
+  auto r = Call("exec.run", {{"sandbox_id", sb}, {"argv", {"__audit_fail__"}}});
+  ASSERT_TRUE(r.contains("result")) << r.dump();
+  EXPECT_EQ(r["result"]["status"], "denied");
+  EXPECT_EQ(r["result"]["exit_code"], 125);
+  EXPECT_EQ(r["result"]["reason"]["kind"], "audit_failed");
+  EXPECT_EQ(r["result"]["reason"]["stage"], "audit");
+  EXPECT_NE(r["result"]["reason"]["message"].get<std::string>().find("audit trail"),
+            std::string::npos);
+}
+
+// The daemon's own session of a sandbox fails (its disk fills up for good, its reserve is used
+// up): the sandbox runs and changes nothing more, and says why. The audit directory is a small
+// tmpfs in a user + mount namespace of a child process.
+TEST_F(ServiceTest, ASandboxWhoseAuditSessionFailsRunsNothingMore) {
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fds[0]);
+    auto report = [&](const std::string& s, int code) {
+      (void)!write(fds[1], s.data(), s.size());
+      _exit(code);
+    };
+    auto write_proc = [](const char* path, const std::string& text) {
+      int fd = open(path, O_WRONLY | O_CLOEXEC);
+      bool ok = fd >= 0 && write(fd, text.data(), text.size()) == (ssize_t)text.size();
+      if (fd >= 0) close(fd);
+      return ok;
+    };
+    prctl(PR_SET_DUMPABLE, 1);
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) report("unshare", 77);
+    write_proc("/proc/self/setgroups", "deny");
+    if (!write_proc("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
+        !write_proc("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1") ||
+        mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("t", audit_.path().c_str(), "tmpfs", 0, "size=3m,mode=0700") != 0) {
+      report("no tmpfs of our own", 77);
+    }
+    svc_.reset();
+    Start();
+    std::string sb = Create();
+    std::string failures;
+    int fd = open((audit_.path() + "/filler").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    std::string chunk(65536, 'f');
+    while (fd >= 0 && write(fd, chunk.data(), chunk.size()) > 0) {
+    }
+    if (fd >= 0) close(fd);
+    // Denied writes of long paths: each is a large fs.deny record, until the reserve is gone.
+    const std::string far = "../" + std::string(3000, 'a');
+    nlohmann::json r;
+    int done = 0;
+    for (; done < 2000; ++done) {
+      r = Call("fs.write", {{"sandbox_id", sb}, {"path", far}, {"data", "x"}});
+      if (Kind(r) != "policy_denied") break;
+    }
+    if (Kind(r) != "interrupted") failures += "the log never failed: " + r.dump() + "; ";
+    std::string msg = r.contains("error") ? r["error"]["message"].get<std::string>() : "";
+    if (msg.find("audit session cannot be written") == std::string::npos ||
+        msg.find(strerror(ENOSPC)) == std::string::npos) {
+      failures += "message: " + msg + "; ";
+    }
+    auto e = Call("exec.run", {{"sandbox_id", sb}, {"argv", {"true"}}});
+    if (Kind(e) != "interrupted") failures += "exec.run: " + e.dump() + "; ";
+    auto f = Call("fs.read", {{"sandbox_id", sb}, {"path", "f"}});
+    if (Kind(f) != "interrupted") failures += "fs.read: " + f.dump() + "; ";
+    // Control: another sandbox's session starts on a disk with room again.
+    unlink((audit_.path() + "/filler").c_str());
+    std::string other = Create();
+    auto ok = Call("exec.run", {{"sandbox_id", other}, {"argv", {"true"}}});
+    if (!ok.contains("result") || ok["result"]["status"] != "exited") {
+      failures += "control: " + ok.dump() + "; ";
+    }
+    report(failures + (done < 50 ? "failed after only " + std::to_string(done) + " denials" : ""),
+           0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << out;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(out, "");
 }
 
 TEST_F(ServiceTest, FilesThroughTheDaemon) {

@@ -1,10 +1,13 @@
 // A full or read-only disk: Create refuses cleanly and leaves nothing; a log that fills up
-// mid-run reports it once and leaves no half-record. Runs unprivileged: a child process
-// enters a new user + mount namespace and mounts a 64 KiB tmpfs as the state directory.
+// mid-run reports it once and leaves no half-record; the reserve keeps a log writable on a disk
+// that others fill, and is given back at the end. Runs unprivileged: a child process enters a
+// new user + mount namespace and mounts a small tmpfs as the state directory.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,6 +55,7 @@ void RunOnTinyTmpfs(const std::string& dir, const char* options, unsigned long f
       (void)!::write(fds[1], s.data(), s.size());
       ::_exit(code);
     };
+    ::prctl(PR_SET_DUMPABLE, 1);  // uid_map is writable only by a dumpable process
     if (::unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
       report(std::string("unshare: ") + std::strerror(errno), kSkip);
     }
@@ -158,6 +162,7 @@ TEST(FullDiskTest, FillingUpMidRunFailsOnceAndLeavesNoHalfRecord) {
     SessionLog::Options o;
     o.state_dir = tmp.path();
     o.session_id = "filling";
+    o.reserve_bytes = 0;  // as on a file system that cannot preallocate
     auto created = SessionLog::Create(o);
     NOTE_UNLESS(created.ok(), "Create failed with room left: " + created.status().ToString());
     if (!created.ok()) return failures;
@@ -213,6 +218,7 @@ TEST(FullDiskTest, OnFailureRegisteredAfterAnUnreportedFailureFiresAtOnce) {
     SessionLog::Options o;
     o.state_dir = tmp.path();
     o.session_id = "late";
+    o.reserve_bytes = 0;
     auto created = SessionLog::Create(o);
     NOTE_UNLESS(created.ok(), "Create failed: " + created.status().ToString());
     if (!created.ok()) return failures;
@@ -227,6 +233,173 @@ TEST(FullDiskTest, OnFailureRegisteredAfterAnUnreportedFailureFiresAtOnce) {
     VerifyReport r = VerifySession(log.dir());
     NOTE_UNLESS(r.state == VerifyReport::State::kUnterminated,
                 "verify: " + std::string(StateName(r.state)) + " " + r.detail);
+    return failures;
+  });
+}
+
+struct Space {
+  off_t size = -1;       // st_size
+  off_t allocated = -1;  // st_blocks * 512
+};
+
+Space LogSpace(const std::string& dir) {
+  struct stat st {};
+  if (::stat(EventsPath(dir).c_str(), &st) != 0) return {};
+  return {st.st_size, static_cast<off_t>(st.st_blocks) * 512};
+}
+
+TEST(FullDiskTest, TheReserveIsAllocatedAheadAndGivenBackOnClose) {
+  TempDir tmp;
+  RunOnTinyTmpfs(tmp.path(), "size=4m,mode=0700", 0, [&] {
+    std::string failures;
+    SessionLog::Options o;
+    o.state_dir = tmp.path();
+    o.session_id = "reserved";
+    o.reserve_bytes = 256 * 1024;
+    auto created = SessionLog::Create(o);
+    NOTE_UNLESS(created.ok(), "Create: " + created.status().ToString());
+    if (!created.ok()) return failures;
+    SessionLog& log = **created;
+    NOTE_UNLESS(log.reserved(), "no reserve on tmpfs");
+    Space start = LogSpace(log.dir());
+    NOTE_UNLESS(start.size == 0, "size after Create: " + std::to_string(start.size));
+    NOTE_UNLESS(start.allocated >= 256 * 1024,
+                "allocated after Create: " + std::to_string(start.allocated));
+    log.Emit("session.start", {{"command", {"reserve"}}});
+    for (int i = 0; i < 100; ++i) log.Emit("net.deny", {{"i", i}});
+    log.Emit("session.end", {{"exit_code", 0}});
+    NOTE_UNLESS(log.Close().ok(), "Close: " + log.health().ToString());
+    Space end = LogSpace(log.dir());
+    NOTE_UNLESS(end.size == static_cast<off_t>(ReadFile(EventsPath(log.dir())).size()),
+                "size is not the content");
+    NOTE_UNLESS(end.allocated <= (end.size + 4095) / 4096 * 4096,
+                "the reserve was kept after Close: " + std::to_string(end.allocated) +
+                    " bytes allocated for " + std::to_string(end.size));
+    VerifyReport r = VerifySession(log.dir());
+    NOTE_UNLESS(r.state == VerifyReport::State::kIntact, "verify: " + r.detail);
+    return failures;
+  });
+}
+
+// What a sandbox that shares the disk does: fill it after the session started. Records go on
+// into the reserve, and the session ends intact.
+TEST(FullDiskTest, AFullDiskAfterTheStartStillTakesRecordsIntoTheReserve) {
+  TempDir tmp;
+  RunOnTinyTmpfs(tmp.path(), "size=1m,mode=0700", 0, [&] {
+    std::string failures;
+    SessionLog::Options o;
+    o.state_dir = tmp.path();
+    o.session_id = "shared";
+    o.reserve_bytes = 256 * 1024;
+    auto created = SessionLog::Create(o);
+    NOTE_UNLESS(created.ok(), "Create: " + created.status().ToString());
+    if (!created.ok()) return failures;
+    SessionLog& log = **created;
+    log.Emit("session.start", {{"command", {"shared"}}});
+    Fill(tmp.path() + "/filler", 0);
+    int probe = ::open((tmp.path() + "/probe").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    NOTE_UNLESS(probe >= 0 && ::write(probe, "x", 1) < 0 && errno == ENOSPC,
+                "the disk is not full");
+    if (probe >= 0) ::close(probe);
+    // About 100 KiB: within half the reserve, which is always kept ahead.
+    for (int i = 0; i < 300; ++i) {
+      log.Emit("net.deny", {{"i", i}, {"pad", std::string(300, 'x')}});
+      if (i % 10 == 0) (void)log.Flush();
+    }
+    log.Emit("session.end", {{"exit_code", 0}});
+    NOTE_UNLESS(log.Close().ok(), "Close: " + log.health().ToString());
+    NOTE_UNLESS(log.dropped() == 0, "dropped: " + log.DescribeDropped());
+    NOTE_UNLESS(ReadLines(EventsPath(log.dir())).size() == 302,
+                "lines: " + std::to_string(ReadLines(EventsPath(log.dir())).size()));
+    VerifyReport r = VerifySession(log.dir());
+    NOTE_UNLESS(r.state == VerifyReport::State::kIntact, "verify: " + r.detail);
+    return failures;
+  });
+}
+
+// The reserve moves ahead while there is room; once the disk is full, what is left of it still
+// takes at least half a reserve of records; past that the log fails once, says what it lost,
+// and verifies up to there.
+TEST(FullDiskTest, TheReserveMovesAheadUntilTheDiskIsFullThenFailsClosed) {
+  TempDir tmp;
+  RunOnTinyTmpfs(tmp.path(), "size=2m,mode=0700", 0, [&] {
+    std::string failures;
+    SessionLog::Options o;
+    o.state_dir = tmp.path();
+    o.session_id = "moving";
+    o.reserve_bytes = 32 * 1024;
+    auto created = SessionLog::Create(o);
+    NOTE_UNLESS(created.ok(), "Create: " + created.status().ToString());
+    if (!created.ok()) return failures;
+    SessionLog& log = **created;
+    int calls = 0;
+    Status reported;
+    log.OnFailure([&](const Status& st) {
+      ++calls;
+      reported = st;
+    });
+    log.Emit("session.start", {{"command", {"moving"}}});
+    const std::string pad(400, 'm');
+    // Many reserves' worth with room on the disk: the reserve moves on.
+    for (int i = 0; i < 1000; ++i) {
+      log.Emit("net.deny", {{"i", i}, {"pad", pad}});
+      if (i % 10 == 0) (void)log.Flush();
+    }
+    (void)log.Flush();
+    NOTE_UNLESS(log.health().ok(), "failed with room left: " + log.health().ToString());
+    Space moved = LogSpace(log.dir());
+    NOTE_UNLESS(moved.allocated - moved.size >= 16 * 1024,
+                "less than half the reserve ahead: " + std::to_string(moved.allocated) +
+                    " allocated for " + std::to_string(moved.size));
+    Fill(tmp.path() + "/filler", 0);
+    off_t full_at = LogSpace(log.dir()).size;
+    int emitted = 0;
+    for (; emitted < 5000 && log.health().ok(); ++emitted) {
+      log.Emit("net.deny", {{"after", emitted}, {"pad", pad}});
+      if (emitted % 10 == 0) (void)log.Flush();
+    }
+    NOTE_UNLESS(!log.health().ok(), "the reserve never ran out");
+    off_t after = LogSpace(log.dir()).size - full_at;
+    NOTE_UNLESS(after >= 16 * 1024 - 10 * 512,
+                "only " + std::to_string(after) + " bytes written after the disk filled");
+    log.Emit("session.end", {{"exit_code", 0}});
+    NOTE_UNLESS(!log.Close().ok(), "Close reported success after a write error");
+    NOTE_UNLESS(calls == 1, "OnFailure called " + std::to_string(calls) + " times");
+    NOTE_UNLESS(reported.err() == ENOSPC, "reported: " + reported.ToString());
+    std::string lost = log.DescribeDropped();
+    NOTE_UNLESS(lost.find("net.deny") != std::string::npos &&
+                    lost.find("1 session.end") != std::string::npos &&
+                    lost.find("(from seq ") != std::string::npos,
+                "dropped: " + lost);
+    VerifyReport r = VerifySession(log.dir());
+    NOTE_UNLESS(r.state == VerifyReport::State::kUnterminated,
+                "verify: " + std::string(StateName(r.state)) + " " + r.detail);
+    NOTE_UNLESS(!r.torn_tail, "torn tail left behind");
+    return failures;
+  });
+}
+
+TEST(FullDiskTest, CreateRefusesADiskWithLessRoomThanTheReserve) {
+  TempDir tmp;
+  RunOnTinyTmpfs(tmp.path(), "size=256k,mode=0700", 0, [&] {
+    std::string failures;
+    SessionLog::Options o;
+    o.state_dir = tmp.path();
+    o.session_id = "small";
+    o.reserve_bytes = 1 << 20;
+    auto log = SessionLog::Create(o);
+    NOTE_UNLESS(!log.ok(), "Create succeeded with less room than the reserve");
+    if (!log.ok()) {
+      NOTE_UNLESS(log.status().err() == ENOSPC, "errno " + std::to_string(log.status().err()));
+      NOTE_UNLESS(log.status().ToString().find("cannot reserve 1 MiB") != std::string::npos,
+                  "message: " + log.status().ToString());
+    }
+    NOTE_UNLESS(::access((tmp.path() + "/sessions/small").c_str(), F_OK) != 0,
+                "the refused session directory was left behind");
+    // Control: a reserve that fits.
+    o.reserve_bytes = 64 * 1024;
+    auto fits = SessionLog::Create(o);
+    NOTE_UNLESS(fits.ok() && (*fits)->reserved(), "a reserve that fits was refused");
     return failures;
   });
 }

@@ -294,6 +294,48 @@ TEST(SessionLogTest, CreateRejectsBadOptions) {
   EXPECT_FALSE(SessionLog::Create(o).ok());
 }
 
+TEST(SessionLogTest, CreateRejectsAnAbsurdReserve) {
+  TempDir tmp;
+  SessionLog::Options o;
+  o.state_dir = tmp.path();
+  o.session_id = "huge";
+  o.reserve_bytes = uint64_t{1} << 40;
+  auto log = SessionLog::Create(o);
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(log.status().ToString().find("too large"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(tmp.path() + "/sessions/huge"));
+}
+
+// A log without a reserve may not share its file system with what a sandbox writes; with a
+// reserve, or on a file system of its own, it may.
+TEST(SessionLogTest, NoReserveOnAFileSystemTheSandboxWritesIsRefused) {
+  TempDir tmp;
+  SessionLog::Options o;
+  o.state_dir = tmp.path() + "/state";
+  o.session_id = "bare";
+  o.reserve_bytes = 0;
+  auto bare = SessionLog::Create(o);
+  ASSERT_TRUE(bare.ok()) << bare.status().ToString();
+  EXPECT_FALSE((*bare)->reserved());
+  EXPECT_FALSE((*bare)->cannot_preallocate());
+  std::filesystem::create_directories(tmp.path() + "/ws");
+  Status st = RequireReserveOrOwnFileSystem(**bare, {"/nonexistent", tmp.path() + "/ws"});
+  EXPECT_EQ(st.code(), Code::kFailedPrecondition);
+  EXPECT_NE(st.ToString().find((*bare)->dir()), std::string::npos) << st.ToString();
+  EXPECT_NE(st.ToString().find(tmp.path() + "/ws, which the sandbox can write"), std::string::npos)
+      << st.ToString();
+  EXPECT_NE(st.ToString().find("none was asked for"), std::string::npos) << st.ToString();
+  // Control: a path on another file system (procfs) is no threat.
+  EXPECT_TRUE(RequireReserveOrOwnFileSystem(**bare, {"/proc/self"}).ok());
+  o.session_id = "reserved";
+  o.reserve_bytes = 64 * 1024;
+  auto reserved = SessionLog::Create(o);
+  ASSERT_TRUE(reserved.ok()) << reserved.status().ToString();
+  if (!(*reserved)->reserved()) GTEST_SKIP() << "this file system cannot preallocate";
+  EXPECT_TRUE(RequireReserveOrOwnFileSystem(**reserved, {tmp.path() + "/ws"}).ok());
+}
+
 TEST(SessionLogTest, CreateRefusesAnExistingSession) {
   TempDir tmp;
   auto first = MustCreate(tmp.path(), "same");
