@@ -63,4 +63,64 @@ std::optional<struct ucred> PeerCredentials(int fd) {
   return cred;
 }
 
+ssize_t SendWithFds(int sock, const void* data, size_t len, const int* fds, size_t nfds) {
+  constexpr size_t kMaxFds = 8;
+  if (nfds > kMaxFds) return -EINVAL;
+  struct iovec iov = {const_cast<void*>(data), len};
+  struct msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(kMaxFds * sizeof(int))];
+  if (nfds > 0) {
+    std::memset(cbuf, 0, sizeof cbuf);
+    mh.msg_control = cbuf;
+    mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+    struct cmsghdr* c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+    std::memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+  }
+  ssize_t n;
+  do {
+    n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n < 0 ? -errno : n;
+}
+
+ssize_t RecvWithFds(int sock, void* data, size_t len, int* fds, int max_fds, int* nfds,
+                    bool* truncated, int flags) {
+  constexpr int kMaxFds = 8;
+  struct iovec iov = {data, len};
+  struct msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(kMaxFds * sizeof(int))];
+  mh.msg_control = cbuf;
+  mh.msg_controllen = sizeof cbuf;
+  *nfds = 0;
+  *truncated = false;
+  ssize_t n;
+  do {
+    n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | flags);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return -errno;
+  for (struct cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      if (*nfds < max_fds) {
+        fds[(*nfds)++] = fd;
+      } else {
+        close(fd);
+        *truncated = true;
+      }
+    }
+  }
+  if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) *truncated = true;
+  return n;
+}
+
 }  // namespace ward

@@ -29,4 +29,15 @@ Result<UnixListener> ListenPrivateUnix(const std::string& path, int backlog);
 // The peer's pid, uid and gid (SO_PEERCRED); nullopt when the kernel cannot tell.
 std::optional<struct ucred> PeerCredentials(int fd);
 
+// One message of `len` bytes with `nfds` descriptors attached (SCM_RIGHTS), retried on EINTR,
+// never SIGPIPE. Returns the bytes sent or -errno. Async-signal-safe (no allocation).
+ssize_t SendWithFds(int sock, const void* data, size_t len, const int* fds, size_t nfds);
+
+// One message into `data` (at most `len` bytes) and up to `max_fds` descriptors into `fds`
+// (close-on-exec; more are closed), retried on EINTR. Returns the bytes received (0 at EOF) or
+// -errno; *nfds is how many descriptors came; *truncated when the message or its descriptors
+// did not fit. Async-signal-safe.
+ssize_t RecvWithFds(int sock, void* data, size_t len, int* fds, int max_fds, int* nfds,
+                    bool* truncated, int flags = 0);
+
 }  // namespace ward

@@ -17,19 +17,6 @@ namespace {
 // As many symlinks as the kernel follows in one resolution before ELOOP.
 constexpr int kMaxLinks = 40;
 
-std::vector<std::string> Components(const std::string& p) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < p.size()) {
-    while (i < p.size() && p[i] == '/') ++i;
-    size_t j = i;
-    while (j < p.size() && p[j] != '/') ++j;
-    if (j > i) out.push_back(p.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
 Status SymlinkInside(const std::string& link) {
   return Error(Code::kPermissionDenied,
                link +
@@ -49,7 +36,7 @@ Result<UniqueFd> OpenBeneath(int dir_fd, const std::string& shown, const std::st
   UniqueFd cur(fcntl(dir_fd, F_DUPFD_CLOEXEC, 3));
   if (!cur) return Errno("duplicating the descriptor of " + shown);
   std::string path = shown;
-  for (const std::string& comp : Components(rel)) {
+  for (const std::string& comp : policy::PathComponents(rel)) {
     path += "/" + comp;
     if (comp == "." || comp == "..") {
       return Error(Code::kPermissionDenied, path + ": \"" + comp +
@@ -71,7 +58,7 @@ Result<UniqueFd> OpenBeneath(int dir_fd, const std::string& shown, const std::st
 
 Result<std::string> RealPathNotFollowingBelow(const std::string& path, const std::string& dir) {
   // What is left to resolve, next component last; and the resolved prefix ("" for "/").
-  std::vector<std::string> todo = Components(path);
+  std::vector<std::string> todo = policy::PathComponents(path);
   std::reverse(todo.begin(), todo.end());
   std::string done;
   int links = 0;
@@ -94,7 +81,7 @@ Result<std::string> RealPathNotFollowingBelow(const std::string& path, const std
     if (policy::PathIsWithin(next, dir)) return SymlinkInside(next);
     if (static_cast<size_t>(n) == sizeof target) return ErrnoError(next, ENAMETOOLONG);
     if (++links > kMaxLinks) return ErrnoError(path, ELOOP);
-    std::vector<std::string> more = Components(std::string(target, static_cast<size_t>(n)));
+    std::vector<std::string> more = policy::PathComponents(std::string(target, static_cast<size_t>(n)));
     todo.insert(todo.end(), more.rbegin(), more.rend());
     if (target[0] == '/') done.clear();
   }

@@ -12,7 +12,7 @@
 #include <climits>
 #include <cstring>
 
-#include "common/linux.h"
+#include "common/unix_socket.h"
 
 namespace ward::enforce {
 namespace {
@@ -69,35 +69,13 @@ int Perform(const GuardRequest& r, const int* fds, int* out) {
   return -EINVAL;
 }
 
-// One request: 1 when read (with *nfds descriptors), 0 when the supervisor closed the socket.
+// One request: 1 when read (with *nfds descriptors; negative when malformed, see below), 0
+// when the supervisor closed the socket.
 int Receive(int sock, GuardRequest* req, int* fds, int* nfds) {
-  struct iovec iov = {req, sizeof *req};
-  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(kGuardMaxFds * sizeof(int))];
-  struct msghdr mh = {};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = cbuf;
-  mh.msg_controllen = sizeof cbuf;
-  ssize_t n;
-  do {
-    n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
+  bool truncated = false;
+  const ssize_t n = RecvWithFds(sock, req, sizeof *req, fds, kGuardMaxFds, nfds, &truncated);
   if (n <= 0) return 0;
-  *nfds = 0;
-  for (struct cmsghdr* c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const int count = static_cast<int>((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-    for (int i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      if (*nfds < kGuardMaxFds) {
-        fds[(*nfds)++] = fd;
-      } else {
-        close(fd);
-      }
-    }
-  }
-  if (n != static_cast<ssize_t>(sizeof *req) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+  if (n != static_cast<ssize_t>(sizeof *req) || truncated) {
     *nfds = -1 - *nfds;  // malformed: the caller closes what came and answers EPROTO
   }
   return 1;
@@ -106,25 +84,9 @@ int Receive(int sock, GuardRequest* req, int* fds, int* nfds) {
 void Reply(int sock, int result, int fd) {
   GuardReply reply;
   reply.result = result;
-  struct iovec iov = {&reply, sizeof reply};
-  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))] = {};
-  struct msghdr mh = {};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  if (fd >= 0) {
-    mh.msg_control = cbuf;
-    mh.msg_controllen = sizeof cbuf;
-    struct cmsghdr* c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  if (SendWithFds(sock, &reply, sizeof reply, &fd, fd >= 0 ? 1 : 0) < 0) {
+    _exit(0);  // the supervisor is gone
   }
-  ssize_t n;
-  do {
-    n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) _exit(0);  // the supervisor is gone
 }
 
 }  // namespace

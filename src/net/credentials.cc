@@ -7,6 +7,7 @@
 #include <set>
 
 #include "libssl/loader.h"
+#include "net/credentials_masker.h"
 #include "net/credentials_phantom.h"
 #include "net/credentials_source.h"
 #include "net/text_util.h"
@@ -82,32 +83,7 @@ bool QueryHas(std::string_view target, std::string_view name) {
 // ------------------------------------------------------------------ encodings
 
 std::string Base64Encode(std::string_view data) {
-  static constexpr char kTable[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((data.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < data.size(); i += 3) {
-    uint32_t v = (static_cast<uint8_t>(data[i]) << 16) | (static_cast<uint8_t>(data[i + 1]) << 8) |
-                 static_cast<uint8_t>(data[i + 2]);
-    out += kTable[(v >> 18) & 63];
-    out += kTable[(v >> 12) & 63];
-    out += kTable[(v >> 6) & 63];
-    out += kTable[v & 63];
-  }
-  if (i + 1 == data.size()) {
-    uint32_t v = static_cast<uint8_t>(data[i]) << 16;
-    out += kTable[(v >> 18) & 63];
-    out += kTable[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == data.size()) {
-    uint32_t v = (static_cast<uint8_t>(data[i]) << 16) | (static_cast<uint8_t>(data[i + 1]) << 8);
-    out += kTable[(v >> 18) & 63];
-    out += kTable[(v >> 12) & 63];
-    out += kTable[(v >> 6) & 63];
-    out += '=';
-  }
-  return out;
+  return Base64EncodeWith(data, /*alphabet=*/0, /*pad=*/true);
 }
 
 std::optional<std::string> Base64Decode(std::string_view text) {

@@ -51,6 +51,19 @@ std::string JoinPath(std::string_view base, std::string_view rel) {
   return out;
 }
 
+std::vector<std::string> PathComponents(std::string_view path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    size_t j = path.find('/', i);
+    if (j == std::string_view::npos) j = path.size();
+    if (j > i) out.emplace_back(path.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
 std::string ParentPath(std::string_view path) {
   size_t slash = path.rfind('/');
   if (slash == std::string_view::npos || slash == 0) return "/";

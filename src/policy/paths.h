@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ward::policy {
 
@@ -19,6 +20,10 @@ int PathDepthBelow(std::string_view path, std::string_view prefix);
 
 // "/a/b" + "c/d" -> "/a/b/c/d"; handles the root.
 std::string JoinPath(std::string_view base, std::string_view rel);
+
+// The components of a path, as written: "/a//b/./c/" -> {"a", "b", ".", "c"} (no
+// normalisation: "." and ".." are kept).
+std::vector<std::string> PathComponents(std::string_view path);
 
 // The parent of a normalised absolute path ("/" for "/x" and for "/").
 std::string ParentPath(std::string_view path);

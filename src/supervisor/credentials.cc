@@ -9,29 +9,17 @@
 #include <string_view>
 
 #include "policy/json.h"
+#include "policy/paths.h"
 
 namespace ward::supervisor {
 namespace {
 
-std::vector<std::string> Components(const std::string& p) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < p.size()) {
-    while (i < p.size() && p[i] == '/') ++i;
-    size_t j = p.find('/', i);
-    if (j == std::string::npos) j = p.size();
-    if (j > i) out.push_back(p.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
 // The planner's mount order (parents before children), so the file lands on top of the bind
 // that holds its path.
 void InsertMountOp(enforce::MountOp op, std::vector<enforce::MountOp>* ops) {
-  std::vector<std::string> key = Components(op.target);
+  std::vector<std::string> key = policy::PathComponents(op.target);
   auto it = std::find_if(ops->begin(), ops->end(),
-                         [&](const enforce::MountOp& o) { return key < Components(o.target); });
+                         [&](const enforce::MountOp& o) { return key < policy::PathComponents(o.target); });
   ops->insert(it, std::move(op));
 }
 

@@ -10,22 +10,10 @@
 
 #include "common/linux.h"
 #include "enforce/plan.h"
+#include "policy/paths.h"
 
 namespace ward::supervisor {
 namespace {
-
-std::vector<std::string> Components(const std::string& p) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < p.size()) {
-    while (i < p.size() && p[i] == '/') ++i;
-    size_t j = p.find('/', i);
-    if (j == std::string::npos) j = p.size();
-    if (j > i) out.push_back(p.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
 
 std::string Parent(const std::string& p) {
   size_t slash = p.rfind('/');
@@ -42,7 +30,7 @@ void AddAncestors(const std::string& path, std::vector<std::string>* out) {
 // Like the planner's deny matching: at or below the rule; a glob component matches one entry.
 bool DeniedBy(const std::string& path, const std::string& rule) {
   if (rule.find_first_of("*?[") == std::string::npos) return enforce::PathIsWithin(path, rule);
-  std::vector<std::string> rc = Components(rule), pc = Components(path);
+  std::vector<std::string> rc = policy::PathComponents(rule), pc = policy::PathComponents(path);
   if (pc.size() < rc.size()) return false;
   for (size_t i = 0; i < rc.size(); ++i) {
     if (fnmatch(rc[i].c_str(), pc[i].c_str(), FNM_PERIOD) != 0) return false;
@@ -172,7 +160,7 @@ Result<int> GrantedOpenFlags(int requested, FileAccess granted) {
 }
 
 Result<UniqueFd> OpenHostPath(const std::string& path, int flags, mode_t mode) {
-  std::vector<std::string> comps = Components(path);
+  std::vector<std::string> comps = policy::PathComponents(path);
   if (path.empty() || path[0] != '/' || comps.empty()) {
     return InvalidArgument("not an absolute file path: " + path);
   }

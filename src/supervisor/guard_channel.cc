@@ -4,31 +4,15 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <cstring>
+
+#include "common/unix_socket.h"
 
 namespace ward::supervisor {
 namespace {
 
 bool Send(int sock, const enforce::GuardRequest& req, std::initializer_list<int> fds) {
-  struct iovec iov = {const_cast<enforce::GuardRequest*>(&req), sizeof req};
-  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(enforce::kGuardMaxFds * sizeof(int))] = {};
-  struct msghdr mh = {};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  if (fds.size() > 0) {
-    mh.msg_control = cbuf;
-    mh.msg_controllen = CMSG_SPACE(fds.size() * sizeof(int));
-    struct cmsghdr* c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
-    std::memcpy(CMSG_DATA(c), fds.begin(), fds.size() * sizeof(int));
-  }
-  ssize_t n;
-  do {
-    n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  return n == static_cast<ssize_t>(sizeof req);
+  return SendWithFds(sock, &req, sizeof req, fds.begin(), fds.size()) ==
+         static_cast<ssize_t>(sizeof req);
 }
 
 // 1 with the reply, 0 when the agent is gone or the run ends.
@@ -42,25 +26,11 @@ int Receive(int sock, int wake, enforce::GuardReply* reply, UniqueFd* out) {
     if (p[1].revents) return 0;
     if (p[0].revents) break;
   }
-  struct iovec iov = {reply, sizeof *reply};
-  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
-  struct msghdr mh = {};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = cbuf;
-  mh.msg_controllen = sizeof cbuf;
-  ssize_t n;
-  do {
-    n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  for (struct cmsghdr* c = CMSG_FIRSTHDR(&mh); n > 0 && c; c = CMSG_NXTHDR(&mh, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-      out->reset(fd);
-    }
-  }
-  if (n != static_cast<ssize_t>(sizeof *reply) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+  int fd = -1, nfds = 0;
+  bool truncated = false;
+  const ssize_t n = RecvWithFds(sock, reply, sizeof *reply, &fd, 1, &nfds, &truncated);
+  out->reset(nfds == 1 ? fd : -1);
+  if (n != static_cast<ssize_t>(sizeof *reply) || truncated) {
     out->reset();
     return 0;
   }

@@ -23,6 +23,7 @@
 #include "common/linux.h"
 #include "supervisor/sandbox_view.h"
 #include "supervisor/trapped_call.h"
+#include "policy/paths.h"
 
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
@@ -39,19 +40,6 @@
 
 namespace ward::supervisor {
 namespace {
-
-std::vector<std::string> SplitPath(const std::string& p) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < p.size()) {
-    while (i < p.size() && p[i] == '/') ++i;
-    size_t j = p.find('/', i);
-    if (j == std::string::npos) j = p.size();
-    if (j > i) out.push_back(p.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
 
 int ReadUmask(pid_t pid) {
   char path[64];
@@ -108,7 +96,7 @@ void CopyName(char* dst, size_t cap, const std::string& src) {
 NotifierConfig NotifierConfig::From(const enforce::LaunchPlan& plan,
                                     const enforce::MountReport& mounts) {
   NotifierConfig c;
-  for (const auto& rel : plan.mount.protect.relpaths) c.relpaths.push_back(SplitPath(rel));
+  for (const auto& rel : plan.mount.protect.relpaths) c.relpaths.push_back(policy::PathComponents(rel));
   for (int i = 0; i < mounts.nbases && i < enforce::MountReport::kMaxBases; ++i) {
     c.bases.insert({mounts.base_dev[i], mounts.base_ino[i]});
   }

@@ -10,25 +10,13 @@
 #include <vector>
 
 #include "common/linux.h"
+#include "policy/paths.h"
 
 namespace ward::supervisor {
 namespace {
 
 constexpr uint64_t kInRoot = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
 constexpr int kMaxLinkHops = 40;
-
-std::vector<std::string> SplitPath(const std::string& p) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < p.size()) {
-    while (i < p.size() && p[i] == '/') ++i;
-    size_t j = p.find('/', i);
-    if (j == std::string::npos) j = p.size();
-    if (j > i) out.push_back(p.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
 
 bool ParseFdNumber(const std::string& s, size_t from, int* out) {
   if (from >= s.size() || s.size() - from > 9) return false;
@@ -81,7 +69,7 @@ int SandboxView::Absolute(int dirfd, const std::string& path, std::string* abs) 
 }
 
 int SandboxView::Parent(const std::string& abs, ViewEntry* out) const {
-  std::vector<std::string> comps = SplitPath(abs);
+  std::vector<std::string> comps = policy::PathComponents(abs);
   std::string last = comps.empty() ? "." : comps.back();
   std::string dir = "/";
   if (last == "." || last == "..") {

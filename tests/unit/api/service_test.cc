@@ -300,7 +300,7 @@ TEST_F(ServiceTest, ASandboxWhoseAuditSessionFailsRunsNothingMore) {
     if (!write_proc("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") ||
         !write_proc("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1") ||
         mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
-        mount("t", audit_.path().c_str(), "tmpfs", 0, "size=3m,mode=0700") != 0) {
+        mount("t", audit_.path().c_str(), "tmpfs", 0, "size=8m,mode=0700") != 0) {
       report("no tmpfs of our own", 77);
     }
     svc_.reset();
