@@ -1,8 +1,10 @@
 #include "audit/session_log.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <pwd.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -56,6 +58,12 @@ Status MkdirAll(const std::string& path) {
 // What a reserve may be at most: a typo ("1T") is an error, not a disk filled by ward.
 constexpr uint64_t kMaxReserveBytes = uint64_t{1} << 36;
 constexpr off_t kPageBytes = 4096;
+// Where logs whose reserve a later session gives back are registered (hard links by session id).
+constexpr std::string_view kReservedDir = ".reserved";
+// How many ended sessions' reserves a new session gives back: more than one, so that the
+// reserves of sessions that overlapped or were killed never pile up; few, so that a run's start
+// never waits on many.
+constexpr int kReservesReleasedPerSession = 2;
 
 off_t RoundUpToPage(off_t n) { return (n + kPageBytes - 1) / kPageBytes * kPageBytes; }
 
@@ -258,7 +266,49 @@ Result<std::unique_ptr<SessionLog>> SessionLog::Create(const Options& options) {
   log->reserve_ = reserve;
   log->reserved_end_ = reserve;
   log->cannot_preallocate_ = reserve == 0 && options.reserve_bytes > 0;
+  if (reserve > 0) {
+    log->reserve_registered_ = log->RegisterReserve(sessions);
+    ReleaseFinishedReserves(options.state_dir, kReservesReleasedPerSession);
+  }
   return log;
+}
+
+bool SessionLog::RegisterReserve(const std::string& sessions_dir) {
+  // In use while this descriptor is open: a later session's release waits for the lock.
+  if (::flock(log_fd_.get(), LOCK_SH | LOCK_NB) != 0) return false;
+  const std::string registry = sessions_dir + "/" + std::string(kReservedDir);
+  UniqueFd reg(::open(registry.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!reg && errno == ENOENT && ::mkdir(registry.c_str(), 0700) == 0) {
+    reg.reset(::open(registry.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  }
+  return reg && ::linkat(dir_fd_.get(), std::string(kEventsFile).c_str(), reg.get(),
+                         session_id_.c_str(), 0) == 0;
+}
+
+void ReleaseFinishedReserves(const std::string& state_dir, int limit) {
+  const std::string registry = SessionsDir(state_dir) + "/" + std::string(kReservedDir);
+  UniqueFd reg(::open(registry.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!reg) return;
+  DIR* d = ::fdopendir(::dup(reg.get()));
+  if (d == nullptr) return;
+  int released = 0;
+  while (struct dirent* e = ::readdir(d)) {
+    if (released >= limit) break;
+    if (!IsValidSessionId(e->d_name)) continue;
+    UniqueFd log(::openat(reg.get(), e->d_name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (!log) {
+      ::unlinkat(reg.get(), e->d_name, 0);
+      continue;
+    }
+    if (::flock(log.get(), LOCK_EX | LOCK_NB) != 0) continue;  // its session is still writing
+    struct stat st;
+    if (::fstat(log.get(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    // Allocated past its size: the unused reserve. The content stays as it is.
+    if (::ftruncate(log.get(), st.st_size) != 0) continue;
+    ::unlinkat(reg.get(), e->d_name, 0);
+    ++released;
+  }
+  ::closedir(d);
 }
 
 SessionLog::SessionLog(std::string dir, std::string session_id, UniqueFd dir_fd, UniqueFd log_fd,
@@ -296,6 +346,11 @@ Status SessionLog::Discard() {
   cv_.notify_all();
   if (flusher_.joinable() && flusher_.get_id() != std::this_thread::get_id()) flusher_.join();
   Status st;
+  if (reserve_registered_) {
+    const std::string entry =
+        dir_.substr(0, dir_.rfind('/')) + "/" + std::string(kReservedDir) + "/" + session_id_;
+    ::unlink(entry.c_str());
+  }
   for (std::string_view name : {kHeadFile, kEventsFile}) {
     if (::unlinkat(dir_fd_.get(), std::string(name).c_str(), 0) != 0 && errno != ENOENT) {
       st = Errno("audit: cannot remove " + dir_ + "/" + std::string(name));
@@ -474,7 +529,11 @@ Status SessionLog::Close() {
   Status st = Flush();
   {
     std::lock_guard write_lock(write_mu_);
-    ReleaseReserve();
+    if (reserve_registered_) {
+      ::flock(log_fd_.get(), LOCK_UN);  // written for good: a later session gives it back
+    } else {
+      ReleaseReserve();
+    }
   }
   if (!st.ok()) return st;
   // Every record already reached the kernel with write(2): a dead supervisor loses nothing

@@ -138,6 +138,10 @@ class SessionLog final : public ward::EventSink {
   Status WriteHead(int64_t seq, const std::string& hash);
   void KeepReserveAhead(size_t incoming);
   void ReleaseReserve();
+  // The log's reserve is given back by a later session (ReleaseFinishedReserves) instead of by
+  // Close, off the run's path: the log is marked in use and registered. False: not registered
+  // (Close gives it back).
+  bool RegisterReserve(const std::string& sessions_dir);
   // Counts records that will never reach the file; mu_ held.
   void DropLocked(const std::string& type, int64_t seq);
   // Records the first error; returns true when this call made the log fail.
@@ -160,6 +164,7 @@ class SessionLog final : public ward::EventSink {
   off_t reserve_ = 0;                // set by Create
   off_t reserved_end_ = 0;           // guarded by write_mu_
   bool cannot_preallocate_ = false;  // set by Create: no reserve, for want of fallocate
+  bool reserve_registered_ = false;  // set by Create: a later session gives the reserve back
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -183,6 +188,11 @@ class SessionLog final : public ward::EventSink {
 
   std::thread flusher_;
 };
+
+// Gives back the reserves of sessions that have ended (closed, or their supervisor killed), at
+// most `limit` of them: each is registered in <sessions>/.reserved by a hard link, and a log
+// still in use is locked by its writer. What a run calls at its start, and `ward audit`.
+void ReleaseFinishedReserves(const std::string& state_dir, int limit);
 
 // A log without a reserve (its file system cannot preallocate, or Options::reserve_bytes was 0)
 // is blinded by whoever fills its file system: refuses when its directory is on the same file

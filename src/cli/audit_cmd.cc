@@ -34,6 +34,9 @@ struct AuditOptions {
   int lines = 20;
 };
 
+// How many ended sessions' log reserves a `ward audit` command gives back.
+constexpr int kReservesReleasedByAudit = 1000;
+
 std::string StateDir(const AuditOptions& o) {
   return o.state_dir.empty() ? audit::DefaultStateDir() : o.state_dir;
 }
@@ -282,6 +285,10 @@ void AddAuditCommand(CLI::App& app, int* exit_code) {
       "audit", "Read and verify the audit trail (sessions under $XDG_STATE_HOME/ward/sessions)");
   audit->require_subcommand(1);
   audit->fallthrough();
+  // Reading the trail is also when the reserves of ended sessions are given back (a run gives
+  // back a few at its start).
+  audit->parse_complete_callback(
+      [o] { audit::ReleaseFinishedReserves(StateDir(*o), kReservesReleasedByAudit); });
   audit->add_option("--state-dir", o->state_dir,
                     "State directory (default: $XDG_STATE_HOME/ward or ~/.local/state/ward)");
 

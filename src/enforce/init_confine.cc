@@ -6,7 +6,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <utility>
+#include <vector>
 
 #include "enforce/bpf.h"
 #include "enforce/landlock.h"
@@ -43,26 +46,59 @@ constexpr uint32_t kX32SyscallBit = 0x40000000;
 
 }  // namespace
 
+namespace {
+
+// A syscall number and where the filter goes for it.
+struct Route {
+  uint32_t nr;
+  BpfBuilder::Label to;
+};
+
+// A balanced search over the sorted routes: a few comparisons for any syscall number, both when
+// the filter runs and when the kernel, loading it, works out which syscalls it always allows.
+void EmitSearch(BpfBuilder* b, const std::vector<Route>& r, size_t lo, size_t hi,
+                BpfBuilder::Label miss) {
+  constexpr auto kNext = BpfBuilder::kNext;
+  if (hi - lo <= 3) {
+    for (size_t i = lo; i < hi; ++i) b->Jump(BPF_JEQ, r[i].nr, r[i].to, kNext);
+    b->Goto(miss);
+    return;
+  }
+  const size_t mid = lo + (hi - lo) / 2;
+  const BpfBuilder::Label upper = b->NewLabel();
+  b->Jump(BPF_JGE, r[mid].nr, upper, kNext);
+  EmitSearch(b, r, lo, mid, miss);
+  b->Bind(upper);
+  EmitSearch(b, r, mid, hi, miss);
+}
+
+}  // namespace
+
 Result<std::vector<sock_filter>> InitSeccompProgram() {
   BpfBuilder b;
   const auto kill = b.NewLabel(), allow = b.NewLabel(), deny = b.NewLabel();
   const auto clone = b.NewLabel(), prot = b.NewLabel(), prctl = b.NewLabel();
   constexpr auto kNext = BpfBuilder::kNext;
+  std::vector<Route> routes;
+  for (const char* name : kInitAllowed) {
+    const int nr = NativeSyscallNumber(name);
+    if (nr >= 0) routes.push_back({static_cast<uint32_t>(nr), allow});
+  }
+  for (auto [name, to] : {std::pair{"clone", clone}, std::pair{"mmap", prot},
+                          std::pair{"mprotect", prot}, std::pair{"prctl", prctl}}) {
+    const int nr = NativeSyscallNumber(name);
+    if (nr >= 0) routes.push_back({static_cast<uint32_t>(nr), to});
+  }
+  std::sort(routes.begin(), routes.end(),
+            [](const Route& a, const Route& c) { return a.nr < c.nr; });
+
   b.LoadArch();
   b.Jump(BPF_JEQ, NativeAuditArch(), kNext, kill);
   b.LoadNr();
 #if defined(__x86_64__)
   b.Jump(BPF_JGE, kX32SyscallBit, kill, kNext);
 #endif
-  for (const char* name : kInitAllowed) {
-    const int nr = NativeSyscallNumber(name);
-    if (nr >= 0) b.Jump(BPF_JEQ, static_cast<uint32_t>(nr), allow, kNext);
-  }
-  b.Jump(BPF_JEQ, static_cast<uint32_t>(NativeSyscallNumber("clone")), clone, kNext);
-  b.Jump(BPF_JEQ, static_cast<uint32_t>(NativeSyscallNumber("mmap")), prot, kNext);
-  b.Jump(BPF_JEQ, static_cast<uint32_t>(NativeSyscallNumber("mprotect")), prot, kNext);
-  b.Jump(BPF_JEQ, static_cast<uint32_t>(NativeSyscallNumber("prctl")), prctl, kNext);
-  b.Goto(deny);
+  EmitSearch(&b, routes, 0, routes.size(), deny);
 
   b.Bind(clone);
   b.LoadArgLow(0);

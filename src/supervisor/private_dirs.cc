@@ -1,7 +1,10 @@
 #include "supervisor/private_dirs.h"
 
+#include <fcntl.h>
 #include <limits.h>
-#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "audit/session_log.h"
 #include "policy/decide.h"
@@ -16,13 +19,21 @@ constexpr const char* kViewFix =
 
 // `path` with the symlinks of its longest existing prefix resolved (the rest kept as written):
 // a directory that does not exist yet is still found under a bind that reaches it by a link.
+// The kernel walks each prefix (one open each); the path it reached is read back from our own
+// descriptor.
 std::string ResolvedOnHost(const std::string& path) {
   std::string head = policy::NormalizePath(path);
   std::string tail;
   while (true) {
-    char buf[PATH_MAX];
-    if (::realpath(head.c_str(), buf) != nullptr) {
-      return tail.empty() ? std::string(buf) : policy::JoinPath(buf, tail);
+    const int fd = ::open(head.c_str(), O_PATH | O_CLOEXEC);
+    if (fd >= 0) {
+      char link[64], buf[PATH_MAX];
+      std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+      const ssize_t n = ::readlink(link, buf, sizeof buf - 1);
+      ::close(fd);
+      if (n <= 0 || buf[0] != '/') return path;
+      const std::string real(buf, static_cast<size_t>(n));
+      return tail.empty() ? real : policy::JoinPath(real, tail);
     }
     if (head == "/") return path;
     size_t slash = head.rfind('/');
@@ -90,7 +101,10 @@ Status CheckOutOfView(const policy::Policy& policy, const std::vector<PrivateDir
     if (d.path.empty() || d.path[0] != '/') continue;
     const std::string literal = policy::NormalizePath(d.path);
     const std::string resolved = ResolvedOnHost(literal);
-    for (const std::string& p : {literal, resolved}) {
+    // The path as written, then as reached through links (when a link is on the way).
+    const size_t forms = resolved == literal ? 1 : 2;
+    for (size_t i = 0; i < forms; ++i) {
+      const std::string& p = i == 0 ? literal : resolved;
       std::string via = SeenVia(policy, p, d.contents_too);
       if (via.empty()) continue;
       return Error(Code::kFailedPrecondition,
