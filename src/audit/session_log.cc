@@ -266,17 +266,21 @@ Result<std::unique_ptr<SessionLog>> SessionLog::Create(const Options& options) {
   log->reserve_ = reserve;
   log->reserved_end_ = reserve;
   log->cannot_preallocate_ = reserve == 0 && options.reserve_bytes > 0;
-  if (reserve > 0) {
-    log->reserve_registered_ = log->RegisterReserve(sessions);
-    ReleaseFinishedReserves(options.state_dir, kReservesReleasedPerSession);
-  }
+  log->state_dir_ = options.state_dir;
+  // In use while this lock is held: a later session never gives this reserve back.
+  if (reserve > 0) ::flock(log->log_fd_.get(), LOCK_SH | LOCK_NB);
   return log;
 }
 
-bool SessionLog::RegisterReserve(const std::string& sessions_dir) {
-  // In use while this descriptor is open: a later session's release waits for the lock.
-  if (::flock(log_fd_.get(), LOCK_SH | LOCK_NB) != 0) return false;
-  const std::string registry = sessions_dir + "/" + std::string(kReservedDir);
+void SessionLog::LeaveReserveToLaterSessions() {
+  std::lock_guard write_lock(write_mu_);
+  if (reserve_ == 0 || reserve_registered_) return;
+  reserve_registered_ = RegisterReserve();
+  ReleaseFinishedReserves(state_dir_, kReservesReleasedPerSession);
+}
+
+bool SessionLog::RegisterReserve() {
+  const std::string registry = SessionsDir(state_dir_) + "/" + std::string(kReservedDir);
   UniqueFd reg(::open(registry.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!reg && errno == ENOENT && ::mkdir(registry.c_str(), 0700) == 0) {
     reg.reset(::open(registry.c_str(), O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW));

@@ -114,6 +114,12 @@ class SessionLog final : public ward::EventSink {
   // Whether a reserve is allocated ahead of the log (Options::reserve_bytes), and when one was
   // asked for but not made, whether that is because the file system cannot preallocate.
   bool reserved() const;
+  // Giving the reserve back costs a truncation (a journal transaction, often a few tenths of a
+  // millisecond), which Close would add to the end of every run. Called once the run is under
+  // way, off its path: the reserve is left to a later session instead (registered, and kept
+  // from release while this log is open), and this session gives back those of up to two
+  // sessions that have ended. Without this call Close gives the reserve back itself.
+  void LeaveReserveToLaterSessions();
   bool cannot_preallocate() const { return cannot_preallocate_; }
   // Records accepted by Emit so far (the next seq).
   int64_t emitted() const;
@@ -138,10 +144,8 @@ class SessionLog final : public ward::EventSink {
   Status WriteHead(int64_t seq, const std::string& hash);
   void KeepReserveAhead(size_t incoming);
   void ReleaseReserve();
-  // The log's reserve is given back by a later session (ReleaseFinishedReserves) instead of by
-  // Close, off the run's path: the log is marked in use and registered. False: not registered
-  // (Close gives it back).
-  bool RegisterReserve(const std::string& sessions_dir);
+  // Registers the log in <sessions>/.reserved. False: not registered (Close gives it back).
+  bool RegisterReserve();
   // Counts records that will never reach the file; mu_ held.
   void DropLocked(const std::string& type, int64_t seq);
   // Records the first error; returns true when this call made the log fail.
@@ -164,7 +168,8 @@ class SessionLog final : public ward::EventSink {
   off_t reserve_ = 0;                // set by Create
   off_t reserved_end_ = 0;           // guarded by write_mu_
   bool cannot_preallocate_ = false;  // set by Create: no reserve, for want of fallocate
-  bool reserve_registered_ = false;  // set by Create: a later session gives the reserve back
+  bool reserve_registered_ = false;  // guarded by write_mu_: a later session gives it back
+  std::string state_dir_;            // set by Create
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -426,6 +426,7 @@ int RunCommand(RunCommandOptions& opts) {
           }
           sink->Emit("session.start", std::move(start));
           TraceMark("session.start written");
+          sink->LeaveReserveToLaterSessions();
         });
       };
       // On this thread: a run is bound by CPU time (docs/architecture.md), and a thread of its

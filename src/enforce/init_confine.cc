@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "enforce/bpf.h"
-#include "enforce/landlock.h"
 #include "enforce/seccomp.h"
 #include "enforce/syscalls.h"
 
@@ -120,9 +119,7 @@ Result<std::vector<sock_filter>> InitSeccompProgram() {
   return b.Finish();
 }
 
-bool ConfineInit(const LandlockSpec& landlock, bool seccomp, ChildError* error) {
-  if (landlock.enabled && !ApplyLandlock(landlock, error, /*scope_signals=*/false)) return false;
-  if (!seccomp) return true;
+bool LoadInitSeccomp(ChildError* error) {
   Result<std::vector<sock_filter>> insns = InitSeccompProgram();
   if (!insns.ok()) return error->Set("init seccomp", EINVAL, "building the filter");
   SeccompProgram program;

@@ -17,6 +17,13 @@ constexpr uint64_t kFileOnlyRights = LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCES
                                      LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |
                                      LANDLOCK_ACCESS_FS_IOCTL_DEV;
 
+// Fills *error; -1 for the caller to return.
+int Failed(ChildError* error, const char* stage, int err, const char* d1 = "",
+           const char* d2 = "") {
+  error->Set(stage, err, d1, d2);
+  return -1;
+}
+
 }  // namespace
 
 int LandlockAbi() {
@@ -38,9 +45,9 @@ uint64_t LandlockReadRights(int abi) {
   return LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
 }
 
-bool ApplyLandlock(const LandlockSpec& spec, ChildError* error, bool scope_signals) {
+int BuildLandlockRuleset(const LandlockSpec& spec, ChildError* error) {
   int abi = spec.abi;
-  if (abi <= 0) return error->Set("landlock", EOPNOTSUPP, "no Landlock ABI");
+  if (abi <= 0) return Failed(error, "landlock", EOPNOTSUPP, "no Landlock ABI");
   sys::LandlockRulesetAttr attr;
   attr.handled_access_fs = LandlockFsRights(abi);
   size_t size = sizeof(uint64_t);
@@ -49,11 +56,11 @@ bool ApplyLandlock(const LandlockSpec& spec, ChildError* error, bool scope_signa
     size = 2 * sizeof(uint64_t);
   }
   if (abi >= 6) {
-    attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | (scope_signals ? LANDLOCK_SCOPE_SIGNAL : 0);
+    attr.scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL;
     size = 3 * sizeof(uint64_t);
   }
   UniqueFd ruleset(static_cast<int>(sys::LandlockCreateRuleset(&attr, size, 0)));
-  if (!ruleset) return error->Set("landlock", errno, "create_ruleset");
+  if (!ruleset) return Failed(error, "landlock", errno, "create_ruleset");
 
   const uint64_t all = attr.handled_access_fs;
   const uint64_t read = LandlockReadRights(abi) & all;
@@ -61,10 +68,10 @@ bool ApplyLandlock(const LandlockSpec& spec, ChildError* error, bool scope_signa
     UniqueFd fd(open(p.path.c_str(), O_PATH | O_CLOEXEC));
     if (!fd) {
       if (errno == ENOENT) continue;
-      return error->Set("landlock", errno, "opening ", p.path.c_str());
+      return Failed(error, "landlock", errno, "opening ", p.path.c_str());
     }
     struct stat st;
-    if (fstat(fd.get(), &st) != 0) return error->Set("landlock", errno, "stat ", p.path.c_str());
+    if (fstat(fd.get(), &st) != 0) return Failed(error, "landlock", errno, "stat ", p.path.c_str());
     uint64_t rights;
     if (p.device) {
       rights = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |
@@ -82,29 +89,38 @@ bool ApplyLandlock(const LandlockSpec& spec, ChildError* error, bool scope_signa
     pb.allowed_access = rights;
     pb.parent_fd = fd.get();
     if (sys::LandlockAddRule(ruleset.get(), LANDLOCK_RULE_PATH_BENEATH, &pb, 0) != 0) {
-      return error->Set("landlock", errno, "add_rule ", p.path.c_str());
+      return Failed(error, "landlock", errno, "add_rule ", p.path.c_str());
     }
   }
   if (abi >= 4) {
     for (uint16_t port : spec.connect_tcp) {
       sys::LandlockNetPortAttr np = {LANDLOCK_ACCESS_NET_CONNECT_TCP, port};
       if (sys::LandlockAddRule(ruleset.get(), sys::kLandlockRuleNetPort, &np, 0) != 0) {
-        return error->Set("landlock", errno, "add_rule tcp connect");
+        return Failed(error, "landlock", errno, "add_rule tcp connect");
       }
     }
     for (uint16_t port : spec.bind_tcp) {
       sys::LandlockNetPortAttr np = {LANDLOCK_ACCESS_NET_BIND_TCP, port};
       if (sys::LandlockAddRule(ruleset.get(), sys::kLandlockRuleNetPort, &np, 0) != 0) {
-        return error->Set("landlock", errno, "add_rule tcp bind");
+        return Failed(error, "landlock", errno, "add_rule tcp bind");
       }
     }
   }
+  return ruleset.release();
+}
+
+bool RestrictLandlock(int ruleset, ChildError* error) {
   // no_new_privs is set by the caller before this point (landlock_restrict_self requires it
   // without CAP_SYS_ADMIN, and the command must not have that either).
-  if (sys::LandlockRestrictSelf(ruleset.get(), 0) != 0) {
+  if (sys::LandlockRestrictSelf(ruleset, 0) != 0) {
     return error->Set("landlock", errno, "restrict_self");
   }
   return true;
+}
+
+bool ApplyLandlock(const LandlockSpec& spec, ChildError* error) {
+  UniqueFd ruleset(BuildLandlockRuleset(spec, error));
+  return ruleset && RestrictLandlock(ruleset.get(), error);
 }
 
 }  // namespace ward::enforce

@@ -10,11 +10,15 @@ namespace ward::enforce {
 
 int LandlockAbi();  // 0 when Landlock is unavailable
 
-// Returns false and fills *error when a rule cannot be applied. Paths of the spec that do not
-// exist inside are skipped (the mount view decides what exists). `scope_signals` false: the
-// domain does not scope signals (sandbox init's own domain: init signals the command, whose
-// domain is not inside init's).
-bool ApplyLandlock(const LandlockSpec& spec, ChildError* error, bool scope_signals = true);
+// The ruleset of `spec` (a close-on-exec fd), or -1 with *error filled when a rule cannot be
+// added. Paths of the spec that do not exist inside are skipped (the mount view decides what
+// exists).
+int BuildLandlockRuleset(const LandlockSpec& spec, ChildError* error);
+// landlock_restrict_self with `ruleset`: a new domain, nested in the caller's. The caller has
+// set no_new_privs or holds CAP_SYS_ADMIN. False with *error filled.
+bool RestrictLandlock(int ruleset, ChildError* error);
+// Both at once.
+bool ApplyLandlock(const LandlockSpec& spec, ChildError* error);
 
 // The access masks for an ABI, exposed for tests and explain.
 uint64_t LandlockFsRights(int abi);

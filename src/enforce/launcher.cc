@@ -131,7 +131,7 @@ int ExecCommand(const ExecArgs& a) {
 // The command: runs the process layers in the design's order, then execs. Never returns.
 [[noreturn]] void CommandMain(const LaunchPlan& plan, const ExecArgs& exec_args,
                               const SeccompProgram& seccomp, int ctl, int exec_pipe,
-                              int pty_slave) {
+                              int pty_slave, int landlock) {
   ChildError err;
   auto fail = [&](const char* stage, int e, const char* d = "") {
     err.Set(stage, e, d);
@@ -169,7 +169,9 @@ int ExecCommand(const ExecArgs& a) {
   if (rc != 0) fail("capabilities", -rc);
   TraceMark("command: capabilities dropped");
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("no_new_privs", errno);
-  if (plan.landlock.enabled && !ApplyLandlock(plan.landlock, &err)) ReportAndExit(ctl, err);
+  // A domain of its own, nested in init's (same rules): init may signal it, it may not signal
+  // init or the guard agent.
+  if (landlock >= 0 && !RestrictLandlock(landlock, &err)) ReportAndExit(ctl, err);
   TraceMark("command: landlock");
 
   if (plan.seccomp_enabled) {
@@ -200,6 +202,7 @@ struct CommandStart {
   const SeccompProgram* seccomp;
   int ctl, exec_pipe_read, exec_pipe_write, sfd, pty_slave;
   const cpu_set_t* cpus;  // every CPU init may use: init kept the child on its own CPU to start
+  int landlock;           // the ruleset of init's domain, -1 without Landlock
 };
 
 int CommandEntry(void* arg) {
@@ -207,7 +210,8 @@ int CommandEntry(void* arg) {
   if (s->cpus) sched_setaffinity(0, sizeof *s->cpus, s->cpus);
   close(s->exec_pipe_read);
   close(s->sfd);
-  CommandMain(*s->plan, *s->exec_args, *s->seccomp, s->ctl, s->exec_pipe_write, s->pty_slave);
+  CommandMain(*s->plan, *s->exec_args, *s->seccomp, s->ctl, s->exec_pipe_write, s->pty_slave,
+              s->landlock);
 }
 
 // Starts the command's process. Not a fork: init is a copy of the supervisor's address space,
@@ -320,6 +324,17 @@ void ReleaseCallerStdio() {
   if (null > last) close(null);
 }
 
+// Init's Landlock domain (init_confine.h), entered before it forks the command: the ruleset is
+// built once, for init and for the command, which nests its own domain in init's with it.
+UniqueFd EnterLandlockDomain(const LaunchPlan& plan, int ctl) {
+  if (!plan.landlock.enabled) return UniqueFd();
+  ChildError err;
+  UniqueFd ruleset(BuildLandlockRuleset(plan.landlock, &err));
+  if (!ruleset || !RestrictLandlock(ruleset.get(), &err)) ReportAndExit(ctl, err);
+  TraceMark("init: landlock domain entered");
+  return ruleset;
+}
+
 // Once the command runs, init keeps nothing it does not need (init_confine.h). A failure ends
 // the sandbox: the command must not run beside an unconfined pid 1.
 void ConfineSelf(const LaunchPlan& plan, int ctl) {
@@ -329,7 +344,7 @@ void ConfineSelf(const LaunchPlan& plan, int ctl) {
     err.Set("init", errno, "no_new_privs");
   }
   ReleaseCallerStdio();
-  if (!err.stage[0]) ConfineInit(plan.landlock, plan.seccomp_enabled, &err);
+  if (!err.stage[0] && plan.seccomp_enabled) LoadInitSeccomp(&err);
   if (err.stage[0]) {
     kill(-1, SIGKILL);
     ReportAndExit(ctl, err);
@@ -582,6 +597,7 @@ struct OwnIds {
     TraceMark("init: cgroup joined");
   }
   if (!WriteSysctls(&sysctls, &err)) ReportAndExit(ctl, err);
+  const UniqueFd landlock = EnterLandlockDomain(plan, ctl);
 
   // The filter, when the supervisor sent it while the root was being built.
   SeccompProgram deferred;
@@ -636,8 +652,8 @@ struct OwnIds {
   TraceMark("init: forking the command");
   // Init sleeps until the command execs: the command starts on init's CPU (see StayOnThisCpu).
   StayOnThisCpu pin;
-  CommandStart start{&plan,        &exec_args, &seccomp,  ctl,          exec_pipe[0],
-                     exec_pipe[1], sfd,        pty_slave, pin.allowed()};
+  CommandStart start{&plan,        &exec_args, &seccomp,  ctl,           exec_pipe[0],
+                     exec_pipe[1], sfd,        pty_slave, pin.allowed(), landlock.get()};
   pid_t cmd = SpawnCommand(&start);
   pin.Release();
   if (cmd < 0) {

@@ -268,6 +268,7 @@ TEST(FullDiskTest, TheReserveIsAllocatedAheadAndGivenBackByALaterSession) {
     NOTE_UNLESS(start.allocated >= 256 * 1024,
                 "allocated after Create: " + std::to_string(start.allocated));
     log.Emit("session.start", {{"command", {"reserve"}}});
+    log.LeaveReserveToLaterSessions();
     for (int i = 0; i < 100; ++i) log.Emit("net.deny", {{"i", i}});
     log.Emit("session.end", {{"exit_code", 0}});
     // A session that starts while this one still writes leaves its reserve alone.
@@ -275,6 +276,7 @@ TEST(FullDiskTest, TheReserveIsAllocatedAheadAndGivenBackByALaterSession) {
     o2.session_id = "later";
     auto later = SessionLog::Create(o2);
     NOTE_UNLESS(later.ok(), "Create later: " + later.status().ToString());
+    if (later.ok()) (*later)->LeaveReserveToLaterSessions();
     NOTE_UNLESS(LogSpace(log.dir()).allocated >= 256 * 1024, "released while in use");
     NOTE_UNLESS(log.Close().ok(), "Close: " + log.health().ToString());
     Space closed = LogSpace(log.dir());
@@ -286,6 +288,7 @@ TEST(FullDiskTest, TheReserveIsAllocatedAheadAndGivenBackByALaterSession) {
     o3.session_id = "next";
     auto next = SessionLog::Create(o3);
     NOTE_UNLESS(next.ok(), "Create next: " + next.status().ToString());
+    if (next.ok()) (*next)->LeaveReserveToLaterSessions();
     Space end = LogSpace(log.dir());
     NOTE_UNLESS(end.size == closed.size, "the content changed");
     NOTE_UNLESS(
@@ -294,6 +297,30 @@ TEST(FullDiskTest, TheReserveIsAllocatedAheadAndGivenBackByALaterSession) {
             " bytes allocated for " + std::to_string(end.size));
     VerifyReport r = VerifySession(log.dir());
     NOTE_UNLESS(r.state == VerifyReport::State::kIntact, "verify: " + r.detail);
+    return failures;
+  });
+}
+
+// A session that does not leave its reserve to later ones (ward serve's own) gives it back on
+// Close.
+TEST(FullDiskTest, AReserveNotLeftToLaterSessionsIsGivenBackOnClose) {
+  TempDir tmp;
+  RunOnTinyTmpfs(tmp.path(), "size=4m,mode=0700", 0, [&] {
+    std::string failures;
+    SessionLog::Options o;
+    o.state_dir = tmp.path();
+    o.session_id = "own";
+    o.reserve_bytes = 256 * 1024;
+    auto created = SessionLog::Create(o);
+    NOTE_UNLESS(created.ok(), "Create: " + created.status().ToString());
+    if (!created.ok()) return failures;
+    SessionLog& log = **created;
+    log.Emit("session.start", {{"command", {"reserve"}}});
+    NOTE_UNLESS(LogSpace(log.dir()).allocated >= 256 * 1024, "no reserve");  // control
+    NOTE_UNLESS(log.Close().ok(), "Close: " + log.health().ToString());
+    Space end = LogSpace(log.dir());
+    NOTE_UNLESS(end.allocated <= (end.size + 4095) / 4096 * 4096,
+                "the reserve was kept after Close: " + std::to_string(end.allocated));
     return failures;
   });
 }
