@@ -41,6 +41,9 @@ enum class FdKind : uint32_t {
   kNone = 0,
   kPtyMaster = 1,
   kNotifyListener = 2,  // seccomp user-notification listener of the command's filter
+  kDetachedMount = 3,   // a detached mount of init's (a cover's template) for the supervisor to
+                        // close: the last close waits for an RCU grace period, which the
+                        // supervisor, idle while the command starts, waits out instead of init
   kNetFirst = 16,       // sockets created inside the netns for the supervisor to serve:
   kNetProxy = 16,       //   the proxy's listening TCP socket
   kNetDnsUdp = 17,      //   the DNS stub's UDP socket

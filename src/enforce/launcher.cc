@@ -324,6 +324,19 @@ void ReleaseCallerStdio() {
   if (null > last) close(null);
 }
 
+// The covers' templates (see ApplyMounts) go to the supervisor, which closes them: the last
+// close of a detached mount waits for an RCU grace period, and the supervisor has nothing else
+// to do while the command starts. Init's own copies close at once (not the last reference).
+void HandOverDetachedMounts(int ctl, std::vector<UniqueFd>* detached) {
+  for (const UniqueFd& fd : *detached) {
+    ControlMsg m;
+    m.type = MsgType::kFd;
+    m.fd_kind = FdKind::kDetachedMount;
+    SendControl(ctl, m, fd.get());
+  }
+  detached->clear();
+}
+
 // Init's Landlock domain (init_confine.h), entered before it forks the command: the ruleset is
 // built once, for init and for the command, which nests its own domain in init's with it.
 UniqueFd EnterLandlockDomain(const LaunchPlan& plan, int ctl) {
@@ -520,7 +533,7 @@ struct OwnIds {
     ReportAndExit(ctl, err);
   }
   MountReport report;
-  std::vector<UniqueFd> detached;  // closed once the command runs (see ApplyMounts)
+  std::vector<UniqueFd> detached;  // handed to the supervisor (see HandOverDetachedMounts)
   PendingSysctls sysctls;          // written once in the network namespace
   if (!ApplyMounts(*mount, &report, &err, &detached, &sysctls)) ReportAndExit(ctl, err);
   TraceMark("init: root built");
@@ -530,6 +543,7 @@ struct OwnIds {
     m.report = report;
     UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
     SendControl(ctl, m, root.get());
+    HandOverDetachedMounts(ctl, &detached);
   }
 
   // The sandbox's own terminal, from its private devpts.
@@ -680,7 +694,6 @@ struct OwnIds {
     SendControl(ctl, m);
     TraceMark("init: started sent");
   }
-  detached.clear();
   ConfineSelf(plan, ctl);
   ServeAsPid1(ctl, sfd, cmd);
 }

@@ -327,6 +327,7 @@ class Session {
         } else if (m.fd_kind == enforce::FdKind::kNotifyListener && fd) {
           AwaitFirstNotification(std::move(fd));
         }
+        // kDetachedMount: `fd` closes here, the last reference (control.h).
         break;
       case enforce::MsgType::kSetupError:
         setup_error_ = true;
