@@ -355,13 +355,14 @@ int RunCommand(RunCommandOptions& opts) {
     std::string session_id;
     bool audit_tried = false;
     if (labels_ok) {
-      Status hidden = CheckWardDirsHidden(opts, req.policy);
-      if (!hidden.ok()) {
-        out.kind = supervisor::Outcome::Kind::kRefused;
-        out.exit_code = 125;
-        out.message = hidden.ToString();
-        labels_ok = false;
-      } else if (req.policy.audit) {
+      // ward's own directories out of the view: checked while init builds the root. A run
+      // refused for it writes no session (the trail could be where the sandbox would see it).
+      req.check_after_clone = [&] {
+        Status hidden = CheckWardDirsHidden(opts, req.policy);
+        if (!hidden.ok()) audit_tried = true;
+        return hidden;
+      };
+      if (req.policy.audit) {
         session_id = opts.session_id.empty() ? audit::NewSessionId() : opts.session_id;
         req.approvals.session = session_id;
         req.open_audit = [&]() -> Result<supervisor::AuditAttachment> {

@@ -929,6 +929,10 @@ Outcome Run(const RunRequest& req) {
     out.message = st.ToString();
     return out;
   };
+  if (req.check_after_clone) {
+    Status checked = req.check_after_clone();
+    if (!checked.ok()) return refuse_after_clone(checked);
+  }
   net::CredentialSetup creds;
   if (plan->await_late_setup) {
     Status sent = FetchAndSendCredentials(req, creds_options, *sb, &*plan, &creds);

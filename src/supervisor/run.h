@@ -57,6 +57,10 @@ struct RunRequest {
   // start-up's critical path. Its sink and secret hook replace `events` and `add_secret`. A
   // failure kills the half-made sandbox before anything in it ran, and refuses the run.
   std::function<Result<AuditAttachment>()> open_audit;
+  // Checks of the policy made right after the clone, while init builds the root (off the
+  // start-up's path), before any secret is fetched or the trail opened: a failure refuses the
+  // run in the same way, before the command could start.
+  std::function<Status()> check_after_clone;
   // Called once the sandbox exists (after the clone, before the command runs), on the
   // supervisor's thread: the place for work that may start threads or should overlap with
   // the sandbox's own setup (the audit session's start record).
