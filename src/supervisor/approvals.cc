@@ -17,19 +17,6 @@ using std::chrono::milliseconds;
 constexpr size_t kMaxPathBytes = 4096;
 constexpr milliseconds kMaxScope = std::chrono::hours(24 * 30);
 
-std::vector<std::string> SplitComponents(std::string_view path) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < path.size()) {
-    while (i < path.size() && path[i] == '/') ++i;
-    size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    if (j > i) out.emplace_back(path.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
 // Dynamic programming over (pattern component, path component): linear in their product, so a
 // long path from the sandbox cannot make several "**" explode.
 bool GlobMatch(const std::vector<std::string>& pat, const std::vector<std::string>& comps) {
@@ -252,7 +239,7 @@ Result<std::string> NormalizeSubject(RequestKind kind, std::string_view subject)
 }
 
 bool MatchPathGlob(const std::vector<std::string>& pattern, std::string_view path) {
-  return GlobMatch(pattern, SplitComponents(path));
+  return GlobMatch(pattern, policy::PathComponents(path));
 }
 
 std::string DescribeRequest(const ApprovalRequest& r) {
@@ -286,7 +273,7 @@ Result<std::shared_ptr<ApprovalBroker>> ApprovalBroker::Create(asio::io_context&
         }
         PathPattern pp;
         pp.text = text;
-        pp.components = SplitComponents(policy::NormalizePath(path));
+        pp.components = policy::PathComponents(policy::NormalizePath(path));
         out->paths.push_back(std::move(pp));
         continue;
       }
