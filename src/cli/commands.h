@@ -18,6 +18,8 @@ void AddMcpCommand(CLI::App& app, int* exit_code);
 void AddShellPrefixCommand(CLI::App& app, int* exit_code);
 void AddHookCommand(CLI::App& app, int* exit_code);
 void AddApprovalsCommand(CLI::App& app, int* exit_code);  // approvals, approve, deny, grants
+// diff, apply, discard (review mode); argv is recorded in the audit trail.
+void AddReviewCommands(CLI::App& app, int* exit_code, int argc, char** argv);
 
 // Whether this build's `ward run` takes --label (execs of `serve` and `mcp` are then tagged
 // sandbox=/exec=).

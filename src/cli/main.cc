@@ -15,7 +15,7 @@
 namespace {
 
 // Every subcommand but `run`.
-void AddOtherCommands(CLI::App& app, int* exit_code) {
+void AddOtherCommands(CLI::App& app, int* exit_code, int argc, char** argv) {
   ward::cli::AddCheckCommand(app, exit_code);
   ward::cli::AddExplainCommand(app, exit_code);
   ward::cli::AddWhyCommand(app, exit_code);
@@ -25,6 +25,7 @@ void AddOtherCommands(CLI::App& app, int* exit_code) {
   ward::cli::AddShellPrefixCommand(app, exit_code);
   ward::cli::AddHookCommand(app, exit_code);
   ward::cli::AddApprovalsCommand(app, exit_code);
+  ward::cli::AddReviewCommands(app, exit_code, argc, argv);
 }
 
 // The end of a run: what stdio holds is written out, and the process ends without the static
@@ -66,7 +67,7 @@ int main(int argc, char** argv) {
   // supervisor's own rather than shared with init, where every write would be a copy.
   if (run) ward::PopulateHeap(512 << 10);
   ward::cli::AddRunCommand(app, &exit_code);
-  if (!run) AddOtherCommands(app, &exit_code);
+  if (!run) AddOtherCommands(app, &exit_code, argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

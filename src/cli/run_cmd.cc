@@ -32,6 +32,7 @@
 #include "supervisor/credentials.h"
 #include "supervisor/explain.h"
 #include "supervisor/private_dirs.h"
+#include "supervisor/review_store.h"
 #include "supervisor/run.h"
 
 namespace ward::cli {
@@ -111,7 +112,77 @@ struct RunCommandOptions {
   std::string session_id;
   // The space kept ahead of the audit log (audit_reserve, parsed).
   uint64_t audit_reserve_bytes = audit::kDefaultReserveBytes;
+  // --workspace: direct (the host's directory), overlay (review mode) or copy (review mode
+  // without overlayfs).
+  std::string workspace_mode = "direct";
+  // Internal: the review session a `ward serve` sandbox keeps across its execs.
+  std::string review_session;
 };
+
+// A run in review mode: its session (made for this run, or a `ward serve` sandbox's) and the
+// session's lock, held until the run is over.
+struct RunReview {
+  supervisor::ReviewSession session;
+  UniqueFd lock;
+  bool own = false;  // made for this run: removed when the run is refused or changed nothing
+};
+
+// The review session of a run with --workspace=overlay|copy: a new one named after the run's
+// session, or (`ward serve`) the sandbox's, which must be open and of this workspace.
+Result<RunReview> OpenRunReview(const RunCommandOptions& opts, const policy::Policy& pol,
+                                const std::string& id) {
+  char buf[PATH_MAX];
+  if (realpath(pol.workspace.c_str(), buf) == nullptr) {
+    return ErrnoError("workspace " + pol.workspace, errno);
+  }
+  const std::string workspace = buf;
+  const std::string state = audit::DefaultStateDir();
+  RunReview r;
+  if (!opts.review_session.empty()) {
+    if (!audit::IsNewSessionIdFormat(opts.review_session)) {
+      return InvalidArgument("--review-session: not a session id");
+    }
+    WARD_ASSIGN_OR_RETURN(r.session, supervisor::LoadReviewSession(
+                                         supervisor::ReviewRoot(state) + "/" + opts.review_session));
+    if (r.session.workspace != workspace || r.session.state != supervisor::ReviewState::kOpen) {
+      return Error(Code::kFailedPrecondition,
+                   "review session " + r.session.id + " is " +
+                       supervisor::ReviewStateName(r.session.state) + " and of the workspace " +
+                       r.session.workspace + ": it cannot take this run's writes");
+    }
+  } else {
+    supervisor::ReviewRequest rq;
+    rq.state_dir = state;
+    rq.id = id;
+    rq.workspace = workspace;
+    rq.force_copy = opts.workspace_mode == "copy";
+    for (const policy::ProtectedRule& p : pol.protected_paths) {
+      rq.protected_relpaths.push_back(p.relpath);
+    }
+    WARD_ASSIGN_OR_RETURN(r.session, supervisor::CreateReviewSession(rq));
+    r.own = true;
+  }
+  Result<UniqueFd> lock = supervisor::LockReviewSession(r.session);
+  if (!lock.ok()) {
+    if (r.own) (void)supervisor::RemoveReviewSession(r.session);
+    return lock.status();
+  }
+  r.lock = std::move(lock).value();
+  return r;
+}
+
+enforce::WorkspaceLayer LayerOf(const supervisor::ReviewSession& s) {
+  enforce::WorkspaceLayer l;
+  if (s.mode == supervisor::ReviewMode::kOverlay) {
+    l.kind = enforce::WorkspaceLayer::Kind::kOverlay;
+    l.upper = s.upper();
+    l.work = s.work();
+  } else {
+    l.kind = enforce::WorkspaceLayer::Kind::kCopy;
+    l.copy = s.copy();
+  }
+  return l;
+}
 
 nlohmann::json EgressToJson(const supervisor::Outcome::Egress& e) {
   if (!e.enabled) return nullptr;
@@ -178,9 +249,12 @@ Result<std::unique_ptr<audit::SessionLog>> CreateAuditSession(const RunCommandOp
   return log;
 }
 
-// The host paths the sandbox can write (its HOME and /tmp are tmpfs of its own).
-std::vector<std::string> SandboxWritablePaths(const policy::Policy& pol) {
+// The host paths the sandbox can write (its HOME and /tmp are tmpfs of its own; in review mode
+// the upper layer or the copy, in ward's state directory).
+std::vector<std::string> SandboxWritablePaths(const policy::Policy& pol,
+                                              const std::optional<RunReview>& review) {
   std::vector<std::string> paths;
+  if (review) paths.push_back(review->session.tree());
   if (pol.workspace_access == policy::Access::kWrite) paths.push_back(pol.workspace);
   for (const policy::PathRule& r : pol.paths) {
     if (r.access == policy::Access::kWrite) paths.push_back(r.path);
@@ -234,6 +308,32 @@ Status CheckWardDirsHidden(const RunCommandOptions& opts, const policy::Policy& 
   return supervisor::CheckOutOfView(pol, dirs);
 }
 
+nlohmann::json ReviewRecord(const supervisor::ReviewSession& s) {
+  return {{"review_session", s.id},
+          {"mode", supervisor::ReviewModeName(s.mode)},
+          {"note", s.note},
+          {"tree", s.tree()},
+          {"workspace", s.workspace},
+          {"changes", !supervisor::ReviewTreeEmpty(s)}};
+}
+
+// The end of a run in review mode: a session made for it goes again when the run was refused or
+// wrote nothing; else one line says where its changes wait and what to do with them.
+void EndRunReview(RunReview* r, const supervisor::Outcome& out) {
+  const bool ran = out.kind != supervisor::Outcome::Kind::kRefused;
+  if (r->own && (!ran || supervisor::ReviewTreeEmpty(r->session))) {
+    (void)supervisor::RemoveReviewSession(r->session);
+    return;
+  }
+  r->lock.reset();
+  if (!r->own) return;
+  const std::string& id = r->session.id;
+  std::fprintf(stderr,
+               "ward: review mode: the run's changes to the workspace wait in session %s: "
+               "ward diff %s; ward apply %s; ward discard %s\n",
+               id.c_str(), id.c_str(), id.c_str(), id.c_str());
+}
+
 void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
   nlohmann::json j = {
       {"status", supervisor::OutcomeKindName(o.kind)},
@@ -284,6 +384,7 @@ int RunCommand(RunCommandOptions& opts) {
     opts.audit_reserve_bytes = *reserve;
   }
   supervisor::Outcome out;
+  std::optional<RunReview> review;  // review mode (--workspace=overlay|copy)
   std::unique_ptr<audit::SessionLog> log;
   std::optional<StartRecordFirst> events;  // log's sink during the run (after log: dies first)
   Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
@@ -354,6 +455,36 @@ int RunCommand(RunCommandOptions& opts) {
     // are made by the supervisor after the clone, while sandbox init builds the root.
     std::string session_id;
     bool audit_tried = false;
+    if (labels_ok && req.policy.audit) {
+      session_id = opts.session_id.empty() ? audit::NewSessionId() : opts.session_id;
+    }
+    // Review mode: the session that takes the run's writes, named after the run's.
+    if (labels_ok && !opts.review_session.empty() && opts.workspace_mode == "direct") {
+      out.kind = supervisor::Outcome::Kind::kRefused;
+      out.exit_code = 125;
+      out.message = "--review-session needs --workspace=overlay or --workspace=copy";
+      labels_ok = false;
+    }
+    if (labels_ok && opts.workspace_mode != "direct") {
+      Result<RunReview> opened = OpenRunReview(
+          opts, req.policy, session_id.empty() ? audit::NewSessionId() : session_id);
+      if (!opened.ok()) {
+        out.kind = supervisor::Outcome::Kind::kRefused;
+        out.exit_code = 125;
+        out.message = "--workspace=" + opts.workspace_mode + ": " + opened.status().ToString();
+        labels_ok = false;
+      } else {
+        review = std::move(opened).value();
+        req.workspace_layer = LayerOf(review->session);
+        if (review->session.mode == supervisor::ReviewMode::kCopy && review->own &&
+            opts.workspace_mode != "copy") {
+          std::fprintf(stderr,
+                       "ward: review mode: overlayfs cannot be used here (%s); the workspace was "
+                       "copied instead\n",
+                       review->session.note.c_str());
+        }
+      }
+    }
     if (labels_ok) {
       // ward's own directories out of the view: checked while init builds the root. A run
       // refused for it writes no session (the trail could be where the sandbox would see it).
@@ -363,14 +494,13 @@ int RunCommand(RunCommandOptions& opts) {
         return hidden;
       };
       if (req.policy.audit) {
-        session_id = opts.session_id.empty() ? audit::NewSessionId() : opts.session_id;
         req.approvals.session = session_id;
         req.open_audit = [&]() -> Result<supervisor::AuditAttachment> {
           audit_tried = true;
           Result<std::unique_ptr<audit::SessionLog>> made = CreateAuditSession(opts, session_id);
           if (!made.ok()) return made.status();
           Status reach =
-              audit::RequireReserveOrOwnFileSystem(**made, SandboxWritablePaths(req.policy));
+              audit::RequireReserveOrOwnFileSystem(**made, SandboxWritablePaths(req.policy, review));
           if (!reach.ok()) {
             (void)(*made)->Discard();
             return Status(reach.code(), reach.ToString() +
@@ -460,6 +590,9 @@ int RunCommand(RunCommandOptions& opts) {
                                       {"refused", out.message}});
         }
         TraceMark("run finished");
+        if (review && out.kind != supervisor::Outcome::Kind::kRefused) {
+          log->Emit("review.session", ReviewRecord(review->session));
+        }
         log->Emit("session.end", {{"status", supervisor::OutcomeKindName(out.kind)},
                                   {"exit_code", out.exit_code},
                                   {"signal", out.signal == 0 ? nlohmann::json(nullptr)
@@ -478,6 +611,7 @@ int RunCommand(RunCommandOptions& opts) {
       }
     }
   }
+  if (review) EndRunReview(&*review, out);
   if (!out.message.empty() && out.kind != supervisor::Outcome::Kind::kExited &&
       out.kind != supervisor::Outcome::Kind::kSignaled) {
     std::fprintf(stderr, "ward: %s\n", out.message.c_str());
@@ -524,6 +658,15 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   sub->add_option("--session-id", opts->session_id,
                   "Use this session id (YYYYMMDDTHHMMSSZ-xxxxxxxx) for the audit session and the "
                   "approval socket")
+      ->group("");
+  sub->add_option("--workspace", opts->workspace_mode,
+                  "direct (default): the command writes the workspace itself; overlay: review "
+                  "mode, its writes land in an overlay kept by ward until `ward apply` (see "
+                  "docs/review.md); copy: review mode with a copy of the workspace")
+      ->check(CLI::IsMember({"direct", "overlay", "copy"}));
+  // Internal (hidden): the review session of a `ward serve` sandbox, shared by its execs.
+  sub->add_option("--review-session", opts->review_session,
+                  "Use this open review session (with --workspace=overlay|copy)")
       ->group("");
   sub->add_option("--audit-reserve", opts->audit_reserve,
                   "SIZE of disk space kept ahead of the audit log, so that a sandbox that fills "

@@ -106,7 +106,8 @@ class Builder {
     for (size_t i = 0; i < spec_.ops.size(); ++i) {
       const MountOp& op = spec_.ops[i];
       if (op.kind == MountOp::Kind::kBind) {
-        UniqueFd fd = op.beneath_workspace
+        UniqueFd fd = !op.overlay_upper.empty() ? OverlayOfWorkspace(op)
+                      : op.beneath_workspace
                           ? CloneBeneathWorkspace(op)
                           : CloneTree(AT_FDCWD, op.source.c_str(), op.writable, op.source.c_str());
         if (!fd) return false;
@@ -161,6 +162,60 @@ class Builder {
       return UniqueFd();
     }
     return CloneTree(fd.get(), "", op.writable, op.source.c_str());
+  }
+
+  // The workspace in review mode: a new overlay whose lower layer is the workspace's directory
+  // (opened as CloneBeneathWorkspace opens it; overlayfs never writes a lower layer) and whose
+  // upper and work directories are in ward's state directory, which no sandbox sees. Every
+  // layer is handed over as a descriptor, never as a path overlayfs would parse. `userxattr`:
+  // the mount is made in the sandbox's user namespace (as root too), where overlayfs keeps its
+  // whiteout and opaque marks in user.overlay.* attributes (Linux >= 5.11).
+  UniqueFd OverlayOfWorkspace(const MountOp& op) {
+    if (spec_.workspace.empty() || op.source != spec_.workspace) {
+      error_->Set("mount", EINVAL, "overlay of something other than the workspace: ",
+                  op.source.c_str());
+      return UniqueFd();
+    }
+    UniqueFd lower(open(spec_.workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd upper(open(op.overlay_upper.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    UniqueFd work(open(op.overlay_work.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!lower || !upper || !work) {
+      error_->Set("mount", errno, "opening the overlay's layers for ", op.source.c_str());
+      return UniqueFd();
+    }
+    UniqueFd fs(sys::Fsopen("overlay", FSOPEN_CLOEXEC));
+    if (!fs) {
+      error_->Set("mount", errno, "fsopen overlay (review mode) for ", op.source.c_str());
+      return UniqueFd();
+    }
+    const std::pair<const char*, int> layers[] = {
+        {"lowerdir+", lower.get()}, {"upperdir", upper.get()}, {"workdir", work.get()}};
+    for (const auto& [key, fd] : layers) {
+      if (!SetOverlayLayer(fs.get(), key, fd)) {
+        error_->Set("mount", errno, "configuring the overlay's ", key);
+        return UniqueFd();
+      }
+    }
+    if (sys::Fsconfig(fs.get(), FSCONFIG_SET_FLAG, "userxattr", nullptr, 0) != 0 ||
+        sys::Fsconfig(fs.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
+      error_->Set("mount", errno, "creating the overlay (review mode) of ", op.source.c_str());
+      return UniqueFd();
+    }
+    UniqueFd mnt(sys::Fsmount(fs.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV));
+    if (!mnt) error_->Set("mount", errno, "fsmount of the overlay of ", op.source.c_str());
+    return mnt;
+  }
+
+  // One layer by descriptor (Linux >= 6.13 takes it as is); before that, by the descriptor's
+  // /proc/self/fd name, which overlayfs resolves to the very directory that was opened (the
+  // legacy "lowerdir" key, since "lowerdir+" came with 6.5).
+  static bool SetOverlayLayer(int fs, const char* key, int fd) {
+    if (sys::Fsconfig(fs, FSCONFIG_SET_FD, key, nullptr, fd) == 0) return true;
+    if (errno != EINVAL) return false;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    const char* legacy = std::strcmp(key, "lowerdir+") == 0 ? "lowerdir" : key;
+    return sys::Fsconfig(fs, FSCONFIG_SET_STRING, legacy, path, 0) == 0;
   }
 
   UniqueFd CloneTree(int dirfd, const char* path, bool writable, const char* what) {

@@ -87,6 +87,8 @@ class DenyMatcher {
 
 struct Bind {
   std::string target;  // canonical host path, same path inside
+  std::string source;  // where it comes from when not `target` itself (the workspace's copy)
+  std::string overlay_upper, overlay_work;  // the workspace in review mode (MountOp)
   bool writable = false;
   bool is_dir = true;
   bool beneath_workspace = false;  // the workspace or below it (MountOp::beneath_workspace)
@@ -204,12 +206,29 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     b.why = r.origin.ToString();
     binds[real] = b;  // a later rule for the same path wins (flags after profiles)
   }
+  const WorkspaceLayer& layer = input.workspace_layer;
+  if (layer.kind != WorkspaceLayer::Kind::kDirect &&
+      policy.workspace_access != policy::Access::kWrite) {
+    return InvalidArgument(
+        "--workspace=overlay reviews what a run writes to the workspace, and this policy does not "
+        "let it write there: drop --workspace=overlay, or give the workspace write access");
+  }
   if (policy.workspace_access) {
     Bind b;
     b.target = ws;
     b.writable = *policy.workspace_access == policy::Access::kWrite;
     b.beneath_workspace = true;
     b.why = "workspace";
+    if (layer.kind == WorkspaceLayer::Kind::kOverlay) {
+      b.overlay_upper = layer.upper;
+      b.overlay_work = layer.work;
+      b.why = "workspace (overlay: review mode)";
+    } else if (layer.kind == WorkspaceLayer::Kind::kCopy) {
+      // The copy in ward's state directory stands in for the workspace: not below it.
+      b.source = layer.copy;
+      b.beneath_workspace = false;
+      b.why = "workspace (a copy: review mode)";
+    }
     binds[ws] = b;
     if (NormalizePath(policy.workspace) != ws)
       symlinks.push_back({NormalizePath(policy.workspace), ws});
@@ -223,9 +242,13 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
 
   // A bind inside another bind of the same host tree with the same access adds nothing (the
   // paths are identical inside and out): drop it, every mount costs start-up time.
+  // The workspace in review mode is never folded into a bind around it: that would show the
+  // host's own directory in its place.
   for (auto it = binds.begin(); it != binds.end();) {
     bool redundant = false;
+    const bool foldable = it->second.source.empty() && it->second.overlay_upper.empty();
     for (const auto& [t, b] : binds) {
+      if (!foldable) break;
       if (t != it->first && PathIsWithin(it->first, t) && b.writable == it->second.writable &&
           b.is_dir) {
         // Unless something between them changes the access (a nested bind of the other kind).
@@ -240,6 +263,17 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
       }
     }
     it = redundant ? binds.erase(it) : std::next(it);
+  }
+  // In review mode every write below the workspace goes to the overlay (or the copy): a
+  // writable bind of the host's own tree in it would go around the review.
+  if (layer.kind != WorkspaceLayer::Kind::kDirect) {
+    for (const auto& [t, b] : binds) {
+      if (t != ws && b.writable && PathIsWithin(t, ws)) {
+        return InvalidArgument(t + " (" + b.why + ") is writable below the workspace, which " +
+                               "--workspace=overlay reviews: its writes would reach the host " +
+                               "unreviewed. Drop the rule (the workspace is writable already)");
+      }
+    }
   }
 
   uint64_t tmp_size = policy.limits.tmp_size_bytes.value_or(0);
@@ -284,8 +318,10 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   for (const auto& [t, b] : binds) {
     MountOp op;
     op.kind = MountOp::Kind::kBind;
-    op.source = t;
+    op.source = b.source.empty() ? t : b.source;
     op.target = t;
+    op.overlay_upper = b.overlay_upper;
+    op.overlay_work = b.overlay_work;
     op.writable = b.writable;
     op.is_dir = b.is_dir;
     op.beneath_workspace = b.beneath_workspace;

@@ -13,11 +13,25 @@
 
 namespace ward::enforce {
 
+// What the sandbox's workspace is. Direct: the host's directory itself, bound read-write.
+// Review mode (`ward run --workspace=overlay`, supervisor/review_store.h): an overlay whose lower
+// layer is the host's directory (never written) and whose upper layer keeps the run's writes in
+// ward's state directory; or, where overlayfs cannot be had, a copy of the workspace there, bound
+// in its place. Either way nothing the run writes reaches the host's workspace until `ward apply`.
+struct WorkspaceLayer {
+  enum class Kind { kDirect, kOverlay, kCopy };
+  Kind kind = Kind::kDirect;
+  std::string upper;  // kOverlay: the upper and work directories (absolute, in ward's state)
+  std::string work;
+  std::string copy;  // kCopy: the copy bound at the workspace's path
+};
+
 struct PlanInput {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "NAME=VALUE", already built from the policy's allow list
   bool tty[3] = {false, false, false};
   bool prepare_seccomp = true;  // false for explain-only plans that do not need the program
+  WorkspaceLayer workspace_layer;
 };
 
 struct PlanNotes {

@@ -115,6 +115,8 @@ void PutMount(Writer& w, const MountSpec& m) {
     w.Bool(op.writable);
     w.Bool(op.is_dir);
     w.Bool(op.beneath_workspace);
+    w.Str(op.overlay_upper);
+    w.Str(op.overlay_work);
     w.Raw<uint64_t>(op.size);
     w.Raw<uint32_t>(op.mode);
     w.Str(op.content);
@@ -138,8 +140,8 @@ void PutMount(Writer& w, const MountSpec& m) {
 }
 
 bool GetMount(Reader& r, MountSpec* m) {
-  // Each op takes at least its kind, four length words, three booleans, size and mode.
-  const bool ops = r.Vec("mount.ops", 1 + 4 * 8 + 3 + 8 + 4, &m->ops, [&](MountOp& op) {
+  // Each op takes at least its kind, six length words, three booleans, size and mode.
+  const bool ops = r.Vec("mount.ops", 1 + 6 * 8 + 3 + 8 + 4, &m->ops, [&](MountOp& op) {
     uint8_t kind = 0;
     if (!r.Raw("mount.ops.kind", &kind)) return false;
     if (kind > static_cast<uint8_t>(MountOp::Kind::kFile)) {
@@ -149,6 +151,8 @@ bool GetMount(Reader& r, MountSpec* m) {
     return r.Str("mount.ops.source", &op.source) && r.Str("mount.ops.target", &op.target) &&
            r.Bool("mount.ops.writable", &op.writable) && r.Bool("mount.ops.is_dir", &op.is_dir) &&
            r.Bool("mount.ops.beneath_workspace", &op.beneath_workspace) &&
+           r.Str("mount.ops.overlay_upper", &op.overlay_upper) &&
+           r.Str("mount.ops.overlay_work", &op.overlay_work) &&
            r.Raw("mount.ops.size", &op.size) && r.Raw("mount.ops.mode", &op.mode) &&
            r.Str("mount.ops.content", &op.content) && r.Str("mount.ops.why", &op.why);
   });

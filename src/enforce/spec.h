@@ -35,6 +35,11 @@ struct MountOp {
   // kBind: `source` is the workspace or below it (MountSpec::workspace). Sandbox init opens it
   // from the workspace's directory with no symlink on the way (beneath.h), never by its path.
   bool beneath_workspace = false;
+  // kBind of the workspace in review mode (`ward run --workspace=overlay`): not a bind but an
+  // overlay whose lower layer is `source` (read-only, never written) and whose upper and work
+  // directories are these, in ward's state directory. Both empty for every other op.
+  std::string overlay_upper;
+  std::string overlay_work;
   uint64_t size = 0;  // kTmpfs: bytes (0 = kernel default)
   uint32_t mode = 0755;
   std::string content;  // kFile

@@ -839,6 +839,7 @@ Outcome Run(const RunRequest& req) {
   for (int fd = 0; fd < 3; ++fd) input.tty[fd] = term.is_tty(fd);
   // The seccomp filter is sent after the clone, while sandbox init builds the root.
   input.prepare_seccomp = false;
+  input.workspace_layer = req.workspace_layer;
   Result<enforce::LaunchPlan> plan = enforce::PlanLaunch(req.policy, features, input, &out.notes);
   if (!plan.ok()) {
     out.kind = Outcome::Kind::kRefused;

@@ -44,6 +44,8 @@ struct RunRequest {
   bool raw_terminal = false;
   // Extra CAs the credential broker trusts for upstreams (`--upstream-ca FILE`).
   std::vector<std::string> upstream_ca;
+  // The workspace itself, or in review mode its overlay or copy (review_store.h).
+  enforce::WorkspaceLayer workspace_layer;
   // The kernel's features when the caller probed them already (ward run overlaps the probe
   // with loading the policy); else Run probes.
   std::optional<enforce::KernelFeatures> features;

@@ -27,6 +27,8 @@ LaunchPlan FullPlan() {
   bind.target = "/home/u/work space";
   bind.writable = true;
   bind.beneath_workspace = true;
+  bind.overlay_upper = "/home/u/.local/state/ward/review/x/upper";
+  bind.overlay_work = "/home/u/.local/state/ward/review/x/work";
   bind.why = "workspace";
   MountOp file;
   file.kind = MountOp::Kind::kFile;
@@ -91,6 +93,9 @@ TEST(PlanWireTest, RoundTripsEveryFieldInitReads) {
   EXPECT_TRUE(out.mount.ops[1].beneath_workspace);
   EXPECT_FALSE(out.mount.ops[0].beneath_workspace);
   EXPECT_EQ(out.mount.ops[1].why, "workspace");
+  EXPECT_EQ(out.mount.ops[1].overlay_upper, in.mount.ops[1].overlay_upper);
+  EXPECT_EQ(out.mount.ops[1].overlay_work, in.mount.ops[1].overlay_work);
+  EXPECT_TRUE(out.mount.ops[0].overlay_upper.empty());
   EXPECT_EQ(out.mount.ops[2].content, in.mount.ops[2].content);  // an embedded NUL survives
   EXPECT_FALSE(out.mount.ops[2].is_dir);
   ASSERT_EQ(out.mount.masks.size(), 1u);

@@ -1,0 +1,67 @@
+// What a run in review mode changed: its tree (the overlay's upper layer, or the copy) against
+// the host's workspace as it is now. Read only; nothing here follows a symlink on either side
+// (every directory is opened from its parent with O_NOFOLLOW), and everything the run left is
+// data: names, link targets and contents are never interpreted.
+//
+// Overlay: an entry of the upper layer is a change; a character device 0/0 is a whiteout (the
+// entry was deleted); a directory with user.overlay.opaque=y replaced the host's directory as a
+// whole (what the host has there and it lacks was deleted); user.overlay.origin marks an entry
+// copied up from the host (it existed there when the run touched it).
+// Copy: an entry whose ctime is newer than the copy (ReviewSession::copied_ns) or that the
+// manifest does not list is a change; what the manifest lists and the copy lacks was deleted.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "supervisor/review_store.h"
+
+namespace ward::supervisor {
+
+enum class EntryType { kNone, kFile, kDir, kSymlink, kOther };
+const char* EntryTypeName(EntryType t);  // "absent", "file", "directory", "symlink", "special file"
+
+struct ReviewChange {
+  enum class Kind {
+    kAdd,     // absent on the host
+    kModify,  // present on both sides: content, link target, type or mode differ
+    kDelete,  // present on the host, removed by the run
+  };
+  Kind kind = Kind::kModify;
+  std::string path;  // relative to the workspace, '/'-separated; never empty, "." or ".."
+  // The host's entry now (kNone when absent) and the run's (kNone for kDelete).
+  EntryType old_type = EntryType::kNone;
+  EntryType new_type = EntryType::kNone;
+  mode_t old_mode = 0;  // permission bits and setuid/setgid/sticky (07777)
+  mode_t new_mode = 0;
+  uint64_t old_size = 0;
+  uint64_t new_size = 0;
+  std::string old_link, new_link;  // symlink targets
+  bool content_changed = false;    // file contents or link target differ (or the type)
+  // kAdd: the run found the entry on the host (copied up, or in the copy) and the host no longer
+  // has it: deleted there since. Apply refuses it unless forced.
+  bool host_deleted_since = false;
+  uid_t old_uid = 0;
+  gid_t old_gid = 0;
+  int64_t old_ctime_ns = 0;  // the host entry's ctime (0 when absent)
+};
+
+// Every change, sorted by path (a directory before what is below it). A directory the run
+// deleted or replaced comes with a kDelete for each entry the host has below it.
+Result<std::vector<ReviewChange>> CollectChanges(const ReviewSession& s);
+
+// The changes selected by `paths` (relative to the workspace; each selects itself and what is
+// below it). Empty `paths`: all. Unmatched paths are returned in *unmatched.
+std::vector<ReviewChange> SelectChanges(const std::vector<ReviewChange>& all,
+                                        const std::vector<std::string>& paths,
+                                        std::vector<std::string>* unmatched);
+
+// Splits a relative path into components; false for "", ".", "..", absolute or empty
+// components.
+bool SplitRelative(const std::string& rel, std::vector<std::string>* out);
+
+}  // namespace ward::supervisor
