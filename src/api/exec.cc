@@ -792,6 +792,9 @@ Expected<std::shared_ptr<Exec>> ExecManager::Start(StartRequest req) {
   if (!req.approval_session.empty() && !audit::IsNewSessionIdFormat(req.approval_session)) {
     return InvalidError("approval session \"" + req.approval_session + "\" is not a session id");
   }
+  if (!req.review.session.empty() && !audit::IsNewSessionIdFormat(req.review.session)) {
+    return InvalidError("review session \"" + req.review.session + "\" is not a session id");
+  }
   std::string id = NewId("ex");
   std::string dir = ExecDir(id);
   if (mkdir(dir.c_str(), 0700) != 0) return FromErrno("creating " + dir, errno);
@@ -812,7 +815,8 @@ Expected<std::shared_ptr<Exec>> ExecManager::Start(StartRequest req) {
     labels.push_back("exec=" + id);
   }
   RunInvocation inv =
-      BuildRunInvocation(req.flags, req.workspace, labels, 3, req.command, req.approval_session);
+      BuildRunInvocation(req.flags, req.workspace, labels, 3, req.command, req.approval_session,
+                         req.review);
 
   int in[2], out[2], err[2], st[2];
   if (pipe2(in, O_CLOEXEC) != 0) return FromErrno("pipe", errno);

@@ -176,6 +176,8 @@ struct StartRequest {
   // Non-empty: passed as `ward run --session-id` (NewSessionId's format; anything else is
   // refused by Start), so the daemon can reach the exec's approval socket.
   std::string approval_session;
+  // Review mode: the sandbox's review session, which the exec's writes go to.
+  ExecReview review;
 };
 
 class ExecManager {

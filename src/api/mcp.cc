@@ -360,6 +360,12 @@ void McpServer::CallTool(const std::string& key, const nlohmann::json& params, T
   if (name == "exec") return ToolExec(key, args, progress, std::move(done));
   if (name == "exec_poll") return ToolPoll(key, args, progress, std::move(done));
   if (name == "exec_kill") return ToolKill(args, std::move(done));
+  if (!config_.review.session.empty() &&
+      (name == "read_file" || name == "write_file" || name == "edit_file" ||
+       name == "list_files")) {
+    return done(ToolError("review mode: the workspace the commands see is an overlay the file "
+                          "tools cannot reach; use the exec tool (cat, sed, tee) instead"));
+  }
   if (name == "read_file") return done(ToolReadFile(args));
   if (name == "write_file") return done(ToolWriteFile(args));
   if (name == "edit_file") return done(ToolEditFile(args));
@@ -472,6 +478,15 @@ void McpServer::ToolExec(const std::string& key, const nlohmann::json& args,
   req.command = cmd;
   req.stdin_data = stdin_data.value_or("");
   req.timeout_ms = static_cast<uint64_t>(timeout.value_or(0));
+  req.review = config_.review;
+  if (!req.review.session.empty()) {
+    for (const auto& other : execs_.List(session_label_)) {
+      if (other->running()) {
+        return done(ToolError("review mode runs one command at a time (" + other->id() +
+                              " is running): wait for it with exec_poll"));
+      }
+    }
+  }
   auto started = execs_.Start(std::move(req));
   if (!started.ok()) return done(ToolError(started.error().message));
   auto it = calls_.find(key);

@@ -39,6 +39,9 @@ struct McpConfig {
   const policy::Policy* policy = nullptr;  // effective policy (for the file tools)
   ExecManagerConfig exec;
   uint64_t default_yield_ms = kMcpMaxYieldMs;
+  // Review mode (`ward mcp --workspace=overlay`): every exec writes this review session, one at
+  // a time, and the file tools are off (they would go around it). Empty: direct.
+  ExecReview review;
   std::chrono::milliseconds progress_interval{1000};
 };
 

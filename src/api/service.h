@@ -24,6 +24,7 @@
 #include "common/status.h"
 #include "policy/loader.h"
 #include "policy/policy.h"
+#include "supervisor/review_store.h"
 
 namespace ward::api {
 
@@ -85,6 +86,9 @@ class Service {
     int64_t created_ms = 0;
     int64_t last_active_ms = 0;
     std::unique_ptr<audit::SessionLog> log;
+    // Review mode (spec.workspace_mode overlay or copy): the session every exec writes to, until
+    // review.apply or review.discard closes it and a fresh one takes its place.
+    std::optional<supervisor::ReviewSession> review;
   };
   using Reply = std::function<void(Expected<nlohmann::json>)>;
 
@@ -103,6 +107,11 @@ class Service {
   Expected<nlohmann::json> ExecList(const nlohmann::json& params);
   Expected<nlohmann::json> Fs(const std::string& op, const nlohmann::json& params);
   Expected<nlohmann::json> AuditQueryMethod(const nlohmann::json& params);
+  // review.diff / review.apply / review.discard of a review-mode sandbox.
+  Expected<nlohmann::json> Review(const std::string& op, const nlohmann::json& params);
+  // A review-mode sandbox's session: `reuse` when it is still open for this workspace (a
+  // reloaded sandbox), else a new one.
+  Expected<Done> OpenSandboxReview(Sandbox* s, const std::string& reuse);
   // approvals.list / approvals.grants ("requests" / "grants" of the execs' approval sockets).
   void ApprovalsQuery(bool grants, const nlohmann::json& params, Reply reply);
   // approvals.approve / approvals.deny.
@@ -115,7 +124,8 @@ class Service {
                    std::function<Expected<nlohmann::json>(const nlohmann::json&)> on_ok);
 
   Status OpenDaemonSession();
-  Expected<Sandbox*> Load(SandboxSpec spec, std::string id, int64_t created_ms);
+  Expected<Sandbox*> Load(SandboxSpec spec, std::string id, int64_t created_ms,
+                          const std::string& review_session = "");
   Expected<Sandbox*> FindSandbox(Params& p);
   Expected<std::shared_ptr<Exec>> FindExec(Params& p);
   nlohmann::json SandboxJson(const Sandbox& s) const;

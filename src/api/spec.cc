@@ -185,6 +185,13 @@ Expected<SandboxSpec> ParseSandboxSpec(const nlohmann::json& params) {
   if (auto ask = p.Bool("ask")) {
     if (*ask) s.flags.approvals = true;
   }
+  if (auto mode = p.String("workspace_mode", 16)) {
+    if (*mode != "direct" && *mode != "overlay" && *mode != "copy") {
+      return InvalidError("params.workspace_mode: \"" + *mode +
+                          "\" is not one of direct, overlay (review mode), copy");
+    }
+    s.workspace_mode = *mode;
+  }
   ParseLimits(p, s.flags);
   if (auto v = p.Int("ttl_s", 0, int64_t{1} << 40)) s.ttl_s = *v;
   if (auto v = p.Int("idle_s", 0, int64_t{1} << 40)) s.idle_s = *v;
@@ -228,6 +235,7 @@ nlohmann::json SandboxSpecToJson(const SandboxSpec& s) {
     j["env"] = env;
   }
   if (s.flags.approvals.value_or(false)) j["ask"] = true;
+  if (s.workspace_mode != "direct") j["workspace_mode"] = s.workspace_mode;
   nlohmann::json limits = nlohmann::json::object();
   for (const char* key : kLimitKeys) {
     if (const auto* v = LimitField(s.flags, key); v && *v) limits[key] = **v;
@@ -442,13 +450,18 @@ Expected<std::string> ResolveCwd(const std::string& workspace, const std::string
 
 RunInvocation BuildRunInvocation(const policy::RunFlags& flags, const std::string& workspace,
                                  const std::vector<std::string>& labels, int json_status_fd,
-                                 const ExecCommand& command, const std::string& session_id) {
+                                 const ExecCommand& command, const std::string& session_id,
+                                 const ExecReview& review) {
   RunInvocation inv;
   inv.args.push_back("run");
   for (auto& a : RunFlagsToArgs(flags, workspace)) inv.args.push_back(std::move(a));
   for (const auto& l : labels) inv.args.push_back("--label=" + l);
   inv.args.push_back("--json-status=" + std::to_string(json_status_fd));
   if (!session_id.empty()) inv.args.push_back("--session-id=" + session_id);
+  if (!review.session.empty()) {
+    inv.args.push_back("--workspace=" + review.mode);
+    inv.args.push_back("--review-session=" + review.session);
+  }
   inv.args.push_back("--");
   if (!command.cwd.empty()) {
     // `ward run` starts in the workspace; a subdirectory is entered inside the sandbox.

@@ -20,6 +20,9 @@ namespace ward::api {
 struct SandboxSpec {
   policy::RunFlags flags;  // profile, paths, env, net, credentials, limits (as `ward run` takes)
   std::string workspace;   // absolute (canonicalised by the caller before use)
+  // "direct", or review mode: "overlay" (or "copy"): the execs' writes to the workspace land in
+  // the sandbox's review session (supervisor/review_store.h) until review.apply.
+  std::string workspace_mode = "direct";
   int64_t ttl_s = 0;       // 0: no expiry
   int64_t idle_s = 0;      // 0: no idle expiry
   std::map<std::string, std::string> labels;
@@ -67,10 +70,16 @@ struct ExecCommand {
   std::vector<std::string> argv;  // what runs inside
   std::string cwd;                // absolute, within the workspace; "" = the workspace
 };
+// The review session an exec's writes go to (review mode), or none (`session` empty).
+struct ExecReview {
+  std::string mode;     // "overlay" or "copy"
+  std::string session;  // the sandbox's review session
+};
 // `session_id`, when not empty, becomes `--session-id` (the audit and approval session).
 RunInvocation BuildRunInvocation(const policy::RunFlags& flags, const std::string& workspace,
                                  const std::vector<std::string>& labels, int json_status_fd,
-                                 const ExecCommand& command, const std::string& session_id = "");
+                                 const ExecCommand& command, const std::string& session_id = "",
+                                 const ExecReview& review = {});
 
 // An exec's `cwd`: relative to the workspace, or absolute inside it. Lexical: ".." may not
 // leave the workspace. Returns the absolute path.

@@ -16,7 +16,9 @@
 #include "api/mcp.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
+#include "audit/session_log.h"
 #include "supervisor/private_dirs.h"
+#include "supervisor/review_store.h"
 #include "supervisor/runtime_dir.h"
 
 namespace ward::cli {
@@ -24,6 +26,7 @@ namespace {
 
 struct McpOptions {
   RunOptions run;
+  std::string workspace_mode = "direct";  // --workspace: direct, overlay or copy
 };
 
 void WriteStdout(const std::string& line) {
@@ -67,6 +70,35 @@ int RunMcp(const McpOptions& o) {
   std::string state = buf.data();
 
   api::McpConfig cfg;
+  // Review mode: one session for every exec of this server, made now; its changes wait there
+  // for `ward diff`, `ward apply` and `ward discard` (the agent has no tool for them).
+  std::optional<supervisor::ReviewSession> review;
+  if (o.workspace_mode != "direct") {
+    supervisor::ReviewRequest rq;
+    rq.state_dir = audit::DefaultStateDir();
+    rq.id = audit::NewSessionId();
+    rq.workspace = pol->workspace;
+    rq.force_copy = o.workspace_mode == "copy";
+    rq.created_by = "mcp";
+    for (const policy::ProtectedRule& p : pol->protected_paths) {
+      rq.protected_relpaths.push_back(p.relpath);
+    }
+    Result<supervisor::ReviewSession> made = supervisor::CreateReviewSession(rq);
+    if (!made.ok()) {
+      std::fprintf(stderr, "ward mcp: --workspace=%s: %s\n", o.workspace_mode.c_str(),
+                   made.status().ToString().c_str());
+      api::RemoveTree(state);
+      return 125;
+    }
+    review = std::move(made).value();
+    cfg.review = {supervisor::ReviewModeName(review->mode), review->id};
+    if (!review->note.empty() && o.workspace_mode != "copy") {
+      std::fprintf(stderr, "ward mcp: review mode: overlayfs cannot be used here (%s); the "
+                   "workspace was copied instead\n", review->note.c_str());
+    }
+    std::fprintf(stderr, "ward mcp: review mode: the commands' changes wait in session %s\n",
+                 review->id.c_str());
+  }
   cfg.version = WARD_VERSION;
   cfg.flags = o.run.flags;
   cfg.workspace = pol->workspace;
@@ -139,6 +171,17 @@ int RunMcp(const McpOptions& o) {
     server.Shutdown();
   }
   api::RemoveTree(state);
+  if (review) {
+    if (supervisor::ReviewTreeEmpty(*review)) {
+      (void)supervisor::RemoveReviewSession(*review);
+    } else {
+      const char* id = review->id.c_str();
+      std::fprintf(stderr,
+                   "ward mcp: review mode: the changes to the workspace wait in session %s: ward "
+                   "diff %s; ward apply %s; ward discard %s\n",
+                   id, id, id, id);
+    }
+  }
   return rc;
 }
 
@@ -149,6 +192,10 @@ void AddMcpCommand(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand(
       "mcp", "Serve MCP on stdio: every exec tool call runs in a fresh sandbox under OPTIONS");
   AddRunOptions(sub, &o->run);
+  sub->add_option("--workspace", o->workspace_mode,
+                  "direct (default), or overlay: review mode, the commands' writes wait in a "
+                  "review session for `ward apply` (docs/review.md); copy: the same with a copy")
+      ->check(CLI::IsMember({"direct", "overlay", "copy"}));
   sub->callback([o, exit_code] { *exit_code = RunMcp(*o); });
 }
 
