@@ -179,7 +179,7 @@ class Walker {
     if (host.type == EntryType::kNone) {
       c.kind = ReviewChange::Kind::kAdd;
       c.content_changed = true;
-      c.host_deleted_since = overlay_ ? HasXattr(tree_dirfd, name, "user.overlay.origin", nullptr)
+      c.host_deleted_since = overlay_ ? CopiedUpFromAChangedDirectory(tree_dirfd, host_dirfd, name)
                                       : in_copy;
       out_.push_back(std::move(c));
       return Ok();
@@ -234,6 +234,16 @@ class Walker {
     c.content_changed = host.type != EntryType::kNone;
     out_.push_back(std::move(c));
     return Walk(path, sub.get(), -1);
+  }
+
+  // Overlay: whether an entry the host lacks may be one the host deleted after the run began.
+  // user.overlay.origin says the entry was copied up from the host, though not from where (a
+  // rename in the run keeps it): when the host's directory has not changed since the run
+  // began (its ctime moves with every entry removed), the entry was not deleted there.
+  bool CopiedUpFromAChangedDirectory(int tree_dirfd, int host_dirfd, const std::string& name) {
+    if (!HasXattr(tree_dirfd, name, "user.overlay.origin", nullptr)) return false;
+    struct stat dir;
+    return host_dirfd < 0 || fstat(host_dirfd, &dir) != 0 || Ns(dir.st_ctim) >= s_.started_ns;
   }
 
   bool SameFile(int tree_dirfd, int host_dirfd, const std::string& name) {
@@ -340,6 +350,28 @@ std::vector<ReviewChange> SelectChanges(const std::vector<ReviewChange>& all,
       }
     }
     if (take) out.push_back(c);
+  }
+  // A selected entry needs the directories the run made above it.
+  std::vector<ReviewChange> parents;
+  for (const ReviewChange& c : all) {
+    if (c.new_type != EntryType::kDir || c.kind == ReviewChange::Kind::kDelete ||
+        c.old_type == EntryType::kDir) {
+      continue;
+    }
+    bool chosen = false, needed = false;
+    for (const ReviewChange& o : out) {
+      if (o.path == c.path) chosen = true;
+      if (o.path.size() > c.path.size() && o.path.compare(0, c.path.size(), c.path) == 0 &&
+          o.path[c.path.size()] == '/') {
+        needed = true;
+      }
+    }
+    if (needed && !chosen) parents.push_back(c);
+  }
+  if (!parents.empty()) {
+    out.insert(out.end(), parents.begin(), parents.end());
+    std::sort(out.begin(), out.end(),
+              [](const ReviewChange& a, const ReviewChange& b) { return a.path < b.path; });
   }
   if (unmatched) {
     for (size_t i = 0; i < paths.size(); ++i) {

@@ -42,8 +42,9 @@ struct ReviewChange {
   uint64_t new_size = 0;
   std::string old_link, new_link;  // symlink targets
   bool content_changed = false;    // file contents or link target differ (or the type)
-  // kAdd: the run found the entry on the host (copied up, or in the copy) and the host no longer
-  // has it: deleted there since. Apply refuses it unless forced.
+  // kAdd: the entry may be one the run found on the host and the host deleted since (copy: the
+  // copy had it there; overlay: it was copied up from the host, and the host's directory
+  // changed since the run began). Apply refuses it unless forced.
   bool host_deleted_since = false;
   uid_t old_uid = 0;
   gid_t old_gid = 0;
@@ -55,7 +56,8 @@ struct ReviewChange {
 Result<std::vector<ReviewChange>> CollectChanges(const ReviewSession& s);
 
 // The changes selected by `paths` (relative to the workspace; each selects itself and what is
-// below it). Empty `paths`: all. Unmatched paths are returned in *unmatched.
+// below it), with the directories the run made above them. Empty `paths`: all. Unmatched paths
+// are returned in *unmatched.
 std::vector<ReviewChange> SelectChanges(const std::vector<ReviewChange>& all,
                                         const std::vector<std::string>& paths,
                                         std::vector<std::string>* unmatched);
