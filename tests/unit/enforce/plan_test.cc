@@ -33,7 +33,7 @@ class PlanTest : public ::testing::Test {
   }
 
   Result<LaunchPlan> Plan(const std::vector<std::string>& read,
-                          const std::vector<std::string>& write) {
+                          const std::vector<std::string>& write, WorkspaceLayer layer = {}) {
     policy::RunFlags flags;
     flags.read = read;
     flags.write = write;
@@ -45,6 +45,7 @@ class PlanTest : public ::testing::Test {
     PlanInput input;
     input.argv = {"true"};
     input.prepare_seccomp = false;
+    input.workspace_layer = layer;
     PlanNotes notes;
     return PlanLaunch(*pol, ProbeKernel(false), input, &notes);
   }
@@ -132,6 +133,57 @@ TEST_F(PlanTest, ASymlinkInTheWorkspaceIsNeverFollowed) {
   Result<LaunchPlan> plan = Plan({}, {dir_ + "/a"});
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_NE(BindAt(*plan, dir_ + "/a"), nullptr);
+}
+
+TEST_F(PlanTest, ReviewModeMountsTheWorkspaceAsAnOverlayOrItsCopy) {
+  const std::string ws = dir_ + "/ws";
+  WorkspaceLayer overlay;
+  overlay.kind = WorkspaceLayer::Kind::kOverlay;
+  overlay.upper = dir_ + "/a/upper";
+  overlay.work = dir_ + "/a/work";
+  Result<LaunchPlan> plan = Plan({}, {}, overlay);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const MountOp* w = BindAt(*plan, ws);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->source, ws);  // the lower layer
+  EXPECT_EQ(w->overlay_upper, overlay.upper);
+  EXPECT_EQ(w->overlay_work, overlay.work);
+  EXPECT_TRUE(w->writable);
+  EXPECT_EQ(plan->mount.protect.roots, std::vector<std::string>{ws});
+  // Never folded into a writable bind around it, which would show the host's directory.
+  plan = Plan({}, {dir_}, overlay);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  w = BindAt(*plan, ws);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->overlay_upper, overlay.upper);
+
+  WorkspaceLayer copy;
+  copy.kind = WorkspaceLayer::Kind::kCopy;
+  copy.copy = dir_ + "/a/copy";
+  plan = Plan({}, {}, copy);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  w = BindAt(*plan, ws);
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->source, copy.copy);
+  EXPECT_FALSE(w->beneath_workspace);
+  EXPECT_TRUE(w->overlay_upper.empty());
+}
+
+TEST_F(PlanTest, ReviewModeRefusesAWritableBindOfTheHostBelowTheWorkspace) {
+  const std::string ws = dir_ + "/ws";
+  ASSERT_EQ(mkdir((ws + "/ro").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((ws + "/ro/out").c_str(), 0755), 0);
+  WorkspaceLayer overlay;
+  overlay.kind = WorkspaceLayer::Kind::kOverlay;
+  overlay.upper = dir_ + "/a/upper";
+  overlay.work = dir_ + "/a/work";
+  Result<LaunchPlan> plan = Plan({ws + "/ro"}, {ws + "/ro/out"}, overlay);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("is writable below the workspace"), std::string::npos)
+      << plan.status().message();
+  // Direct mode: the same rules are fine; and a writable rule folded into the workspace is too.
+  EXPECT_TRUE(Plan({ws + "/ro"}, {ws + "/ro/out"}).ok());
+  EXPECT_TRUE(Plan({}, {ws + "/ro/out"}, overlay).ok());
 }
 
 TEST_F(PlanTest, AWorkspaceReachedThroughASymlinkOutsideItIsStillResolvedBeneath) {
