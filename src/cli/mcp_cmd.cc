@@ -173,7 +173,7 @@ int RunMcp(const McpOptions& o) {
   api::RemoveTree(state);
   if (review) {
     if (supervisor::ReviewTreeEmpty(*review)) {
-      (void)supervisor::RemoveReviewSession(*review);
+      (void)supervisor::RetireEmptyReviewSession(*review);
     } else {
       const char* id = review->id.c_str();
       std::fprintf(stderr,

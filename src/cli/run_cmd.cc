@@ -164,7 +164,7 @@ Result<RunReview> OpenRunReview(const RunCommandOptions& opts, const policy::Pol
   }
   Result<UniqueFd> lock = supervisor::LockReviewSession(r.session);
   if (!lock.ok()) {
-    if (r.own) (void)supervisor::RemoveReviewSession(r.session);
+    if (r.own) (void)supervisor::RetireEmptyReviewSession(r.session);
     return lock.status();
   }
   r.lock = std::move(lock).value();
@@ -321,11 +321,11 @@ nlohmann::json ReviewRecord(const supervisor::ReviewSession& s) {
 // wrote nothing; else one line says where its changes wait and what to do with them.
 void EndRunReview(RunReview* r, const supervisor::Outcome& out) {
   const bool ran = out.kind != supervisor::Outcome::Kind::kRefused;
+  r->lock.reset();  // before a spare goes back: the next run takes it with its lock
   if (r->own && (!ran || supervisor::ReviewTreeEmpty(r->session))) {
-    (void)supervisor::RemoveReviewSession(r->session);
+    (void)supervisor::RetireEmptyReviewSession(r->session);
     return;
   }
-  r->lock.reset();
   if (!r->own) return;
   const std::string& id = r->session.id;
   std::fprintf(stderr,
@@ -475,6 +475,7 @@ int RunCommand(RunCommandOptions& opts) {
         labels_ok = false;
       } else {
         review = std::move(opened).value();
+        TraceMark("review session opened");
         req.workspace_layer = LayerOf(review->session);
         if (review->session.mode == supervisor::ReviewMode::kCopy && review->own &&
             opts.workspace_mode != "copy") {
@@ -611,7 +612,10 @@ int RunCommand(RunCommandOptions& opts) {
       }
     }
   }
-  if (review) EndRunReview(&*review, out);
+  if (review) {
+    EndRunReview(&*review, out);
+    TraceMark("review session ended");
+  }
   if (!out.message.empty() && out.kind != supervisor::Outcome::Kind::kExited &&
       out.kind != supervisor::Outcome::Kind::kSignaled) {
     std::fprintf(stderr, "ward: %s\n", out.message.c_str());

@@ -23,6 +23,7 @@ namespace ward::supervisor {
 namespace {
 
 constexpr const char* kMetaFile = "meta.json";
+constexpr const char* kSpareDir = ".spare";
 constexpr size_t kMaxMetaBytes = 4 << 20;
 
 // `path` and its missing parents, each made 0700.
@@ -79,6 +80,37 @@ nlohmann::json ToJson(const ReviewSession& s) {
           {"ended", s.ended}};
 }
 
+// Takes over a spare session (one whose run wrote nothing) as <root>/<id>: one rename. False
+// when there is none to take.
+bool ClaimSpare(const std::string& root, const std::string& id) {
+  UniqueFd spares(open((root + "/" + kSpareDir).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!spares) return false;
+  UniqueFd rootfd(open(root.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!rootfd) return false;
+  DIR* d = fdopendir(fcntl(spares.get(), F_DUPFD_CLOEXEC, 3));
+  if (d == nullptr) return false;
+  bool claimed = false;
+  while (struct dirent* e = readdir(d)) {
+    if (!audit::IsValidSessionId(e->d_name)) continue;
+    // Atomic: of two runs that try the same spare, one gets it.
+    if (renameat(spares.get(), e->d_name, rootfd.get(), id.c_str()) == 0) {
+      claimed = true;
+      break;
+    }
+  }
+  closedir(d);
+  return claimed;
+}
+
+// The overlay's root directory is the upper one: it shows the workspace's own mode.
+Status ShowWorkspaceMode(const ReviewSession& s, const struct stat& ws) {
+  struct stat up;
+  if (stat(s.upper().c_str(), &up) != 0) return Errno("stat " + s.upper());
+  if ((up.st_mode & 07777) == (ws.st_mode & 01777)) return Ok();
+  if (chmod(s.upper().c_str(), ws.st_mode & 01777) != 0) return Errno("chmod " + s.upper());
+  return Ok();
+}
+
 bool KernelAtLeast(int major, int minor) {
   struct utsname u;
   if (uname(&u) != 0) return false;
@@ -111,7 +143,7 @@ int64_t CoarseNowNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-std::string OverlayUnavailable(const std::string& dir) {
+std::string OverlayUnavailable(const std::string& dir, bool probe_xattr) {
   if (!KernelAtLeast(5, 11)) {
     return "overlayfs in a user namespace needs Linux 5.11 or later";
   }
@@ -120,6 +152,7 @@ std::string OverlayUnavailable(const std::string& dir) {
   if (sfs.f_type == OVERLAYFS_SUPER_MAGIC) {
     return "ward's state directory is on an overlay itself, which cannot hold an upper layer";
   }
+  if (!probe_xattr) return "";
   // Whiteouts and opaque directories are kept in user.overlay.* attributes (userxattr).
   const std::string probe = dir + "/upper";
   if (setxattr(probe.c_str(), "user.ward.probe", "1", 1, 0) != 0) {
@@ -145,6 +178,17 @@ Result<ReviewSession> CreateReviewSession(const ReviewRequest& req) {
   s.protected_relpaths = req.protected_relpaths;
   const std::string root = ReviewRoot(req.state_dir);
   s.dir = root + "/" + req.id;
+  struct stat ws;
+  if (stat(s.workspace.c_str(), &ws) != 0) return Errno("stat " + s.workspace);
+  if (!req.force_copy && ClaimSpare(root, req.id)) {
+    std::string why_not = OverlayUnavailable(s.dir, /*probe_xattr=*/false);
+    if (why_not.empty()) {
+      WARD_TRY(ShowWorkspaceMode(s, ws));
+      WARD_TRY(SaveReviewSession(s, /*in_place=*/true));
+      return s;
+    }
+    (void)RemoveReviewSession(s);  // overlayfs went away (another kernel): made afresh below
+  }
   // The directories above exist at every run but the first: one mkdir.
   int made = mkdir(s.dir.c_str(), 0700);
   if (made != 0 && errno == ENOENT) {
@@ -157,13 +201,12 @@ Result<ReviewSession> CreateReviewSession(const ReviewRequest& req) {
     return st;
   };
   if (mkdir(s.upper().c_str(), 0700) != 0) return fail(Errno("creating " + s.upper()));
-  // The overlay's root directory is the upper one: it shows the workspace's own mode.
-  struct stat ws;
-  if (stat(s.workspace.c_str(), &ws) != 0) return fail(Errno("stat " + s.workspace));
-  if (chmod(s.upper().c_str(), ws.st_mode & 01777) != 0) return fail(Errno("chmod " + s.upper()));
-  std::string why_not = req.force_copy ? "--workspace=copy" : OverlayUnavailable(s.dir);
+  std::string why_not =
+      req.force_copy ? "--workspace=copy" : OverlayUnavailable(s.dir, /*probe_xattr=*/true);
   if (why_not.empty()) {
     if (mkdir(s.work().c_str(), 0700) != 0) return fail(Errno("creating " + s.work()));
+    Status shown = ShowWorkspaceMode(s, ws);
+    if (!shown.ok()) return fail(shown);
   } else {
     s.mode = ReviewMode::kCopy;
     s.note = why_not;
@@ -171,22 +214,31 @@ Result<ReviewSession> CreateReviewSession(const ReviewRequest& req) {
     Status copied = CopyWorkspace(s, CopyLimits{}, &s.copied_ns);
     if (!copied.ok()) return fail(copied);
   }
-  Status saved = SaveReviewSession(s);
+  // Nobody reads a session before it has a meta.json: written where it is.
+  Status saved = SaveReviewSession(s, /*in_place=*/true);
   if (!saved.ok()) return fail(saved);
   return s;
 }
 
-Status SaveReviewSession(const ReviewSession& s) {
-  const std::string text = ToJson(s).dump(1) + "\n";
+Status SaveReviewSession(const ReviewSession& s, bool in_place) {
+  std::string text = ToJson(s).dump(1) + "\n";
   const std::string path = s.dir + "/" + kMetaFile;
-  const std::string tmp = path + ".tmp";
-  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  const std::string tmp = in_place ? path : path + ".tmp";
+  // In place, the file is overwritten from its start and padded with spaces to its old length
+  // (JSON allows them): a truncation would free its blocks, which on a file system mounted
+  // with `discard` waits for the device.
+  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (in_place ? 0 : O_TRUNC),
+                   0600));
   if (!fd) return Errno("writing " + tmp);
-  if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+  struct stat st;
+  if (in_place && fstat(fd.get(), &st) == 0 && static_cast<size_t>(st.st_size) > text.size()) {
+    text.append(static_cast<size_t>(st.st_size) - text.size(), ' ');
+  }
+  if (pwrite(fd.get(), text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
     return Errno("writing " + tmp);
   }
   fd.reset();
-  if (rename(tmp.c_str(), path.c_str()) != 0) return Errno("renaming " + tmp);
+  if (!in_place && rename(tmp.c_str(), path.c_str()) != 0) return Errno("renaming " + tmp);
   return Ok();
 }
 
@@ -276,8 +328,8 @@ Result<ReviewSession> ResolveReviewSession(const std::string& state_dir, const s
 }
 
 Result<UniqueFd> LockReviewSession(const ReviewSession& s) {
-  const std::string path = s.dir + "/lock";
-  UniqueFd fd(open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  const std::string& path = s.dir;
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!fd) return Errno("opening " + path);
   if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) {
@@ -341,7 +393,7 @@ Status RemoveTreeAt(int dirfd, const std::string& name) {
 Status RemoveReviewLayers(const ReviewSession& s) {
   UniqueFd d(open(s.dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!d) return Errno("opening " + s.dir);
-  for (const char* name : {"upper", "work", "copy", "manifest"}) {
+  for (const char* name : {"upper", "work", "copy", "manifest", "lock"}) {
     WARD_TRY(RemoveTreeAt(d.get(), name));
   }
   return Ok();
@@ -355,6 +407,19 @@ Status RemoveReviewSession(const ReviewSession& s) {
   UniqueFd parent(open(s.dir.substr(0, slash).c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!parent) return Errno("opening " + s.dir.substr(0, slash));
   return RemoveTreeAt(parent.get(), s.id);
+}
+
+Status RetireEmptyReviewSession(const ReviewSession& s) {
+  if (s.mode != ReviewMode::kOverlay || !ReviewTreeEmpty(s)) return RemoveReviewSession(s);
+  const size_t slash = s.dir.rfind('/');
+  const std::string root = s.dir.substr(0, slash);
+  const std::string spare = root + "/" + kSpareDir;
+  if (rename(s.dir.c_str(), (spare + "/" + s.id).c_str()) == 0) return Ok();
+  if (errno == ENOENT && mkdir(spare.c_str(), 0700) == 0 &&
+      rename(s.dir.c_str(), (spare + "/" + s.id).c_str()) == 0) {
+    return Ok();
+  }
+  return RemoveReviewSession(s);
 }
 
 bool ReviewTreeEmpty(const ReviewSession& s) {

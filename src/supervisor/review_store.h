@@ -2,15 +2,20 @@
 // wrote, and in what state that is. One directory per session in ward's state directory, which
 // no sandbox may see (private_dirs.h):
 //
-//   <state>/review/<id>/      0700
+//   <state>/review/<id>/      0700; flock on the directory: held by the run (or `ward serve`'s
+//                             exec) while it writes, and by `ward diff|apply|discard` while
+//                             they read or change it
 //     meta.json               what the session is (below); written by ward only
-//     lock                    flock: held by the run (or `ward serve`'s exec) while it writes,
-//                             and by `ward diff|apply|discard` while they read or change it
 //     upper/ work/            overlay mode: the overlay's upper and work directories
 //     copy/ manifest          copy mode (overlayfs unavailable): the workspace's copy, bound in
 //                             its place, and the NUL-separated paths it held when made
+//   <state>/review/.spare/    overlay sessions whose run wrote nothing, kept for the next run
 //
-// The id is the run's audit session id (for `ward serve`, the sandbox's own).
+// The id is the run's audit session id (for `ward serve`, the sandbox's own). A run that wrote
+// nothing leaves no session: its directory goes to .spare, and the next run takes it over (one
+// rename each way) instead of making and removing directories at every run. Directories made
+// and removed at every run cost every later file creation nearby: ext4's inode allocator skips
+// recently freed inodes, reading the inode table for each.
 #pragma once
 
 #include <sys/types.h>
@@ -84,13 +89,15 @@ Result<ReviewSession> CreateReviewSession(const ReviewRequest& req);
 
 // Why overlayfs cannot hold this session's upper layer in `dir` ("" when it can): the kernel
 // (user-namespace overlayfs needs Linux >= 5.11), the file system of ward's state directory
-// (it must not be an overlay itself and must take user.* extended attributes).
-std::string OverlayUnavailable(const std::string& dir);
+// (it must not be an overlay itself, and, checked with `probe_xattr` on dir/upper, must take
+// user.* extended attributes).
+std::string OverlayUnavailable(const std::string& dir, bool probe_xattr);
 
 // Reads <dir>/meta.json. A session whose files are missing or malformed is an error naming it.
 Result<ReviewSession> LoadReviewSession(const std::string& dir);
-// Writes meta.json atomically (a temporary file renamed over it).
-Status SaveReviewSession(const ReviewSession& s);
+// Writes meta.json atomically (a temporary file renamed over it); `in_place`: rewritten where it
+// is (a session no one else can have read yet, under its lock).
+Status SaveReviewSession(const ReviewSession& s, bool in_place = false);
 
 // Every session under <state_dir>/review, newest first; unreadable ones are skipped.
 std::vector<ReviewSession> ListReviewSessions(const std::string& state_dir);
@@ -100,7 +107,7 @@ std::vector<ReviewSession> ListReviewSessions(const std::string& state_dir);
 Result<ReviewSession> ResolveReviewSession(const std::string& state_dir, const std::string& name,
                                            const std::string& workspace);
 
-// The session's lock (flock on <dir>/lock), held while the descriptor lives. Never waits: a
+// The session's lock (flock on its directory), held while the descriptor lives. Never waits: a
 // session another process holds is kUnavailable naming what holds it ("a run still writes it").
 Result<UniqueFd> LockReviewSession(const ReviewSession& s);
 
@@ -109,6 +116,9 @@ Result<UniqueFd> LockReviewSession(const ReviewSession& s);
 Status RemoveReviewLayers(const ReviewSession& s);
 // Removes the whole session directory (a session refused before its run began, or an empty one).
 Status RemoveReviewSession(const ReviewSession& s);
+// An own session whose run wrote nothing: overlay sessions go to .spare for the next run (see
+// above), others are removed.
+Status RetireEmptyReviewSession(const ReviewSession& s);
 
 // Whether the run left nothing in the session's tree (overlay: an empty upper directory).
 bool ReviewTreeEmpty(const ReviewSession& s);
