@@ -168,6 +168,7 @@ Result<RunReview> OpenRunReview(const RunCommandOptions& opts, const policy::Pol
     return lock.status();
   }
   r.lock = std::move(lock).value();
+  supervisor::SetAsideOverlayWork(r.session);
   return r;
 }
 

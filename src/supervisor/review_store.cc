@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -420,6 +421,36 @@ Status RetireEmptyReviewSession(const ReviewSession& s) {
     return Ok();
   }
   return RemoveReviewSession(s);
+}
+
+void SetAsideOverlayWork(const ReviewSession& s) {
+  if (s.mode != ReviewMode::kOverlay) return;
+  UniqueFd work(open(s.work().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!work) return;
+  constexpr std::string_view kAside = ".ward-aside-";
+  constexpr size_t kKeep = 32;
+  std::vector<std::string> aside;
+  bool has_work = false;
+  {
+    DIR* d = fdopendir(fcntl(work.get(), F_DUPFD_CLOEXEC, 3));
+    if (d == nullptr) return;
+    while (struct dirent* e = readdir(d)) {
+      std::string_view n = e->d_name;
+      if (n == "work") has_work = true;
+      if (n.starts_with(kAside)) aside.emplace_back(n);
+    }
+    closedir(d);
+  }
+  if (aside.size() >= kKeep) {
+    for (const std::string& n : aside) (void)RemoveTreeAt(work.get(), n);
+  }
+  if (!has_work) return;
+  uint64_t r = 0;
+  if (getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r)) r = CoarseNowNs();
+  char name[64];
+  std::snprintf(name, sizeof name, "%.*s%016llx", static_cast<int>(kAside.size()), kAside.data(),
+                static_cast<unsigned long long>(r));
+  (void)renameat(work.get(), "work", work.get(), name);
 }
 
 bool ReviewTreeEmpty(const ReviewSession& s) {

@@ -120,6 +120,12 @@ Status RemoveReviewSession(const ReviewSession& s);
 // above), others are removed.
 Status RetireEmptyReviewSession(const ReviewSession& s);
 
+// Before an overlay of the session is mounted: overlayfs would empty and remove the work/work
+// directory an earlier mount left, and in a user namespace that took the mount some
+// milliseconds; it is renamed aside instead (overlayfs ignores other names in its work
+// directory), and the ones set aside are removed together now and then.
+void SetAsideOverlayWork(const ReviewSession& s);
+
 // Whether the run left nothing in the session's tree (overlay: an empty upper directory).
 bool ReviewTreeEmpty(const ReviewSession& s);
 
