@@ -125,6 +125,7 @@ struct RunReview {
   supervisor::ReviewSession session;
   UniqueFd lock;
   bool own = false;  // made for this run: removed when the run is refused or changed nothing
+  bool changed = false;  // once the run is over: it left something in the session's tree
 };
 
 // The review session of a run with --workspace=overlay|copy: a new one named after the run's
@@ -309,13 +310,15 @@ Status CheckWardDirsHidden(const RunCommandOptions& opts, const policy::Policy& 
   return supervisor::CheckOutOfView(pol, dirs);
 }
 
-nlohmann::json ReviewRecord(const supervisor::ReviewSession& s) {
-  return {{"review_session", s.id},
-          {"mode", supervisor::ReviewModeName(s.mode)},
-          {"note", s.note},
-          {"tree", s.tree()},
-          {"workspace", s.workspace},
-          {"changes", !supervisor::ReviewTreeEmpty(s)}};
+// What session.end says of a run in review mode (a member of its own, not another record: a
+// second record at the end would start the log's flusher thread for nothing).
+nlohmann::json ReviewRecord(const RunReview& r) {
+  return {{"review_session", r.session.id},
+          {"mode", supervisor::ReviewModeName(r.session.mode)},
+          {"note", r.session.note},
+          {"tree", r.session.tree()},
+          {"workspace", r.session.workspace},
+          {"changes", r.changed}};
 }
 
 // The end of a run in review mode: a session made for it goes again when the run was refused or
@@ -323,7 +326,7 @@ nlohmann::json ReviewRecord(const supervisor::ReviewSession& s) {
 void EndRunReview(RunReview* r, const supervisor::Outcome& out) {
   const bool ran = out.kind != supervisor::Outcome::Kind::kRefused;
   r->lock.reset();  // before a spare goes back: the next run takes it with its lock
-  if (r->own && (!ran || supervisor::ReviewTreeEmpty(r->session))) {
+  if (r->own && (!ran || !r->changed)) {
     (void)supervisor::RetireEmptyReviewSession(r->session);
     return;
   }
@@ -570,6 +573,11 @@ int RunCommand(RunCommandOptions& opts) {
       };
       TraceMark("kernel probed");
       out = supervisor::Run(req);
+      // Everything inside is gone: what the run left in the session's tree is final.
+      if (review) {
+        review->changed = review->session.mode != supervisor::ReviewMode::kOverlay ||
+                          !supervisor::ReviewTreeEmpty(review->session);
+      }
       if (events) events->Wait();
       if (!log && !audit_tried && req.open_audit &&
           out.kind == supervisor::Outcome::Kind::kRefused) {
@@ -592,20 +600,21 @@ int RunCommand(RunCommandOptions& opts) {
                                       {"refused", out.message}});
         }
         TraceMark("run finished");
+        nlohmann::json end = {{"status", supervisor::OutcomeKindName(out.kind)},
+                              {"exit_code", out.exit_code},
+                              {"signal", out.signal == 0 ? nlohmann::json(nullptr)
+                                                         : nlohmann::json(out.signal)},
+                              {"message", out.message},
+                              {"duration_ms", static_cast<int64_t>(out.duration_ms)},
+                              {"rusage", RusageToJson(out.rusage)},
+                              {"notifications", out.notifications},
+                              {"protected_denials", out.protected_denials},
+                              {"limits", supervisor::LimitsOutcomeToJson(out.limits)},
+                              {"egress", EgressToJson(out.egress)}};
         if (review && out.kind != supervisor::Outcome::Kind::kRefused) {
-          log->Emit("review.session", ReviewRecord(review->session));
+          end["review"] = ReviewRecord(*review);
         }
-        log->Emit("session.end", {{"status", supervisor::OutcomeKindName(out.kind)},
-                                  {"exit_code", out.exit_code},
-                                  {"signal", out.signal == 0 ? nlohmann::json(nullptr)
-                                                             : nlohmann::json(out.signal)},
-                                  {"message", out.message},
-                                  {"duration_ms", static_cast<int64_t>(out.duration_ms)},
-                                  {"rusage", RusageToJson(out.rusage)},
-                                  {"notifications", out.notifications},
-                                  {"protected_denials", out.protected_denials},
-                                  {"limits", supervisor::LimitsOutcomeToJson(out.limits)},
-                                  {"egress", EgressToJson(out.egress)}});
+        log->Emit("session.end", std::move(end));
         TraceMark("session.end emitted");
         Status closed = log->Close();
         TraceMark("audit session closed");

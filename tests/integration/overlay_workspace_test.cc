@@ -282,8 +282,11 @@ TEST_F(OverlayWorkspace, TheRunSeesItsOwnWritesAndTheRunsAuditNamesTheSession) {
   std::string id = SessionOf(r);
   ASSERT_FALSE(id.empty());
   RunResult audit = Ward({"audit", "show", id, "--json"});
-  EXPECT_NE(audit.out.find("\"type\":\"review.session\""), std::string::npos) << audit.out;
-  EXPECT_NE(audit.out.find("\"mode\":\"overlay\""), std::string::npos) << audit.out;
+  // session.end says where the run's changes wait.
+  EXPECT_NE(audit.out.find("\"review\":{\"changes\":true,\"mode\":\"overlay\",\"note\":\"\","
+                           "\"review_session\":\"" + id + "\""),
+            std::string::npos)
+      << audit.out;
 }
 
 TEST_F(OverlayWorkspace, CopyModeRoundTrips) {
