@@ -4,8 +4,9 @@
 #   1. start-up: `ward run -- true`;
 #   2. `npm install` of a small project whose dependencies are local tarballs (made here with
 #      `npm pack`: no registry, no network; npm runs --offline).
-# Before each npm run the project's node_modules and lock file are removed (in both modes, so
-# both pay for it; in review mode the host's project never gets them anyway).
+# Before each npm run the project's node_modules and lock file are moved out of the way (in both
+# modes; in review mode the host's project never gets them). Moved, not removed: on a file system
+# mounted with `discard` a removal waits for the device, which would fall on direct mode only.
 #   bench/overlay_ab.sh WARD [N_TRUE] [N_NPM]      env: RUN_AS=<uid> (run unprivileged)
 # Prints each loop's medians and the ratio overlay / direct. A review session that a run leaves
 # (the npm runs) is removed at the end; a `true` run changes nothing and leaves none.
@@ -42,8 +43,9 @@ printf '{"name":"proj","version":"1.0.0","private":true,"dependencies":{%s}}\n' 
 
 use_state_dir
 pre=""
+mkdir -p "$dir/trash"
 if [ -n "${RUN_AS:-}" ]; then
-  chown -R "$RUN_AS" "$dir/ws" "$dir/home" "$dir/proj"
+  chown -R "$RUN_AS" "$dir/ws" "$dir/home" "$dir/proj" "$dir/trash"
   pre="$(as_user "$RUN_AS") env HOME=$dir/home"
 fi
 
@@ -65,7 +67,7 @@ ratio "$dir/out-true"
 echo "== npm install of 6 local tarball dependencies ($N_NPM rounds)"
 cd "$dir/proj"
 npm_cmd="npm install --offline --no-audit --no-fund --install-links --loglevel=error"
-reset="rm -rf node_modules package-lock.json"
+reset="t=\$(mktemp -d $dir/trash/XXXXXX) && mv node_modules package-lock.json \$t/ 2>/dev/null; true"
 # shellcheck disable=SC2086
 $pre "$dir/interleave" -w 2 "$N_NPM" \
   sh -c "$reset && exec $WARD run -- $npm_cmd" :: \

@@ -32,6 +32,7 @@
 #include "supervisor/credentials.h"
 #include "supervisor/explain.h"
 #include "supervisor/private_dirs.h"
+#include "supervisor/review_changes.h"
 #include "supervisor/review_store.h"
 #include "supervisor/run.h"
 
@@ -310,6 +311,14 @@ Status CheckWardDirsHidden(const RunCommandOptions& opts, const policy::Policy& 
   return supervisor::CheckOutOfView(pol, dirs);
 }
 
+// Whether a run left anything in its review session: an overlay's upper directory holds what it
+// wrote; a copy has to be compared (its cost is the copy's order, which this mode pays anyway).
+bool RunLeftChanges(const supervisor::ReviewSession& s) {
+  if (s.mode == supervisor::ReviewMode::kOverlay) return !supervisor::ReviewTreeEmpty(s);
+  Result<std::vector<supervisor::ReviewChange>> changes = supervisor::CollectChanges(s);
+  return !changes.ok() || !changes->empty();
+}
+
 // What session.end says of a run in review mode (a member of its own, not another record: a
 // second record at the end would start the log's flusher thread for nothing).
 nlohmann::json ReviewRecord(const RunReview& r) {
@@ -574,10 +583,7 @@ int RunCommand(RunCommandOptions& opts) {
       TraceMark("kernel probed");
       out = supervisor::Run(req);
       // Everything inside is gone: what the run left in the session's tree is final.
-      if (review) {
-        review->changed = review->session.mode != supervisor::ReviewMode::kOverlay ||
-                          !supervisor::ReviewTreeEmpty(review->session);
-      }
+      if (review) review->changed = RunLeftChanges(review->session);
       if (events) events->Wait();
       if (!log && !audit_tried && req.open_audit &&
           out.kind == supervisor::Outcome::Kind::kRefused) {

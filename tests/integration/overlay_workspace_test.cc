@@ -269,9 +269,13 @@ TEST_F(OverlayWorkspace, DiscardRemovesTheUpperLayer) {
 }
 
 TEST_F(OverlayWorkspace, ARunThatChangesNothingLeavesNoSession) {
-  RunResult r = Run("cat /dev/null");
+  WriteFile(ws_ + "/a", "a\n");
+  RunResult r = Run("cat a > /dev/null");
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(SessionOf(r), "");
+  RunResult c = Run("cat a > /dev/null", "copy");
+  EXPECT_EQ(c.status, 0) << c.err;
+  EXPECT_EQ(SessionOf(c), "");
   EXPECT_EQ(Ward({"diff", "--sessions"}).err, "no review sessions\n");
 }
 
