@@ -22,6 +22,15 @@ const char* kInstructions =
     "command still running after yield_ms returns status \"running\" and an exec_id: call "
     "exec_poll to wait for it and exec_kill to stop it.";
 
+const char* kReviewInstructions =
+    "Every command runs in its own fresh ward sandbox (namespaces, Landlock, seccomp, no network "
+    "unless the server's profile allows it) with the workspace as its working directory, in "
+    "review mode: the commands' writes to the workspace are kept apart for the user to review "
+    "and apply, and each command sees those of the commands before it. Commands run one at a "
+    "time. The file tools are off: read and write files with commands (cat, sed, tee). A command "
+    "still running after yield_ms returns status \"running\" and an exec_id: call exec_poll to "
+    "wait for it and exec_kill to stop it.";
+
 nlohmann::json TextContent(const std::string& text) {
   return nlohmann::json::array({{{"type", "text"}, {"text", text}}});
 }
@@ -284,7 +293,7 @@ void McpServer::HandleRequest(const Message& m) {
             nlohmann::json{{"protocolVersion", chosen},
                            {"capabilities", caps},
                            {"serverInfo", server_info},
-                           {"instructions", kInstructions}},
+                           {"instructions", config_.review.session.empty() ? kInstructions : kReviewInstructions}},
             false);
     return;
   }
@@ -293,7 +302,7 @@ void McpServer::HandleRequest(const Message& m) {
             nlohmann::json{{"supportedVersions", {kMcpStatelessVersion}},
                            {"capabilities", caps},
                            {"serverInfo", server_info},
-                           {"instructions", kInstructions}},
+                           {"instructions", config_.review.session.empty() ? kInstructions : kReviewInstructions}},
             true);
     return;
   }

@@ -636,6 +636,15 @@ void Service::ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>&
                                    " is running): wait for it, then run this one"));
       }
     }
+    // Applied or discarded meanwhile from outside (`ward apply`): the sandbox goes on with a
+    // fresh session, as after review.apply.
+    Result<supervisor::ReviewSession> now = supervisor::LoadReviewSession(s->review->dir);
+    if (!now.ok() || now->state != supervisor::ReviewState::kOpen) {
+      s->review.reset();
+      auto fresh = OpenSandboxReview(s, "");
+      if (!fresh.ok()) return reply(fresh.error());
+      Persist(*s);
+    }
     req.review = {supervisor::ReviewModeName(s->review->mode), s->review->id};
   }
   req.sandbox_id = s->id;

@@ -394,6 +394,22 @@ TEST_F(OverlayServe, ASandboxInReviewModeShowsItsChangesBeforeTheyLand) {
   const std::string dump = q.result.dump();
   EXPECT_NE(dump.find("review.apply"), std::string::npos) << dump;
   EXPECT_NE(dump.find("review.discard"), std::string::npos) << dump;
+  // The user may review a sandbox's session from the command line too; the sandbox then goes on
+  // with a fresh one.
+  auto w = c.Run(id, {"/bin/sh", "-c", "echo cli > cli.txt"});
+  ASSERT_TRUE(w.ok());
+  auto now = c.Call("sandbox.get", {{"sandbox_id", id}});
+  ASSERT_TRUE(now.ok());
+  const std::string third = now.result["review_session"];
+  RunResult a3 = Ward({"apply", third});
+  ASSERT_EQ(a3.status, 0) << a3.err;
+  EXPECT_EQ(ReadFile(ws_ + "/cli.txt"), "cli\n");
+  auto after = c.Run(id, {"/bin/sh", "-c", "cat cli.txt && echo more > more.txt"});
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after.result["exit_code"], 0) << after.result.dump();
+  now = c.Call("sandbox.get", {{"sandbox_id", id}});
+  EXPECT_NE(now.result["review_session"], third);
+  EXPECT_FALSE(PathExists(ws_ + "/more.txt"));
 }
 
 }  // namespace
