@@ -124,6 +124,41 @@ TEST(RunArgs, InvocationCarriesLabelsStatusFdAndCwd) {
   EXPECT_LT(sid, std::find(inv.args.begin(), inv.args.end(), "--"));
 }
 
+TEST(RunArgs, AReviewModeSandboxsExecsWriteItsReviewSession) {
+  policy::RunFlags f;
+  ExecCommand c;
+  c.argv = {"make"};
+  RunInvocation inv = BuildRunInvocation(f, "/w", {}, 3, c, "", {"overlay", "20261130T162233Z-00000001"});
+  auto dash = std::find(inv.args.begin(), inv.args.end(), "--");
+  auto mode = std::find(inv.args.begin(), inv.args.end(), "--workspace=overlay");
+  auto session =
+      std::find(inv.args.begin(), inv.args.end(), "--review-session=20261130T162233Z-00000001");
+  ASSERT_NE(mode, inv.args.end());
+  ASSERT_NE(session, inv.args.end());
+  EXPECT_LT(mode, dash);
+  EXPECT_LT(session, dash);
+  inv = BuildRunInvocation(f, "/w", {}, 3, c);
+  for (const auto& x : inv.args) EXPECT_NE(x.rfind("--workspace", 0), 0u) << x;
+}
+
+TEST(SandboxSpec, WorkspaceModeRoundTripsAndIsChecked) {
+  auto s = ParseSandboxSpec({{"workspace", "/w"}, {"workspace_mode", "overlay"}});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->workspace_mode, "overlay");
+  nlohmann::json j = SandboxSpecToJson(*s);
+  EXPECT_EQ(j["workspace_mode"], "overlay");
+  auto again = ParseSandboxSpec(j);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->workspace_mode, "overlay");
+  auto direct = ParseSandboxSpec({{"workspace", "/w"}});
+  ASSERT_TRUE(direct.ok());
+  EXPECT_EQ(direct->workspace_mode, "direct");
+  EXPECT_FALSE(SandboxSpecToJson(*direct).contains("workspace_mode"));
+  auto bad = ParseSandboxSpec({{"workspace", "/w"}, {"workspace_mode", "tmpfs"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("workspace_mode"), std::string::npos);
+}
+
 TEST(Cwd, StaysInsideTheWorkspace) {
   EXPECT_EQ(*ResolveCwd("/w", ""), "");
   EXPECT_EQ(*ResolveCwd("/w", "."), "");
