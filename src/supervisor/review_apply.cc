@@ -330,9 +330,7 @@ class Applier {
 
   Status WriteFile(int parent, const std::string& tmp, const struct stat* now,
                    const ReviewChange& c, const std::string& q) {
-    UniqueFd src(sys::Openat2(tree_.get(), c.path.c_str(),
-                              O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0,
-                              enforce::kResolveBeneath));
+    UniqueFd src = OpenTreeEntry(tree_.get(), c.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat sst;
     if (!src || fstat(src.get(), &sst) != 0) return Errno(q + ": reading the run's version");
     if (!S_ISREG(sst.st_mode) || (sst.st_mode & 06000) != 0) {

@@ -14,7 +14,9 @@
 #include <set>
 #include <string_view>
 
+#include "common/linux.h"
 #include "common/unique_fd.h"
+#include "enforce/beneath.h"
 #include "supervisor/review_copy.h"
 
 namespace ward::supervisor {
@@ -201,7 +203,7 @@ class Walker {
   Status Directory(const std::string& rel, const std::string& name, int tree_dirfd, int host_dirfd,
                    const struct stat& st, const HostEntry& host, bool changed) {
     const std::string path = Join(rel, name);
-    UniqueFd sub(openat(tree_dirfd, name.c_str(), kDirFlags));
+    UniqueFd sub = OpenTreeEntry(tree_dirfd, name, kDirFlags);
     if (!sub) return Errno("opening " + path + " in the run's tree");
     std::string opaque;
     const bool replaced =
@@ -247,7 +249,7 @@ class Walker {
   }
 
   bool SameFile(int tree_dirfd, int host_dirfd, const std::string& name) {
-    UniqueFd a(openat(tree_dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    UniqueFd a = OpenTreeEntry(tree_dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     UniqueFd b(openat(host_dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
     return a && b && SameContent(a.get(), b.get());
   }
@@ -316,6 +318,30 @@ const char* EntryTypeName(EntryType t) {
 Result<std::vector<ReviewChange>> CollectChanges(const ReviewSession& s) {
   Walker w(s);
   return w.Run();
+}
+
+UniqueFd OpenTreeEntry(int root_fd, const std::string& rel, int flags) {
+  UniqueFd fd(sys::Openat2(root_fd, rel.c_str(), flags, 0, enforce::kResolveBeneath));
+  if (fd || errno != EACCES) return fd;
+  UniqueFd path(sys::Openat2(root_fd, rel.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0,
+                             enforce::kResolveBeneath));
+  struct stat st;
+  if (!path || fstat(path.get(), &st) != 0 || st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
+    errno = EACCES;
+    return UniqueFd();
+  }
+  const mode_t lend = 0400;
+  char proc[64];
+  std::snprintf(proc, sizeof proc, "/proc/self/fd/%d", path.get());
+  if (fchmodat(AT_FDCWD, proc, (st.st_mode & 07777) | lend, 0) != 0) {
+    errno = EACCES;
+    return UniqueFd();
+  }
+  fd.reset(sys::Openat2(root_fd, rel.c_str(), flags, 0, enforce::kResolveBeneath));
+  const int err = errno;
+  (void)fchmodat(AT_FDCWD, proc, st.st_mode & 07777, 0);
+  errno = err;
+  return fd;
 }
 
 bool SplitRelative(const std::string& rel, std::vector<std::string>* out) {

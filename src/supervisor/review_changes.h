@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/unique_fd.h"
 #include "supervisor/review_store.h"
 
 namespace ward::supervisor {
@@ -61,6 +62,14 @@ Result<std::vector<ReviewChange>> CollectChanges(const ReviewSession& s);
 std::vector<ReviewChange> SelectChanges(const std::vector<ReviewChange>& all,
                                         const std::vector<std::string>& paths,
                                         std::vector<std::string>* unmatched);
+
+// Opens `rel` below `root_fd` in the run's tree, following no symlink (openat2 RESOLVE_BENEATH |
+// RESOLVE_NO_SYMLINKS), with `flags`. A file the run left unreadable to its owner (chmod 000,
+// which would otherwise keep it from review) is opened by lending the owner read permission for
+// the open only: the tree is ours, and its mode is put back. (A directory left without search
+// permission stops an unprivileged review with an error naming it: discard the session, or
+// chmod it in the session's tree.)
+UniqueFd OpenTreeEntry(int root_fd, const std::string& rel, int flags);
 
 // Splits a relative path into components; false for "", ".", "..", absolute or empty
 // components.

@@ -29,10 +29,11 @@ struct Content {
 
 // A file below `root_fd` opened following no symlink on the way (enforce/beneath.h), read up
 // to kMaxTextBytes (`too_big` beyond).
-Content ReadBeneath(int root_fd, const std::string& rel, size_t max = kMaxTextBytes) {
+Content ReadBeneath(int root_fd, const std::string& rel, bool tree, size_t max = kMaxTextBytes) {
   Content c;
-  UniqueFd fd(sys::Openat2(root_fd, rel.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-                           0, enforce::kResolveBeneath));
+  const int flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  UniqueFd fd = tree ? OpenTreeEntry(root_fd, rel, flags)
+                     : UniqueFd(sys::Openat2(root_fd, rel.c_str(), flags, 0, enforce::kResolveBeneath));
   if (!fd) return c;
   struct stat st;
   if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return c;
@@ -177,8 +178,8 @@ class Renderer {
     }
     if (old_side && new_side && !c.content_changed) return;
     Content before, after;
-    if (old_side) before = Read(host_fd_, c, c.old_type, c.old_link);
-    if (new_side) after = Read(tree_fd_, c, c.new_type, c.new_link);
+    if (old_side) before = Read(host_fd_, c, c.old_type, c.old_link, /*tree=*/false);
+    if (new_side) after = Read(tree_fd_, c, c.new_type, c.new_link, /*tree=*/true);
     const std::string from = old_side ? a : "/dev/null";
     const std::string to = new_side ? b : "/dev/null";
     if ((old_side && LooksBinary(before)) || (new_side && LooksBinary(after))) {
@@ -192,14 +193,15 @@ class Renderer {
   }
 
   // A symlink's content is its target, as git shows it (no final newline).
-  static Content Read(int root_fd, const ReviewChange& c, EntryType type, const std::string& link) {
+  static Content Read(int root_fd, const ReviewChange& c, EntryType type, const std::string& link,
+                      bool tree) {
     if (type == EntryType::kSymlink) {
       Content l;
       l.present = true;
       l.bytes = link;
       return l;
     }
-    return ReadBeneath(root_fd, c.path);
+    return ReadBeneath(root_fd, c.path, tree);
   }
 
   const int host_fd_;
@@ -263,8 +265,7 @@ std::string NewContentSha256(const ReviewSession& s, const ReviewChange& c) {
   if (c.new_type != EntryType::kFile) return "";
   UniqueFd tree(open(s.tree().c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!tree) return "";
-  UniqueFd fd(sys::Openat2(tree.get(), c.path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
-                           0, enforce::kResolveBeneath));
+  UniqueFd fd = OpenTreeEntry(tree.get(), c.path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (!fd) return "";
   Sha256 h;
   char buf[65536];

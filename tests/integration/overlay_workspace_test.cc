@@ -173,6 +173,21 @@ TEST_F(OverlayWorkspace, Symlink) {
   EXPECT_TRUE(S_ISLNK(ModeOf(ws_ + "/abs")));  // a link is text: where it points is the host's call
 }
 
+// A run cannot keep a file from review by making it unreadable.
+TEST_F(OverlayWorkspace, AFileTheRunMadeUnreadableIsStillReviewed) {
+  std::string id = Reviewed("echo hidden > h.txt && chmod 000 h.txt");
+  RunResult d = Ward({"diff", id});
+  ASSERT_EQ(d.status, 0) << d.err;
+  EXPECT_NE(d.out.find("new file mode 100000\n--- /dev/null\n+++ b/h.txt\n@@ -0,0 +1 @@\n+hidden\n"),
+            std::string::npos)
+      << d.out;
+  EXPECT_EQ(ModeOf(ReviewDir(id) + "/upper/h.txt") & 07777, 0u);  // its mode is put back
+  ASSERT_EQ(Ward({"apply", id}).status, 0);
+  EXPECT_EQ(ModeOf(ws_ + "/h.txt") & 07777, 0u);
+  ASSERT_EQ(chmod((ws_ + "/h.txt").c_str(), 0600), 0);
+  EXPECT_EQ(ReadFile(ws_ + "/h.txt"), "hidden\n");
+}
+
 TEST_F(OverlayWorkspace, ApplyOfSomePathsLeavesTheRestForLater) {
   std::string id = Reviewed("echo a > a.txt && echo b > b.txt");
   RunResult a = Ward({"apply", id, ws_ + "/a.txt"});
