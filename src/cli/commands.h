@@ -18,6 +18,7 @@ void AddMcpCommand(CLI::App& app, int* exit_code);
 void AddShellPrefixCommand(CLI::App& app, int* exit_code);
 void AddHookCommand(CLI::App& app, int* exit_code);
 void AddApprovalsCommand(CLI::App& app, int* exit_code);  // approvals, approve, deny, grants
+void AddQuarantineCommand(CLI::App& app, int* exit_code);
 
 // Whether this build's `ward run` takes --label (execs of `serve` and `mcp` are then tagged
 // sandbox=/exec=).

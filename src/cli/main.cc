@@ -25,6 +25,7 @@ void AddOtherCommands(CLI::App& app, int* exit_code) {
   ward::cli::AddShellPrefixCommand(app, exit_code);
   ward::cli::AddHookCommand(app, exit_code);
   ward::cli::AddApprovalsCommand(app, exit_code);
+  ward::cli::AddQuarantineCommand(app, exit_code);
 }
 
 // The end of a run: what stdio holds is written out, and the process ends without the static

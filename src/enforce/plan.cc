@@ -12,6 +12,7 @@
 
 #include "enforce/beneath.h"
 #include "enforce/limits.h"
+#include "policy/host_executed.h"
 #include "policy/paths.h"
 
 namespace ward::enforce {
@@ -359,6 +360,14 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   // --- protected paths --------------------------------------------------------------------
   for (const policy::ProtectedRule& pr : policy.protected_paths) {
     plan.mount.protect.relpaths.push_back(pr.relpath);
+  }
+  // The git directory's part of the host-executed rule holds in every profile that protects
+  // anything, whatever its list names.
+  if (!plan.mount.protect.relpaths.empty()) {
+    for (const std::string& rel : policy::GitDirProtectedRelpaths()) {
+      auto& rels = plan.mount.protect.relpaths;
+      if (std::find(rels.begin(), rels.end(), rel) == rels.end()) rels.push_back(rel);
+    }
   }
   plan.mount.protect.nested_repo_depth = policy.nested_repo_depth;
   plan.mount.workdir = ws;

@@ -335,6 +335,12 @@ bool IsGitProtectedName(const std::vector<std::string>& relpath) {
   return !relpath.empty() && relpath.front() == ".git";
 }
 
+const std::vector<std::string>& GitDirProtectedRelpaths() {
+  static const std::vector<std::string> names = {".git/hooks", ".git/config",
+                                                 ".git/config.worktree", ".git/commondir"};
+  return names;
+}
+
 std::string HostExecutedRuleText() {
   return "host-executed content: the git directory of any repository (found by its structure: "
          "HEAD with objects and refs, or commondir) may keep git's data, but its hooks, its "

@@ -80,6 +80,11 @@ bool IsHostExecutedTrigger(const std::vector<std::string>& components,
 // are judged by the git directory rule, wherever the repository is.
 bool IsGitProtectedName(const std::vector<std::string>& relpath);
 
+// What the rule keeps read-only or uncreatable in every repository that exists when a run
+// starts, whatever the profile lists: .git/hooks, .git/config, .git/config.worktree,
+// .git/commondir.
+const std::vector<std::string>& GitDirProtectedRelpaths();
+
 // One line for `ward explain` and `ward why`: the rule, and what happens to such content.
 std::string HostExecutedRuleText();
 

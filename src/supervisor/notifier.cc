@@ -111,6 +111,12 @@ bool Notifier::IsProtected(int dirfd, const std::string& name) const {
     UniqueFd cur(fcntl(dirfd, F_DUPFD_CLOEXEC, 3));
     bool match = true;
     for (size_t i = rel.size() - 1; i-- > 0;) {
+      // A directory on the way that this run made (a new repository's .git): what is created
+      // in it is judged after the run, as for any repository the run makes.
+      if (MadeThisRun(cur.get())) {
+        match = false;
+        break;
+      }
       UniqueFd up(openat(cur.get(), "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
       if (!up || !SameInode(cur.get(), up.get(), rel[i].c_str())) {
         match = false;
@@ -123,6 +129,15 @@ bool Notifier::IsProtected(int dirfd, const std::string& name) const {
     if (fstat(cur.get(), &st) == 0 && cfg_.bases.count({st.st_dev, st.st_ino})) return true;
   }
   return false;
+}
+
+bool Notifier::MadeThisRun(int dirfd) const {
+  struct stat st;
+  return cfg_.journal && fstat(dirfd, &st) == 0 && cfg_.journal->MadeThisRun(st.st_dev, st.st_ino);
+}
+
+void Notifier::Journal(int dirfd, const std::string& name, bool moved) {
+  if (cfg_.journal) cfg_.journal->Record(dirfd, name, moved);
 }
 
 void Notifier::Start(UniqueFd listener, EventSink* events) {
@@ -260,6 +275,17 @@ void Notifier::Answer::Refuse(const char* syscall, const std::string& path, cons
   Error(err);
 }
 
+// A protected name: refused, recorded, and kept for the line that says why at the end of the run.
+void Notifier::RefuseProtected(const Answer& answer, const char* syscall, const ViewEntry& entry) {
+  const std::string path = policy::NormalizePath(entry.dir_path + "/" + entry.name);
+  if (protected_refusals_.size() < kMaxProtectedRefusals &&
+      std::find(protected_refusals_.begin(), protected_refusals_.end(), path) ==
+          protected_refusals_.end()) {
+    protected_refusals_.push_back(path);
+  }
+  answer.Refuse(syscall, path, "filesystem.protected", EROFS, "");
+}
+
 // The agent's result: an error, success, or (open, memfd) the new descriptor handed over.
 void Notifier::Relay(const Answer& answer, const TrappedCall& call, int result, UniqueFd fd) {
   if (agent_->lost() && result == -EACCES) {
@@ -287,7 +313,7 @@ void Notifier::CreateOrOpen(const SandboxView& view, pid_t tid, const TrappedCal
                          "creating opens under /proc are refused");
   }
   if ((call.flags & O_CREAT) && IsProtected(entry.dir.get(), entry.name)) {
-    return answer.Refuse(call.syscall, call.path, "filesystem.protected", EROFS, "");
+    return RefuseProtected(answer, call.syscall, entry);
   }
   enforce::GuardRequest r;
   r.op = enforce::GuardOp::kOpen;
@@ -296,6 +322,7 @@ void Notifier::CreateOrOpen(const SandboxView& view, pid_t tid, const TrappedCal
   CopyName(r.name, sizeof r.name, entry.name);
   UniqueFd out;
   const int result = agent_->Call(r, {entry.dir.get()}, &out);
+  if (result >= 0 && (call.flags & O_CREAT)) Journal(entry.dir.get(), entry.name, false);
   Relay(answer, call, result, std::move(out));
 }
 
@@ -333,7 +360,7 @@ void Notifier::HandOverCallerFd(pid_t tid, int fdnum, const TrappedCall& call,
 void Notifier::CreateEntry(const TrappedCall& call, const ViewEntry& entry, mode_t mode,
                            const Answer& answer) {
   if (IsProtected(entry.dir.get(), entry.name)) {
-    return answer.Refuse(call.syscall, call.path, "filesystem.protected", EROFS, "");
+    return RefuseProtected(answer, call.syscall, entry);
   }
   enforce::GuardRequest r;
   r.mode = mode;
@@ -350,6 +377,7 @@ void Notifier::CreateEntry(const TrappedCall& call, const ViewEntry& entry, mode
   }
   UniqueFd none;
   const int result = agent_->Call(r, {entry.dir.get()}, &none);
+  if (result >= 0) Journal(entry.dir.get(), entry.name, false);
   Relay(answer, call, result, UniqueFd());
 }
 
@@ -359,7 +387,7 @@ void Notifier::CreateEntry(const TrappedCall& call, const ViewEntry& entry, mode
 void Notifier::MoveOrLink(const SandboxView& view, pid_t tid, const TrappedCall& call,
                           const ViewEntry& entry, const Answer& answer) {
   if (IsProtected(entry.dir.get(), entry.name)) {
-    return answer.Refuse(call.syscall, call.path, "filesystem.protected", EROFS, "");
+    return RefuseProtected(answer, call.syscall, entry);
   }
   enforce::GuardRequest r;
   r.op = call.op == TrappedOp::kLink ? enforce::GuardOp::kLink : enforce::GuardOp::kRename;
@@ -382,7 +410,7 @@ void Notifier::MoveOrLink(const SandboxView& view, pid_t tid, const TrappedCall&
     if (int rc = view.Parent(abs2, &old_entry); rc != 0) return answer.Error(-rc);
     if (call.op == TrappedOp::kRename && (call.flags & RENAME_EXCHANGE) &&
         IsProtected(old_entry.dir.get(), old_entry.name)) {
-      return answer.Refuse(call.syscall, call.path2, "filesystem.protected", EROFS, "");
+      return RefuseProtected(answer, call.syscall, old_entry);
     }
     if (call.op == TrappedOp::kLink) r.flags = static_cast<int32_t>(call.flags & AT_SYMLINK_FOLLOW);
     CopyName(r.name2, sizeof r.name2, old_entry.name);
@@ -390,6 +418,12 @@ void Notifier::MoveOrLink(const SandboxView& view, pid_t tid, const TrappedCall&
   }
   UniqueFd none;
   const int result = agent_->Call(r, {entry.dir.get(), second.get()}, &none);
+  if (result >= 0) {
+    Journal(entry.dir.get(), entry.name, true);
+    if (call.op == TrappedOp::kRename && (call.flags & RENAME_EXCHANGE)) {
+      Journal(second.get(), r.name2, true);
+    }
+  }
   Relay(answer, call, result, UniqueFd());
 }
 

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 
+#include "audit/session_log.h"
 #include "common/linux.h"
 #include "common/trace.h"
 #include "enforce/cgroup.h"
@@ -26,6 +27,7 @@
 #include "net/egress_rules.h"
 #include "net/proxy.h"
 #include "net/resolver.h"
+#include "policy/paths.h"
 #include "supervisor/approvals_run.h"
 #include "supervisor/credentials.h"
 #include "supervisor/notifier.h"
@@ -94,6 +96,8 @@ class Session {
         signals_(ctx_) {}
 
   void StopOnAuditFailure(AuditStop* stop) { audit_stop_ = stop; }
+  // Where the creation guard keeps what the run made that the check after it looks at.
+  void RecordCreationsIn(CreationJournal* journal) { journal_ = journal; }
 
   void Serve() {
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}) signals_.add(s);
@@ -132,6 +136,7 @@ class Session {
       notifier_->Stop();
       out_->notifications = notifier_->handled();
       out_->protected_denials = notifier_->denied();
+      out_->protected_refused = notifier_->protected_refusals();
     }
     if (approvals_) approvals_->Stop();
   }
@@ -414,6 +419,7 @@ class Session {
 
   void StartNotifier(UniqueFd listener) {
     NotifierConfig nc = NotifierConfig::From(plan_, out_->mounts);
+    nc.journal = journal_;
     if (approvals_) nc.approvals = approvals_->files();
     nc.root = std::move(sandbox_root_);
     nc.agent = StartGuardAgent();
@@ -656,6 +662,7 @@ class Session {
   bool finish_pending_ = false;  // init reported the end: finish once this batch is handled
   int wait_status_ = 0, init_code_ = 0, init_status_ = 0;
   AuditStop* audit_stop_ = nullptr;
+  CreationJournal* journal_ = nullptr;
   std::optional<Status> audit_failure_;
 };
 
@@ -806,9 +813,49 @@ Status FetchAndSendCredentials(const RunRequest& req, const RunCredentialsOption
 
 }  // namespace
 
+namespace {
+
+std::vector<std::vector<std::string>> ProtectedComponents(const std::vector<std::string>& rels) {
+  std::vector<std::vector<std::string>> out;
+  for (const std::string& r : rels) out.push_back(policy::PathComponents(r));
+  return out;
+}
+
+// The check after the run (workspace_check.h): host-executed content the run left in a writable
+// root goes to the quarantine, and the audit trail and the outcome say what went where.
+void CheckWorkspace(const RunRequest& req, const enforce::LaunchPlan& plan,
+                    const CreationJournal& journal, const struct timespec& start,
+                    EventSink* events, Outcome* out) {
+  if (plan.mount.protect.roots.empty()) return;
+  QuarantineStore store(req.state_dir.empty() ? audit::DefaultStateDir() : req.state_dir);
+  WorkspaceCheckInput in;
+  in.roots = plan.mount.protect.roots;
+  in.protected_relpaths = plan.mount.protect.relpaths;
+  in.journal = plan.seccomp_spec.notify_creations ? &journal : nullptr;
+  in.start = start;
+  in.session = req.approvals.session.empty() ? audit::NewSessionId() : req.approvals.session;
+  in.store = &store;
+  out->workspace = CheckWorkspaceAfterRun(in);
+  if (!events) return;
+  for (const QuarantineItem& q : out->workspace.quarantined) {
+    events->Emit("workspace.quarantined", q.ToJson());
+  }
+  for (const std::string& p : out->workspace.privilege_bits) {
+    events->Emit("workspace.privilege_bits", {{"path", p}, {"action", "setuid/setgid taken off"}});
+  }
+  for (const std::string& e : out->workspace.errors) {
+    events->Emit("workspace.check_error", {{"message", e}});
+  }
+}
+
+}  // namespace
+
 Outcome Run(const RunRequest& req) {
   Outcome out;
   auto start = Clock::now();
+  // The file system's clock (coarse): whatever changes from now on has a ctime at or after it.
+  struct timespec run_start = {};
+  clock_gettime(CLOCK_REALTIME_COARSE, &run_start);
   // Egress rules and name overrides are checked before anything starts: a bad pattern refuses
   // the run with the rule's origin.
   Result<net::EgressRules> egress = net::EgressRules::Compile(req.policy.network);
@@ -982,6 +1029,7 @@ Outcome Run(const RunRequest& req) {
     TraceMark("seccomp program sent");
   }
   if (req.on_started) req.on_started(*plan, out.notes, features);
+  CreationJournal journal(ProtectedComponents(plan->mount.protect.relpaths));
   // The run ends on init's report, before init's own exit; the cgroup is removed after it.
   UniqueFd init_pidfd(cgroup ? dup(sb->pidfd.get()) : -1);
   {
@@ -989,8 +1037,11 @@ Outcome Run(const RunRequest& req) {
     Session session(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
                     &overrides, creds.broker.get(), events);
     session.StopOnAuditFailure(audit_stop.get());
+    session.RecordCreationsIn(&journal);
     session.Serve();
   }
+  // Every process of the sandbox is dead now: nothing races the check.
+  CheckWorkspace(req, *plan, journal, run_start, events, &out);
   sys::SetEffectiveCapabilities(true);
   CollectLimits(req, events, *plan, cgroup.get(), init_pidfd.get(), &out);
   if (cgroup) TraceMark("cgroup removed");
