@@ -303,7 +303,12 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     op.why = "symlink to " + real;
     ops.push_back(op);
   }
-  if (!covered_by_bind("/var/tmp") && binds.count("/var") == 0 && binds.count("/var/tmp") == 0) {
+  // Not where something is bound below /var/tmp (a workspace there): its path must be made of
+  // directories, and a link on the way would stop the bind.
+  const bool bound_below_var_tmp = std::any_of(binds.begin(), binds.end(), [](const auto& b) {
+    return PathIsWithin(b.first, "/var/tmp");
+  });
+  if (!covered_by_bind("/var/tmp") && binds.count("/var") == 0 && !bound_below_var_tmp) {
     MountOp op;
     op.kind = MountOp::Kind::kSymlink;
     op.source = "/tmp";
