@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -141,6 +142,34 @@ TEST_F(NoPrivilegeBits, CreationsSucceedWithoutTheBits) {
         EXPECT_EQ(HostMode(ws_ + "/" + name), "755") << how << " " << mode << " " << Name(profile);
       }
     }
+  }
+}
+
+// With file approvals (--ask) every open is trapped and an allowed one continues in the kernel:
+// a creation with a set-id mode does not, the creation guard makes it without the bits.
+TEST_F(NoPrivilegeBits, WithApprovalsCreationsStillDropTheBits) {
+  const std::string runtime = root_->path() + "/run";
+  MakeDirs(runtime, 0700);
+  RunOptions o;
+  o.env["XDG_RUNTIME_DIR"] = runtime;
+  o.timeout_s = 120;
+  int n = 0;
+  for (const auto& profile : Profiles()) {
+    std::vector<std::string> opts = profile;
+    opts.push_back("--ask");
+    for (const char* how : {"open", "openat", "creat", "tmpfile"}) {
+      const std::string name = std::string(how) == "tmpfile" ? "." : "a" + std::to_string(++n);
+      RunResult r = Probe({"priv-create", how, name, "6755"}, opts, o);
+      EXPECT_EQ(r.out, "ok mode=755\n") << how << " " << Name(profile) << r.err;
+      if (name != ".") {
+        EXPECT_EQ(HostMode(ws_ + "/" + name), "755") << how << " " << Name(profile);
+      }
+    }
+    RunResult r = Probe({"priv-create", "openat2", "a-openat2", "6755"}, opts, o);
+    EXPECT_EQ(r.out, "err ENOSYS openat2\n") << Name(profile) << r.err;
+    // Control: an open without a set-id bit continues in the kernel and keeps its mode.
+    r = Probe({"priv-create", "openat", "a-plain-" + Name(profile), "0751"}, opts, o);
+    EXPECT_EQ(r.out, "ok mode=751\n") << Name(profile) << r.err;
   }
 }
 
@@ -389,6 +418,56 @@ TEST_F(NoPrivilegeBits, TrappedChmodResolvesInTheSandboxView) {
     EXPECT_EQ(r.out, outside_answer) << r.err;
     EXPECT_EQ(HostMode(ws_ + "/real/x"), "644");
   }
+}
+
+// The trapped chmod under a race: while one thread of the probe makes set-id chmods, another
+// keeps swapping the file and its directory with links that lead outside the view. Nothing
+// outside changes, and nothing in the workspace ends up with a set-id bit.
+TEST_F(NoPrivilegeBits, ARacedChmodNeverReachesOutsideNorKeepsABit) {
+  const std::string outside = root_->path() + "/outside";
+  auto plant = [&](const std::string& dir) {
+    MakeDirs(outside, 0755);
+    WriteFile(outside + "/canary", "canary", 0644);
+    WriteFile(outside + "/x", "x", 0644);
+    ASSERT_EQ(chmod((outside + "/canary").c_str(), 0644), 0);
+    ASSERT_EQ(chmod((outside + "/x").c_str(), 0644), 0);
+    MakeDirs(dir, 0755);
+  };
+  // Every mode under `dir` with a set-id bit, and those of the outside files that changed.
+  auto setid_modes = [&](const std::string& dir) {
+    std::string found;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+      struct stat st;
+      if (lstat(e.path().c_str(), &st) == 0 && (st.st_mode & 06000)) {
+        found += e.path().string() + " " + Octal(st.st_mode & 07777) + "\n";
+      }
+    }
+    for (const char* f : {"/canary", "/x"}) {
+      if (HostMode(outside + f) != "644") found += outside + f + " " + HostMode(outside + f) + "\n";
+    }
+    return found;
+  };
+  plant(ws_);
+  RunOptions o;
+  o.timeout_s = 280;
+  RunResult r = Probe({"priv-chmod-race", "4000", outside}, {}, o);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("rounds=4000"), std::string::npos) << r.out;
+  const size_t at = r.out.find("changed=");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GT(std::stol(r.out.substr(at + 8)), 400) << r.out;  // the chmods did happen
+  EXPECT_EQ(setid_modes(ws_), "") << r.out;
+
+  // Control: the same probe outside the sandbox, where the links do lead outside, leaves bits
+  // that the same check sees.
+  const std::string scratch = root_->path() + "/scratch";
+  plant(scratch);
+  RunOptions c;
+  c.cwd = scratch;
+  c.timeout_s = 120;
+  r = RunProgram({ProbeBin(), "priv-chmod-race", "2000", outside}, c);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(setid_modes(scratch), "");
 }
 
 // Descriptors: what the agent changes through a descriptor the caller holds (fchmod, fchmodat2

@@ -691,6 +691,60 @@ static int PrivXattr(const char* how, const char* path, const char* name) {
   return Result(rc, how);
 }
 
+/* priv-chmod-race ROUNDS OUTSIDE: one thread makes set-id chmods of "t" and "d/x" (by chmod,
+ * fchmodat and fchmodat2) while another keeps exchanging "t" with links to OUTSIDE/canary and
+ * the directory "d" with links to OUTSIDE (absolute, through /proc magic links, relative past
+ * the root). Reports how many chmods succeeded. */
+static volatile int g_priv_race_stop;
+static void* PrivRaceSwapper(void* arg) {
+  const char* outside = arg;
+  static char t[3][512], d[4][512];
+  snprintf(t[0], sizeof t[0], "%s/canary", outside);
+  snprintf(t[1], sizeof t[1], "/proc/1/root%s/canary", outside);
+  snprintf(t[2], sizeof t[2], "../../../../../../../../..%s/canary", outside);
+  snprintf(d[0], sizeof d[0], "%s", outside);
+  snprintf(d[1], sizeof d[1], "/proc/1/root%s", outside);
+  snprintf(d[2], sizeof d[2], "../../../../../../../../..%s", outside);
+  snprintf(d[3], sizeof d[3], "/proc/self/cwd/../outside");
+  unsigned i = 0;
+  while (!g_priv_race_stop) {
+    ++i;
+    unlink("tl");
+    symlink(t[i % 3], "tl");
+    unlink("dl");
+    symlink(d[i % 4], "dl");
+    syscall(SYS_renameat2, AT_FDCWD, "t", AT_FDCWD, "tl", 2 /* RENAME_EXCHANGE */);
+    syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "dl", 2 /* RENAME_EXCHANGE */);
+    syscall(SYS_renameat2, AT_FDCWD, "t", AT_FDCWD, "tl", 2 /* RENAME_EXCHANGE */);
+    syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "dl", 2 /* RENAME_EXCHANGE */);
+  }
+  return NULL;
+}
+
+static int PrivChmodRace(long rounds, const char* outside) {
+  mkdir("d", 0755);
+  close(open("d/x", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  close(open("t", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  pthread_t th;
+  pthread_create(&th, NULL, PrivRaceSwapper, (void*)outside);
+  long changed = 0, failed = 0;
+  for (long r = 0; r < rounds; ++r) {
+    long rc = 0;
+    switch (r % 4) {
+      case 0: rc = syscall(SYS_chmod, "t", 04777); break;
+      case 1: rc = syscall(SYS_fchmodat, AT_FDCWD, "d/x", 06777); break;
+      case 2: rc = syscall(SYS_fchmodat2, AT_FDCWD, "t", 02777, 0); break;
+      case 3: rc = syscall(SYS_chmod, "d/../d/x", 04777); break;
+    }
+    if (rc == 0) ++changed; else ++failed;
+  }
+  g_priv_race_stop = 1;
+  pthread_join(th, NULL);
+  char out[96];
+  snprintf(out, sizeof out, "rounds=%ld changed=%ld failed=%ld", rounds, changed, failed);
+  return Ok(out);
+}
+
 static int PrivilegeBitVerbs(int argc, char** argv, int* handled) {
   const char* v = argv[1];
   *handled = 1;
@@ -701,6 +755,7 @@ static int PrivilegeBitVerbs(int argc, char** argv, int* handled) {
     return PrivCreate(argv[2], argv[3], (mode_t)strtol(argv[4], NULL, 8));
   }
   if (argc == 5 && !strcmp(v, "priv-xattr")) return PrivXattr(argv[2], argv[3], argv[4]);
+  if (argc == 4 && !strcmp(v, "priv-chmod-race")) return PrivChmodRace(atol(argv[2]), argv[3]);
   *handled = 0;
   return 0;
 }
