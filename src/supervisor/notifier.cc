@@ -600,8 +600,8 @@ bool Notifier::HandleOpen(int listener, const struct seccomp_notif& req) {
   const FileDecision d = DecideFileAccess(cfg_.approvals->view(), abs, access != FileAccess::kRead);
   switch (d.verdict) {
     case FileVerdict::kContinue: {
-      const bool setid = (flags & (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))) &&
-                         (mode & enforce::kPrivilegeModeBits);
+      const bool setid =
+          (flags & (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))) && (mode & enforce::kPrivilegeModeBits);
       if (((flags & O_CREAT) && !cfg_.relpaths.empty()) || setid) {
         // A creation inside the view: the creation guard performs it (it refuses protected
         // paths, drops set-id bits). It never handled openat2 (flags behind a pointer): ENOSYS.

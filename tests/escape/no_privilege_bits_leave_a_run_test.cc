@@ -221,15 +221,17 @@ TEST_F(NoPrivilegeBits, CopiesAndArchivesArriveWithoutTheBits) {
     WriteFile(src + "/" + name, std::string("#!/bin/sh\necho ") + name + "\n", 0644);
     ASSERT_EQ(chmod((src + "/" + name).c_str(), mode), 0);
   }
-  RunResult t = RunProgram({"/usr/bin/tar", "-cf", ws_ + "/a.tar", "-C", src, "suid", "sgid",
-                            "both"});
+  RunResult t =
+      RunProgram({"/usr/bin/tar", "-cf", ws_ + "/a.tar", "-C", src, "suid", "sgid", "both"});
   ASSERT_EQ(t.status, 0) << t.err;
   // Control: outside, cp -p and tar xpf keep the bits.
   MakeDirs(ws_ + "/ctl-cp");
   MakeDirs(ws_ + "/ctl-tar");
   RunOptions o = Defaults();
-  ASSERT_EQ(RunProgram({"/bin/cp", "-p", src + "/suid", src + "/sgid", src + "/both",
-                        ws_ + "/ctl-cp/"}, o).status, 0);
+  ASSERT_EQ(RunProgram(
+                {"/bin/cp", "-p", src + "/suid", src + "/sgid", src + "/both", ws_ + "/ctl-cp/"}, o)
+                .status,
+            0);
   ASSERT_EQ(RunProgram({"/usr/bin/tar", "-xpf", ws_ + "/a.tar", "-C", ws_ + "/ctl-tar"}, o).status,
             0);
   for (const auto& [name, mode] : files) {
@@ -239,12 +241,22 @@ TEST_F(NoPrivilegeBits, CopiesAndArchivesArriveWithoutTheBits) {
 
   for (const auto& profile : Profiles()) {
     const std::string p = Name(profile);
-    RunResult r = Shell("set -e; mkdir " + p + "-cp " + p + "-tar " + p + "-cpa; "
-                        "cp -p src/suid src/sgid src/both " + p + "-cp/; "
-                        "cp -a src/suid src/sgid src/both " + p + "-cpa/; "
-                        "tar -xpf a.tar -C " + p + "-tar; "
-                        "cp /bin/true " + p + "-id; chmod 4755 " + p + "-id; "
-                        "chmod u+s,g+s " + p + "-cp/suid; echo done",
+    RunResult r = Shell("set -e; mkdir " + p + "-cp " + p + "-tar " + p +
+                            "-cpa; "
+                            "cp -p src/suid src/sgid src/both " +
+                            p +
+                            "-cp/; "
+                            "cp -a src/suid src/sgid src/both " +
+                            p +
+                            "-cpa/; "
+                            "tar -xpf a.tar -C " +
+                            p +
+                            "-tar; "
+                            "cp /bin/true " +
+                            p + "-id; chmod 4755 " + p +
+                            "-id; "
+                            "chmod u+s,g+s " +
+                            p + "-cp/suid; echo done",
                         profile);
     EXPECT_EQ(r.status, 0) << p << r.err;
     EXPECT_EQ(r.out, "done\n") << p << r.err;
@@ -297,13 +309,15 @@ TEST_F(NoPrivilegeBits, FileCapabilitiesCannotBeSet) {
   if (lsetxattr(src.c_str(), "user.ward", "v", 1, 0) != 0) {
     GTEST_SKIP() << "no user xattrs on this file system";
   }
-  RunResult t = RunProgram({"/usr/bin/tar", "--xattrs", "-cf", ws_ + "/x.tar", "-C", ws_,
-                            "with-xattr"});
+  RunResult t =
+      RunProgram({"/usr/bin/tar", "--xattrs", "-cf", ws_ + "/x.tar", "-C", ws_, "with-xattr"});
   ASSERT_EQ(t.status, 0) << t.err;
   for (const auto& profile : Profiles()) {
     const std::string p = Name(profile);
-    RunResult r = Shell("set -e; cp -a with-xattr " + p + "-copy; mkdir " + p + "-x; "
-                        "tar --xattrs -xpf x.tar -C " + p + "-x; echo done",
+    RunResult r = Shell("set -e; cp -a with-xattr " + p + "-copy; mkdir " + p +
+                            "-x; "
+                            "tar --xattrs -xpf x.tar -C " +
+                            p + "-x; echo done",
                         profile);
     EXPECT_EQ(r.out, "done\n") << p << r.err;
     EXPECT_EQ(ReadFile(ws_ + "/" + p + "-copy"), "data");
@@ -412,7 +426,8 @@ TEST_F(NoPrivilegeBits, TrappedChmodResolvesInTheSandboxView) {
   // With AT_SYMLINK_NOFOLLOW the link itself is meant, as the kernel means it: a link's mode
   // cannot be changed (the same answer outside), and its target is untouched.
   ASSERT_EQ(chmod((ws_ + "/real/x").c_str(), 0644), 0);
-  const std::string outside_answer = Outside({"priv-chmod", "fchmodat2-nofollow", "entry", "4755"}).out;
+  const std::string outside_answer =
+      Outside({"priv-chmod", "fchmodat2-nofollow", "entry", "4755"}).out;
   if (outside_answer.find("ENOSYS") == std::string::npos) {
     RunResult r = Probe({"priv-chmod", "fchmodat2-nofollow", "entry", "4755"});
     EXPECT_EQ(r.out, outside_answer) << r.err;
@@ -490,11 +505,18 @@ TEST_F(NoPrivilegeBits, DescriptorsHandedOverKeepTheSandboxAuthority) {
     r = Probe({"priv-chmod", how, "/tmp", "3777"});
     EXPECT_EQ(r.out, "ok mode=1777\n") << how << r.err;
   }
-  // fchmod of an O_PATH descriptor fails as it does outside.
+  // fchmod of an O_PATH descriptor fails as it does outside, and so does fchmodat2 with no
+  // path at all (whatever this kernel says of it).
   WriteFile(ws_ + "/f", "x", 0644);
   EXPECT_EQ(Outside({"priv-chmod", "fchmod-opath", "f", "4755"}).out, "err EBADF fchmod-opath\n");
   EXPECT_EQ(Probe({"priv-chmod", "fchmod-opath", "f", "4755"}).out, "err EBADF fchmod-opath\n");
   EXPECT_EQ(HostMode(ws_ + "/f"), "644");
+  WriteFile(ws_ + "/control", "x", 0644);
+  const std::string null_path = Outside({"priv-chmod", "fchmodat2-null", "control", "4755"}).out;
+  if (null_path.find("ENOSYS") == std::string::npos) {
+    RunResult r = Probe({"priv-chmod", "fchmodat2-null", "f", "4755"});
+    EXPECT_EQ(r.out, null_path == "ok mode=4755\n" ? "ok mode=755\n" : null_path) << r.err;
+  }
   // The sandbox's /proc: refused (nothing there takes a set-id bit).
   for (const char* how : {"chmod", "fchmod", "fd-link"}) {
     RunResult r = Probe({"priv-chmod", how, "/proc/self/status", "4755"});

@@ -581,7 +581,8 @@ static int ModeOf(int fd, const char* path) {
 }
 
 /* priv-chmod HOW PATH MODE: chmod | fchmod | fchmod-opath | fchmodat | fchmodat-dirfd |
- * fchmodat2 | fchmodat2-nofollow | fchmodat2-empty | fd-link (chmod of a new ./privlink ->
+ * fchmodat2 | fchmodat2-nofollow | fchmodat2-empty | fchmodat2-null (an O_PATH descriptor, no
+ * path) | fd-link (chmod of a new ./privlink ->
  * /proc/self/fd/N, N an O_PATH descriptor of PATH). */
 static int PrivChmod(const char* how, const char* path, mode_t mode) {
   long rc;
@@ -607,10 +608,10 @@ static int PrivChmod(const char* how, const char* path, mode_t mode) {
     rc = syscall(SYS_fchmodat2, AT_FDCWD, path, mode, 0);
   } else if (!strcmp(how, "fchmodat2-nofollow")) {
     rc = syscall(SYS_fchmodat2, AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW);
-  } else if (!strcmp(how, "fchmodat2-empty")) {
+  } else if (!strcmp(how, "fchmodat2-empty") || !strcmp(how, "fchmodat2-null")) {
     int fd = open(path, O_PATH | O_CLOEXEC);
     if (fd < 0) return Err(errno, "open");
-    rc = syscall(SYS_fchmodat2, fd, "", mode, AT_EMPTY_PATH);
+    rc = syscall(SYS_fchmodat2, fd, strcmp(how, "fchmodat2-null") ? "" : NULL, mode, AT_EMPTY_PATH);
   } else if (!strcmp(how, "fd-link")) {
     int fd = open(path, O_PATH | O_CLOEXEC);
     if (fd < 0) return Err(errno, "open");
@@ -649,7 +650,9 @@ static int PrivCreate(const char* how, const char* path, mode_t mode) {
   } else if (!strcmp(how, "mkdirat")) {
     rc = syscall(SYS_mkdirat, AT_FDCWD, path, mode);
   } else if (!strcmp(how, "openat2")) {
-    struct { uint64_t flags, mode, resolve; } how2 = {O_CREAT | O_WRONLY | O_CLOEXEC, mode, 0};
+    struct {
+      uint64_t flags, mode, resolve;
+    } how2 = {O_CREAT | O_WRONLY | O_CLOEXEC, mode, 0};
     rc = fd = syscall(SYS_openat2, AT_FDCWD, path, &how2, sizeof how2);
   } else {
     fprintf(stderr, "priv-create: unknown HOW %s\n", how);
@@ -681,8 +684,10 @@ static int PrivXattr(const char* how, const char* path, const char* name) {
     if (fd < 0) return Err(errno, "open");
     rc = syscall(SYS_fsetxattr, fd, name, value, size, 0);
   } else if (!strcmp(how, "setxattrat")) {
-    struct { uint64_t value; uint32_t size, flags; } args = {(uint64_t)(uintptr_t)value,
-                                                              (uint32_t)size, 0};
+    struct {
+      uint64_t value;
+      uint32_t size, flags;
+    } args = {(uint64_t)(uintptr_t)value, (uint32_t)size, 0};
     rc = syscall(SYS_setxattrat, AT_FDCWD, path, 0, name, &args, sizeof args);
   } else {
     fprintf(stderr, "priv-xattr: unknown HOW %s\n", how);
@@ -731,12 +736,23 @@ static int PrivChmodRace(long rounds, const char* outside) {
   for (long r = 0; r < rounds; ++r) {
     long rc = 0;
     switch (r % 4) {
-      case 0: rc = syscall(SYS_chmod, "t", 04777); break;
-      case 1: rc = syscall(SYS_fchmodat, AT_FDCWD, "d/x", 06777); break;
-      case 2: rc = syscall(SYS_fchmodat2, AT_FDCWD, "t", 02777, 0); break;
-      case 3: rc = syscall(SYS_chmod, "d/../d/x", 04777); break;
+      case 0:
+        rc = syscall(SYS_chmod, "t", 04777);
+        break;
+      case 1:
+        rc = syscall(SYS_fchmodat, AT_FDCWD, "d/x", 06777);
+        break;
+      case 2:
+        rc = syscall(SYS_fchmodat2, AT_FDCWD, "t", 02777, 0);
+        break;
+      case 3:
+        rc = syscall(SYS_chmod, "d/../d/x", 04777);
+        break;
     }
-    if (rc == 0) ++changed; else ++failed;
+    if (rc == 0)
+      ++changed;
+    else
+      ++failed;
   }
   g_priv_race_stop = 1;
   pthread_join(th, NULL);

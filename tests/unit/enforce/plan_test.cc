@@ -181,8 +181,8 @@ TEST_F(PlanTest, SetidModesAreTrappedOrRefusedAndSaidSo) {
   policy::RunFlags flags;
   flags.profile = bare;  // no protected names: nothing else needs user notification
   policy::Context ctx{dir_ + "/home", dir_ + "/ws", dir_ + "/ws", ""};
-  Result<policy::Policy> pol = policy::LoadPolicy(
-      flags, ctx, [&](const std::string& p) -> Result<std::string> {
+  Result<policy::Policy> pol =
+      policy::LoadPolicy(flags, ctx, [&](const std::string& p) -> Result<std::string> {
         if (p == bare) return std::string("[workspace]\naccess = \"write\"\n");
         return NotFound(p);
       });

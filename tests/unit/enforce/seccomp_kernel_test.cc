@@ -196,7 +196,10 @@ std::vector<Probe> Probes() {
       // Without the filter: ENOENT (no such file), or /dev/null opened.
       {"setxattr", "setxattr", {p(kAbsent), p(kUserXattr), p("x"), 1, 0}, EOPNOTSUPP},
       {"fsetxattr", "fsetxattr", {kBadFd, p(kUserXattr), p("x"), 1, 0}, EOPNOTSUPP},
-      {"openat2", "openat2", {static_cast<uint64_t>(AT_FDCWD), p(kDevNull), p(kOpenHow), 24}, ENOSYS},
+      {"openat2",
+       "openat2",
+       {static_cast<uint64_t>(AT_FDCWD), p(kDevNull), p(kOpenHow), 24},
+       ENOSYS},
       // Allowed: must behave exactly as without the filter.
       {"getpid", "getpid", {}, 0},
       {"socket_inet", "socket", {AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0}, 0},

@@ -157,9 +157,16 @@ TEST(SeccompProgram, KernelSkipsTheFilterForEveryAllowThatIgnoresArguments) {
     const SeccompProgram p = Compile(spec);
     // The mode-setting calls read their mode (a set-id bit is trapped): a chmod, an open or a
     // mknod pays for the filter unless a trap takes every one of them anyway.
-    std::vector<std::string> read_args = {
-        "clone",      "ioctl",    "personality",            "socket",   "socketpair",
-        "execveat",   "landlock_restrict_self", "fchmod",   "fchmodat", "fchmodat2"};
+    std::vector<std::string> read_args = {"clone",
+                                          "ioctl",
+                                          "personality",
+                                          "socket",
+                                          "socketpair",
+                                          "execveat",
+                                          "landlock_restrict_self",
+                                          "fchmod",
+                                          "fchmodat",
+                                          "fchmodat2"};
     if (!spec.notify_opens) read_args.push_back("openat");
     if (!spec.notify_creations) read_args.push_back("mknodat");
 #if defined(__x86_64__)
@@ -188,9 +195,9 @@ TEST(SeccompProgram, KernelSkipsTheFilterForEveryAllowThatIgnoresArguments) {
     }
     std::sort(read_args.begin(), read_args.end());
     std::sort(uncached.begin(), uncached.end());
-    EXPECT_EQ(uncached, read_args) << "ptrace " << spec.allow_ptrace << " creations "
-                                   << spec.notify_creations << " opens " << spec.notify_opens
-                                   << " privilege bits " << spec.trap_privilege_bits;
+    EXPECT_EQ(uncached, read_args)
+        << "ptrace " << spec.allow_ptrace << " creations " << spec.notify_creations << " opens "
+        << spec.notify_opens << " privilege bits " << spec.trap_privilege_bits;
     // The same number from a foreign ABI is never cached as allowed: it is killed.
     const uint32_t foreign =
         NativeAuditArch() == AUDIT_ARCH_X86_64 ? AUDIT_ARCH_I386 : AUDIT_ARCH_ARM;
@@ -390,9 +397,8 @@ TEST(SeccompSocket, OnlyUnixAndInetFamilies) {
 // memfd sealed against execution).
 // Without creation or open traps, memfd_create is trapped, and a mode with a set-id bit.
 TEST(SeccompNotify, DisabledTrapsOnlyMemfdCreateAndSetidModes) {
-  const std::vector<std::string> mode_setters = {"chmod", "fchmod", "fchmodat", "fchmodat2",
-                                                 "open",  "openat", "creat",    "mknod",
-                                                 "mknodat"};
+  const std::vector<std::string> mode_setters = {
+      "chmod", "fchmod", "fchmodat", "fchmodat2", "open", "openat", "creat", "mknod", "mknodat"};
   for (int nr = 0; nr < NativeSyscallLimit(); ++nr) {
     const std::string name = NativeSyscallName(nr);
     const bool sets_modes =
@@ -503,7 +509,8 @@ TEST(SeccompPrivilegeBits, SetidModesAreTrappedOthersAreNot) {
       EXPECT_EQ(Eval(p, "fchmod", {3, mode}), setid) << std::oct << mode;
       EXPECT_EQ(Eval(p, "fchmodat", {cwd, 0x1000, mode}), setid) << std::oct << mode;
       EXPECT_EQ(Eval(p, "fchmodat2", {cwd, 0x1000, mode, AT_SYMLINK_NOFOLLOW}), setid);
-      EXPECT_EQ(Eval(p, "mknodat", {cwd, 0x1000, S_IFREG | mode, 0}), node == kNotify ? kNotify : setid);
+      EXPECT_EQ(Eval(p, "mknodat", {cwd, 0x1000, S_IFREG | mode, 0}),
+                node == kNotify ? kNotify : setid);
       if (!spec.notify_opens) {
         EXPECT_EQ(Eval(p, "openat", {cwd, 0x1000, O_CREAT | O_WRONLY, mode}),
                   create == kNotify ? kNotify : setid);
