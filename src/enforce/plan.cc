@@ -112,6 +112,19 @@ Result<std::string> ResolveRulePath(const std::string& path, const std::string& 
   return std::string(buf);
 }
 
+// No privilege bits leave a run (SeccompSpec::trap_privilege_bits): a set-id mode is trapped and
+// performed without its bits, or, where the kernel cannot hand a call to the supervisor,
+// refused; copying or extracting a set-id file then fails where it would have succeeded.
+void PlanPrivilegeBits(const KernelFeatures& features, LaunchPlan* plan, PlanNotes* notes) {
+  plan->seccomp_spec.trap_privilege_bits = features.seccomp_user_notif;
+  if (plan->seccomp_enabled && !features.seccomp_user_notif) {
+    notes->degraded.push_back(
+        "seccomp: no user notification: chmod, open and mknod with a setuid or setgid bit fail "
+        "with EPERM instead of succeeding without the bit (cp -p and tar xpf of such files report "
+        "errors)");
+  }
+}
+
 }  // namespace
 
 std::string NormalizePath(const std::string& path) { return policy::NormalizePath(path); }
@@ -428,6 +441,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
                  "protected paths need seccomp user notification (Linux >= 5.5), which this "
                  "kernel lacks");
   }
+  PlanPrivilegeBits(features, &plan, notes);
   // File approvals trap every open. Letting an allowed open continue in the kernel is safe only
   // because the sandbox's own layers then apply; Landlock is what refuses a host file reached
   // through a descriptor ward injected (/proc/self/fd/N), so approvals need it and seccomp.

@@ -91,6 +91,29 @@ void CopyName(char* dst, size_t cap, const std::string& src) {
   std::memcpy(dst, src.data(), std::min(src.size(), cap - 1));
 }
 
+// The caller's own descriptor `fdnum`, or none.
+UniqueFd TakeCallerFd(pid_t tid, int fdnum) {
+  UniqueFd pidfd(sys::PidfdOpen(tid, O_EXCL /* PIDFD_THREAD */));
+  if (!pidfd) pidfd.reset(sys::PidfdOpen(tid, 0));
+  return UniqueFd(pidfd ? sys::PidfdGetfd(pidfd.get(), fdnum, 0) : -1);
+}
+
+// Whether a trapped call asks for a set-id bit that the guard drops: a mode change, a creating
+// open (O_CREAT, O_TMPFILE) or mknod. (mkdir's are ignored by the kernel anyway.)
+bool AsksForPrivilegeBits(const TrappedCall& call) {
+  if ((call.mode & enforce::kPrivilegeModeBits) == 0) return false;
+  switch (call.op) {
+    case TrappedOp::kChmod:
+    case TrappedOp::kFchmod:
+    case TrappedOp::kMknod:
+      return true;
+    case TrappedOp::kOpen:
+      return (call.flags & (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))) != 0;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 NotifierConfig NotifierConfig::From(const enforce::LaunchPlan& plan,
@@ -210,6 +233,10 @@ void Notifier::HandleOne(int listener, const struct seccomp_notif& req) {
   // Everything read from the target must belong to the same, still-waiting call.
   if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) != 0) return;
   if (call.op == TrappedOp::kMemfd) return CreateMemfd(call, answer);
+  if (AsksForPrivilegeBits(call)) NotePrivilegeBitsDropped(call);
+  if (call.op == TrappedOp::kChmod || call.op == TrappedOp::kFchmod) {
+    return ChangeMode(tid, call, answer);
+  }
   const int umask_bits = ReadUmask(tid);
   SandboxView view(cfg_.root.get(), tid);
   ViewEntry entry;
@@ -219,7 +246,8 @@ void Notifier::HandleOne(int listener, const struct seccomp_notif& req) {
     if (std::optional<int> n = CallerFdLink(abs)) return HandOverCallerFd(tid, *n, call, answer);
   }
   if (int rc = view.Parent(abs, &entry); rc != 0) return answer.Error(-rc);
-  const mode_t mode = static_cast<mode_t>(call.mode & ~static_cast<uint64_t>(umask_bits));
+  const mode_t mode = static_cast<mode_t>(call.mode & ~static_cast<uint64_t>(umask_bits) &
+                                          ~uint64_t{enforce::kPrivilegeModeBits});
   switch (call.op) {
     case TrappedOp::kOpen:
       return CreateOrOpen(view, tid, call, std::move(entry), mode & 07777, answer);
@@ -231,6 +259,8 @@ void Notifier::HandleOne(int listener, const struct seccomp_notif& req) {
     case TrappedOp::kRename:
       return MoveOrLink(view, tid, call, entry, answer);
     case TrappedOp::kMemfd:
+    case TrappedOp::kChmod:
+    case TrappedOp::kFchmod:
       break;
   }
   answer.Error(ENOSYS);
@@ -449,6 +479,86 @@ void Notifier::CreateMemfd(const TrappedCall& call, const Answer& answer) {
   Relay(answer, call, result, std::move(out));
 }
 
+// chmod, fchmod, fchmodat and fchmodat2 with S_ISUID or S_ISGID (the filter traps no other
+// mode): the agent makes the change without those bits. The guard only finds the file, as the
+// kernel would for the caller: the caller's own descriptor (fchmod, AT_EMPTY_PATH, a
+// /proc/self/fd link), or a path resolved in the sandbox's view. The agent changes it with the
+// sandbox's authority, so read-only mounts and ownership answer as they would for the caller.
+void Notifier::ChangeMode(pid_t tid, const TrappedCall& call, const Answer& answer) {
+  UniqueFd file;
+  if (call.op == TrappedOp::kFchmod) {
+    file = TakeCallerFd(tid, call.dirfd);
+    if (!file) return answer.Error(EBADF);
+  } else if (int rc = FindModeTarget(tid, call, &file); rc != 0) {
+    return answer.Error(-rc);
+  }
+  if (OnProcfs(file.get())) {
+    return answer.Refuse(call.syscall, call.path, "guard.procfs", EACCES,
+                         "set-id modes under /proc are refused");
+  }
+  enforce::GuardRequest r;
+  r.op = enforce::GuardOp::kChmod;
+  r.flags = call.op == TrappedOp::kFchmod ? 0 : AT_EMPTY_PATH;
+  r.mode = static_cast<uint32_t>(call.mode & 07777 & ~uint64_t{enforce::kPrivilegeModeBits});
+  UniqueFd none;
+  const int result = agent_->Call(r, {file.get()}, &none);
+  Relay(answer, call, result, UniqueFd());
+}
+
+// The file a chmod, fchmodat or fchmodat2 names: an O_PATH descriptor of it, or of the caller's
+// descriptor it names. A final symlink is followed hop by hop in the sandbox's view unless
+// AT_SYMLINK_NOFOLLOW (then the link itself is meant, whose mode cannot change: EOPNOTSUPP, as
+// the kernel says); one planted after that walk is not followed either. 0 or -errno.
+int Notifier::FindModeTarget(pid_t tid, const TrappedCall& call, UniqueFd* file) const {
+  constexpr uint64_t kKnownFlags = AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH;
+  if (call.flags & ~kKnownFlags) return -EINVAL;
+  const bool nofollow = (call.flags & AT_SYMLINK_NOFOLLOW) != 0;
+  if (call.path.empty() && !(call.flags & AT_EMPTY_PATH)) return -ENOENT;
+  if (call.path.empty() && call.dirfd != AT_FDCWD) {
+    *file = TakeCallerFd(tid, call.dirfd);
+    return *file ? 0 : -EBADF;
+  }
+  SandboxView view(cfg_.root.get(), tid);
+  std::string abs;
+  if (int rc = view.Absolute(call.dirfd, call.path.empty() ? "." : call.path, &abs); rc != 0) {
+    return rc;
+  }
+  std::optional<int> fd_link = CallerFdLink(abs);
+  ViewEntry entry;
+  if (!fd_link) {
+    if (int rc = view.Parent(abs, &entry); rc != 0) return rc;
+    if (int rc = view.FollowFinalLinks(nofollow ? O_NOFOLLOW : 0, &entry, &fd_link); rc != 0) {
+      return rc;
+    }
+  }
+  if (fd_link) {
+    if (nofollow) return -EOPNOTSUPP;
+    *file = TakeCallerFd(tid, *fd_link);
+    return *file ? 0 : -EBADF;
+  }
+  file->reset(openat(entry.dir.get(), entry.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!*file) return -errno;
+  struct stat st;
+  if (fstat(file->get(), &st) != 0) return -errno;
+  if (S_ISLNK(st.st_mode)) return -EOPNOTSUPP;
+  if (call.path.size() > 1 && call.path.back() == '/' && !S_ISDIR(st.st_mode)) return -ENOTDIR;
+  return 0;
+}
+
+// A set-id bit asked for and dropped, in the audit trail.
+void Notifier::NotePrivilegeBitsDropped(const TrappedCall& call) const {
+  if (!events_) return;
+  char mode[16];
+  std::snprintf(mode, sizeof mode, "%o", static_cast<unsigned>(call.mode & 07777));
+  nlohmann::json data = {{"syscall", call.syscall}, {"mode", mode}};
+  if (call.op == TrappedOp::kFchmod || call.path.empty()) {
+    data["fd"] = call.dirfd;
+  } else {
+    data["path"] = call.path;
+  }
+  events_->Emit("file.privilege_bits_dropped", std::move(data));
+}
+
 // File approvals. Every open of the sandbox stops here; most continue at once.
 bool Notifier::HandleOpen(int listener, const struct seccomp_notif& req) {
   const __u64* a = req.data.args;
@@ -524,9 +634,11 @@ bool Notifier::HandleOpen(int listener, const struct seccomp_notif& req) {
   const FileDecision d = DecideFileAccess(cfg_.approvals->view(), abs, access != FileAccess::kRead);
   switch (d.verdict) {
     case FileVerdict::kContinue: {
-      if ((flags & O_CREAT) && !cfg_.relpaths.empty()) {
+      const bool setid =
+          (flags & (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))) && (mode & enforce::kPrivilegeModeBits);
+      if (((flags & O_CREAT) && !cfg_.relpaths.empty()) || setid) {
         // A creation inside the view: the creation guard performs it (it refuses protected
-        // paths). It never handled openat2 (flags behind a pointer): ENOSYS as before.
+        // paths, drops set-id bits). It never handled openat2 (flags behind a pointer): ENOSYS.
         if (openat2) return reply(ENOSYS);
         return false;
       }
@@ -603,7 +715,9 @@ void Notifier::InjectGrant(int listener, const FileAnswer& a) {
     return DenyOpen(listener, a.notif_id, a.syscall, a.path, "approvals", flags.status().message());
   }
   mode_t mode = 0;
-  if (*flags & O_CREAT) mode = static_cast<mode_t>(a.mode & ~ReadUmask(a.tid) & 07777);
+  if (*flags & O_CREAT) {
+    mode = static_cast<mode_t>(a.mode & ~ReadUmask(a.tid) & 07777 & ~enforce::kPrivilegeModeBits);
+  }
   // O_NONBLOCK and O_NOCTTY while opening: a FIFO must not stall this thread (every trapped
   // call of the sandbox waits on it) and a terminal must not become anyone's controlling one.
   Result<UniqueFd> fd = OpenHostPath(a.path, *flags | O_NONBLOCK | O_NOCTTY, mode);

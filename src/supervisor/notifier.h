@@ -81,6 +81,10 @@ class Notifier {
 
   void Loop();
   void HandleOne(int listener, const struct seccomp_notif& req);
+  // No privilege bits leave a run: set-id modes are performed without those bits.
+  void ChangeMode(pid_t tid, const TrappedCall& call, const Answer& answer);
+  int FindModeTarget(pid_t tid, const TrappedCall& call, UniqueFd* file) const;
+  void NotePrivilegeBitsDropped(const TrappedCall& call) const;
   void CreateOrOpen(const SandboxView& view, pid_t tid, const TrappedCall& call, ViewEntry entry,
                     mode_t mode, const Answer& answer);
   void HandOverCallerFd(pid_t tid, int fdnum, const TrappedCall& call, const Answer& answer);

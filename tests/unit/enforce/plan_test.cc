@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "enforce/probe.h"
+#include "enforce/seccomp.h"
+#include "enforce/syscalls.h"
 #include "policy/loader.h"
 
 namespace ward::enforce {
@@ -169,6 +171,45 @@ TEST(PlanPathsTest, PathIsWithinMeansAtOrBelow) {
   EXPECT_TRUE(PathIsWithin("/a", "/"));
   EXPECT_FALSE(PathIsWithin("/ab", "/a"));
   EXPECT_FALSE(PathIsWithin("/a", "/a/b"));
+}
+
+// No privilege bits leave a run: a set-id mode is trapped (and performed without the bits)
+// where the kernel has user notification; without it the filter refuses such modes with EPERM,
+// and the plan says so.
+TEST_F(PlanTest, SetidModesAreTrappedOrRefusedAndSaidSo) {
+  const std::string bare = dir_ + "/bare.toml";
+  policy::RunFlags flags;
+  flags.profile = bare;  // no protected names: nothing else needs user notification
+  policy::Context ctx{dir_ + "/home", dir_ + "/ws", dir_ + "/ws", ""};
+  Result<policy::Policy> pol =
+      policy::LoadPolicy(flags, ctx, [&](const std::string& p) -> Result<std::string> {
+        if (p == bare) return std::string("[workspace]\naccess = \"write\"\n");
+        return NotFound(p);
+      });
+  ASSERT_TRUE(pol.ok()) << pol.status().ToString();
+  PlanInput input;
+  input.argv = {"true"};
+  for (bool notif : {true, false}) {
+    KernelFeatures f = ProbeKernel(false);
+    if (!f.seccomp) GTEST_SKIP() << "no seccomp";
+    f.seccomp_user_notif = notif;
+    PlanNotes notes;
+    Result<LaunchPlan> plan = PlanLaunch(*pol, f, input, &notes);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->seccomp_spec.trap_privilege_bits, notif);
+    EXPECT_FALSE(plan->seccomp_spec.notify_creations);
+    // The program the plan took gives a set-id chmod the verdict the spec names.
+    seccomp_data d = {};
+    d.nr = NativeSyscallNumber("fchmodat");
+    d.arch = NativeAuditArch();
+    d.args[2] = 04755;
+    EXPECT_EQ(EvaluateSeccomp(plan->seccomp, d),
+              notif ? SECCOMP_RET_USER_NOTIF : (SECCOMP_RET_ERRNO | EPERM));
+    std::string said;
+    for (const std::string& n : notes.degraded) said += n + "\n";
+    EXPECT_EQ(said.find("setuid or setgid bit fail with EPERM") != std::string::npos, !notif)
+        << said;
+  }
 }
 
 }  // namespace
