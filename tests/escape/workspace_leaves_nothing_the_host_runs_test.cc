@@ -160,6 +160,18 @@ TEST_F(WorkspaceLeavesNothing, GitFlowsInsideStayUsableOnTheHost) {
   EXPECT_TRUE(Quarantined().empty());
 }
 
+// git init at the workspace's top (where .git/hooks and .git/config are protected names) works
+// and leaves a repository the host's git uses, with nothing quarantined.
+TEST_F(WorkspaceLeavesNothing, GitInitInAnEmptyWorkspaceWorks) {
+  RunResult r = Shell("git init -q && ls .git/hooks | grep -c sample");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out, "0\n");
+  EXPECT_TRUE(PathExists(ws_ + "/.git/config"));
+  EXPECT_EQ(r.err.find("ward:"), std::string::npos) << r.err;
+  EXPECT_EQ(HostGit(ws_, {"status", "--short"}).status, 0);
+  EXPECT_TRUE(Quarantined().empty());
+}
+
 // A socket bound at .ward.toml (bind(2) is not trapped) is gone after the run, so the next
 // run in that workspace is not broken by it.
 TEST_F(WorkspaceLeavesNothing, ASocketAtTheWorkspaceFileIsRemovedAfterTheRun) {
