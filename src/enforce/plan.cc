@@ -111,6 +111,56 @@ Result<std::string> ResolveRulePath(const std::string& path, const std::string& 
   return std::string(buf);
 }
 
+// Protected names that do not exist yet are kept uncreatable by the creation guard, which needs
+// seccomp user notification. Without it (gVisor, Linux < 5.5) a run goes on only when the user
+// allowed the seccomp layer to be degraded: those names can then be created during the run, and
+// the check after the run (supervisor) is what finds and quarantines them.
+Status PlanCreationGuard(const policy::Policy& policy, const KernelFeatures& features,
+                         LaunchPlan* plan, PlanNotes* notes) {
+  const bool wanted = !plan->mount.protect.roots.empty() && !plan->mount.protect.relpaths.empty();
+  plan->seccomp_spec.notify_creations = wanted;
+  if (!wanted || (plan->seccomp_enabled && features.seccomp_user_notif)) return Ok();
+  if (policy.allow_degraded.count(policy::Layer::kSeccomp) == 0) {
+    return Error(Code::kFailedPrecondition,
+                 "protected paths need seccomp user notification (Linux >= 5.5) for the creation "
+                 "guard, which this kernel lacks. Pass --allow-degraded=seccomp to run without "
+                 "the guard: protected names that do not exist can then be created during the "
+                 "run, and are quarantined after it");
+  }
+  plan->seccomp_spec.notify_creations = false;
+  notes->degraded.push_back(
+      "creation guard: no seccomp user notification; protected names that do not exist can be "
+      "created during the run and are quarantined after it (allowed by " +
+      policy.degraded_origins.at(policy::Layer::kSeccomp).ToString() + ")");
+  return Ok();
+}
+
+// How the root is built. With the mount API (Linux >= 5.2) every host tree is captured as a
+// detached clone before anything is attached (mount.cc). Without it (gVisor, older kernels) the
+// root is built with mount(2) by path (mount_by_path.cc). Where a new user namespace may not
+// mount at all (gVisor), a root supervisor keeps init in its own user namespace, the sandbox's
+// processes still without capabilities; unprivileged there is no way to build a root.
+Status PlanRootMechanism(const KernelFeatures& features, LaunchPlan* plan, PlanNotes* notes) {
+  if (features.mount_api) return Ok();
+  plan->mount.by_path = true;
+  notes->degraded.push_back(
+      "mounts: no mount API (open_tree/move_mount); the root is built with mount(2) by path, "
+      "each mount checked against what was resolved before it, read-only binds made from "
+      "read-only views");
+  if (features.userns_mounts) return Ok();
+  if (!plan->privileged) {
+    return Error(Code::kFailedPrecondition,
+                 "this kernel refuses mount(2) in a new user namespace (gVisor does), so ward "
+                 "cannot build the sandbox's root unprivileged here. Run ward as root inside this "
+                 "outer wall (the command still runs without capabilities)");
+  }
+  plan->user_ns = false;
+  notes->degraded.push_back(
+      "user namespace: mounts are refused in a new one here; the sandbox stays in root's user "
+      "namespace, its processes without capabilities");
+  return Ok();
+}
+
 }  // namespace
 
 std::string NormalizePath(const std::string& path) { return policy::NormalizePath(path); }
@@ -361,6 +411,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     plan.mount.protect.relpaths.push_back(pr.relpath);
   }
   plan.mount.protect.nested_repo_depth = policy.nested_repo_depth;
+  WARD_TRY(PlanRootMechanism(features, &plan, notes));
   plan.mount.workdir = ws;
   plan.mount.workspace = anchor;
 
@@ -407,13 +458,8 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     notes->degraded.push_back("seccomp: not available (allowed by " +
                               policy.degraded_origins.at(policy::Layer::kSeccomp).ToString() + ")");
   }
-  plan.seccomp_spec.notify_creations =
-      !plan.mount.protect.roots.empty() && !plan.mount.protect.relpaths.empty();
-  if (plan.seccomp_spec.notify_creations && !features.seccomp_user_notif) {
-    return Error(Code::kFailedPrecondition,
-                 "protected paths need seccomp user notification (Linux >= 5.5), which this "
-                 "kernel lacks");
-  }
+  WARD_TRY(PlanCreationGuard(policy, features, &plan, notes));
+  plan.seccomp_spec.no_user_notif = !features.seccomp_user_notif;
   // File approvals trap every open. Letting an allowed open continue in the kernel is safe only
   // because the sandbox's own layers then apply; Landlock is what refuses a host file reached
   // through a descriptor ward injected (/proc/self/fd/N), so approvals need it and seccomp.
@@ -474,6 +520,11 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   plan.limits = std::move(limits.spec);
   plan.process.rlimits = std::move(limits.rlimits);
   plan.mount.sysctls = std::move(limits.sysctls);
+  // Built by path (gVisor), /proc/sys may lack the user.* knobs: seccomp still refuses the
+  // command every new namespace.
+  if (plan.mount.by_path) {
+    for (Sysctl& s : plan.mount.sysctls) s.optional = true;
+  }
   for (auto& d : limits.degraded) notes->degraded.push_back(std::move(d));
   for (int i = 0; i < 3; ++i) plan.tty[i] = input.tty[i];
   return plan;

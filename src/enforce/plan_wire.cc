@@ -135,6 +135,7 @@ void PutMount(Writer& w, const MountSpec& m) {
     w.Str(sysctl.value);
     w.Bool(sysctl.optional);
   });
+  w.Bool(m.by_path);
 }
 
 bool GetMount(Reader& r, MountSpec* m) {
@@ -168,7 +169,8 @@ bool GetMount(Reader& r, MountSpec* m) {
                     return r.Str("mount.sysctls.path", &sysctl.path) &&
                            r.Str("mount.sysctls.value", &sysctl.value) &&
                            r.Bool("mount.sysctls.optional", &sysctl.optional);
-                  });
+                  }) &&
+                  r.Bool("mount.by_path", &m->by_path);
   m->protect.nested_repo_depth = depth;
   return ok;
 }

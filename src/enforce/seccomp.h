@@ -47,6 +47,10 @@ struct SeccompSpec {  // immutable input of this enforcer only
   // Trap every open/openat/openat2/creat (for the approvals issue; supersedes notify_creations
   // for the open family).
   bool notify_opens = false;
+  // The kernel has no SECCOMP_RET_USER_NOTIF (gVisor, Linux < 5.5): nothing is trapped, and
+  // memfd_create, which otherwise goes to the guard agent to be sealed against execution,
+  // answers ENOSYS (programs then fall back to files).
+  bool no_user_notif = false;
 
   bool operator==(const SeccompSpec&) const = default;
 };

@@ -291,7 +291,8 @@ Result<std::vector<sock_filter>> BuildLibseccompPart(const SeccompSpec& spec) {
   // Code without a name: memfds are made by the supervisor's guard agent, sealed against
   // execution (notifier.cc); a descriptor is never executed; a nested Landlock domain may not
   // switch off the kernel's denial log.
-  WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, "memfd_create"));
+  WARD_TRY(RuleAdd(ctx.get(), spec.no_user_notif ? SCMP_ACT_ERRNO(ENOSYS) : SCMP_ACT_NOTIFY,
+                   "memfd_create"));
   WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_ERRNO(EPERM), "execveat",
                    {Low32HasBits(4, static_cast<uint32_t>(AT_EMPTY_PATH))}));
   for (uint32_t flag : kLandlockLogFlags) {
@@ -328,15 +329,16 @@ Result<std::vector<sock_filter>> CompileSeccompFilter(const SeccompSpec& spec) {
 
 // A field added to SeccompSpec must be added here, and to the table's spelling in
 // seccomp_gen.cc.
-static_assert(sizeof(SeccompSpec) == 3, "AllSeccompSpecs and seccomp_gen.cc name every field");
+static_assert(sizeof(SeccompSpec) == 4, "AllSeccompSpecs and seccomp_gen.cc name every field");
 
 std::vector<SeccompSpec> AllSeccompSpecs() {
   std::vector<SeccompSpec> specs;
-  for (unsigned bits = 0; bits < 8; ++bits) {
+  for (unsigned bits = 0; bits < 16; ++bits) {
     SeccompSpec s;
     s.allow_ptrace = (bits & 1) != 0;
     s.notify_creations = (bits & 2) != 0;
     s.notify_opens = (bits & 4) != 0;
+    s.no_user_notif = (bits & 8) != 0;
     specs.push_back(s);
   }
   return specs;
