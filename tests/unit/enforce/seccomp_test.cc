@@ -74,7 +74,7 @@ TEST(SeccompProgram, IsValidAndFitsTheKernelLimit) {
 // programs is what libseccomp compiles from today's rules: a stale or mis-indexed table fails.
 TEST(SeccompProgram, BuiltInFiltersAreAFreshCompile) {
   const std::vector<SeccompSpec> specs = AllSeccompSpecs();
-  ASSERT_EQ(specs.size(), 8u);
+  ASSERT_EQ(specs.size(), 16u);
   for (size_t i = 0; i < specs.size(); ++i) {
     for (size_t j = i + 1; j < specs.size(); ++j) {
       EXPECT_FALSE(specs[i] == specs[j]) << i << " " << j;
@@ -406,8 +406,23 @@ TEST(SeccompProgram, RefusesDescriptorExecAndLandlockLogFlags) {
     }
     EXPECT_EQ(Eval(p, "landlock_restrict_self", {3, 0}), kAllow);  // control
     EXPECT_EQ(Eval(p, "landlock_restrict_self", {3, 8}), kAllow);  // TSYNC (ABI 8)
-    EXPECT_EQ(Eval(p, "memfd_create", {0x1000, 0}), kNotify);
+    // Sealed by the guard agent; without user notification (gVisor) not made at all.
+    EXPECT_EQ(Eval(p, "memfd_create", {0x1000, 0}),
+              spec.no_user_notif ? SeccompRetErrno(ENOSYS) : kNotify);
   }
+}
+
+// A kernel without user notification gets a filter that traps nothing (it could not load one
+// that does) and still refuses what every filter refuses.
+TEST(SeccompProgram, WithoutUserNotificationNothingIsTrapped) {
+  SeccompSpec spec;
+  spec.no_user_notif = true;
+  const SeccompProgram p = Compile(spec);
+  EXPECT_FALSE(SeccompNeedsListener(p));
+  EXPECT_EQ(Eval(p, "memfd_create", {0x1000, 0}), SeccompRetErrno(ENOSYS));
+  EXPECT_EQ(Eval(p, "getpid", {}), kAllow);  // control
+  EXPECT_EQ(Eval(p, "execveat", {3, 0x1000, 0x2000, 0x3000, AT_EMPTY_PATH}),
+            SeccompRetErrno(EPERM));
 }
 
 TEST(SeccompNotify, CreationsTrapOnlyWhenCreating) {
