@@ -330,13 +330,14 @@ class PathBuilder {
 
   // Makes `target`'s mount point where it is missing, only inside a tmpfs ward mounted.
   bool MountPoint(const std::string& target, bool dir) {
-    UniqueFd parent = Walk(root_.get(), Parent(target));
-    if (!parent) return error_->Set("mount", errno, "opening the parent of ", target.c_str());
-    struct stat st;
-    if (fstatat(parent.get(), Base(target).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
-      if (S_ISLNK(st.st_mode)) return error_->Set("mount", ELOOP, "mount point ", target.c_str());
+    if (UniqueFd existing = Walk(root_.get(), target)) {
+      struct stat st;
+      if (fstat(existing.get(), &st) != 0 || S_ISLNK(st.st_mode)) {
+        return error_->Set("mount", ELOOP, "mount point ", target.c_str());
+      }
       return true;
     }
+    if (errno != ENOENT) return error_->Set("mount", errno, "opening ", target.c_str());
     const MountOp* holder = Holder(target);
     if (!holder || (holder->kind != MountOp::Kind::kTmpfs && holder->kind != MountOp::Kind::kDev)) {
       return error_->Set("mount", ENOENT, "mount point missing in a host directory: ",
