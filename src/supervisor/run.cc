@@ -319,6 +319,12 @@ class Session {
       case enforce::MsgType::kMounted:
         TraceMark("root built");
         out_->mounts = m.report;
+        if (m.report.chroot) {
+          out_->notes.degraded.push_back(
+              "root: no pivot_root here; entered with chroot (the host's tree stays in the "
+              "sandbox's mount namespace, out of reach of a process without CAP_SYS_CHROOT, which "
+              "none inside holds)");
+        }
         sandbox_root_ = std::move(fd);
         break;
       case enforce::MsgType::kFd:

@@ -80,6 +80,7 @@ TEST_F(OuterWallTest, RunsDegradedAndSaysWhatIsMissing) {
            "do not exist can be created during the run and are quarantined after it",
            "ward: degraded: mounts: no mount API",
            "ward: degraded: user namespace: mounts are refused in a new one here",
+           "ward: degraded: root: no pivot_root here; entered with chroot",
        }) {
     EXPECT_TRUE(Has(r.err, note)) << note << "\n" << r.err;
   }
