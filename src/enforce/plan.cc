@@ -362,6 +362,13 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   }
   // --- egress: the proxy and the DNS stub are the only way out -----------------------------
   plan.net.enabled = !policy.network.allow.empty() || policy.approvals.enabled;
+  if (plan.net.enabled && features.outer_wall.rfind("gvisor", 0) == 0) {
+    // The proxy's sockets are made in the namespace the supervisor creates and init joins;
+    // gVisor cannot join one, and the command would find nothing listening.
+    return Error(Code::kFailedPrecondition,
+                 "egress (network.allow, -n) needs the sandbox's network namespace to be joined, "
+                 "which gVisor cannot do: run without allowing any host inside gVisor");
+  }
   if (plan.net.enabled) {
     // /etc/resolv.conf inside names the stub. Where the host's is a symlink (systemd-resolved:
     // into /run), the file goes where the link points, in ward's own tmpfs.

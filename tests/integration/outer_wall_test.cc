@@ -94,6 +94,16 @@ TEST_F(OuterWallTest, WithoutTheSeccompAllowanceProtectedPathsRefuseTheRun) {
   EXPECT_TRUE(Has(r.err, "--allow-degraded=seccomp")) << r.err;
 }
 
+// The proxy's sockets live in a network namespace gVisor cannot join: a run that allows a host
+// is refused, not started with an egress that cannot answer.
+TEST_F(OuterWallTest, EgressIsRefusedNotSilentlyBroken) {
+  RunResult r = WardInWall("--allow-degraded=landlock,seccomp,limits -n example.test",
+                           "echo W:inside\n");
+  EXPECT_TRUE(Has(r.out, "W:ward=125")) << r.out << r.err;
+  EXPECT_FALSE(Has(r.out, "W:inside")) << r.out;
+  EXPECT_TRUE(Has(r.err, "gVisor cannot do")) << r.err;
+}
+
 TEST_F(OuterWallTest, ExistingProtectedContentStaysReadOnly) {
   PlantProtected();
   const std::string inner =
