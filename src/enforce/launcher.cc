@@ -99,15 +99,24 @@ bool MarkCloseOnExecFrom3() {
 // For errors: the name of a resource the policy limits (static text, nothing allocated).
 const char* RlimitName(int resource) {
   switch (resource) {
-    case RLIMIT_AS: return "RLIMIT_AS";
-    case RLIMIT_DATA: return "RLIMIT_DATA";
-    case RLIMIT_NPROC: return "RLIMIT_NPROC";
-    case RLIMIT_CPU: return "RLIMIT_CPU";
-    case RLIMIT_FSIZE: return "RLIMIT_FSIZE";
-    case RLIMIT_NOFILE: return "RLIMIT_NOFILE";
-    case RLIMIT_MSGQUEUE: return "RLIMIT_MSGQUEUE";
-    case RLIMIT_SIGPENDING: return "RLIMIT_SIGPENDING";
-    default: return "a resource limit";
+    case RLIMIT_AS:
+      return "RLIMIT_AS";
+    case RLIMIT_DATA:
+      return "RLIMIT_DATA";
+    case RLIMIT_NPROC:
+      return "RLIMIT_NPROC";
+    case RLIMIT_CPU:
+      return "RLIMIT_CPU";
+    case RLIMIT_FSIZE:
+      return "RLIMIT_FSIZE";
+    case RLIMIT_NOFILE:
+      return "RLIMIT_NOFILE";
+    case RLIMIT_MSGQUEUE:
+      return "RLIMIT_MSGQUEUE";
+    case RLIMIT_SIGPENDING:
+      return "RLIMIT_SIGPENDING";
+    default:
+      return "a resource limit";
   }
 }
 
@@ -167,8 +176,8 @@ int ExecCommand(const ExecArgs& a) {
 
 // The command: runs the process layers in the design's order, then execs. Never returns.
 [[noreturn]] void CommandMain(const LaunchPlan& plan, const ExecArgs& exec_args,
-                              const SeccompProgram& seccomp, int ctl, int exec_pipe,
-                              int pty_slave, int landlock) {
+                              const SeccompProgram& seccomp, int ctl, int exec_pipe, int pty_slave,
+                              int landlock) {
   ChildError err;
   auto fail = [&](const char* stage, int e, const char* d = "") {
     err.Set(stage, e, d);
@@ -819,8 +828,8 @@ long CloneWithoutPidfd(const struct clone_args& args, UniqueFd* exit_read, int* 
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return -1;
   const uint64_t ns = args.flags & ~static_cast<uint64_t>(CLONE_PIDFD | CLONE_INTO_CGROUP);
-  long pid = syscall(SYS_clone, static_cast<unsigned long>(ns) | SIGCHLD, nullptr, nullptr,
-                     nullptr, 0);
+  long pid =
+      syscall(SYS_clone, static_cast<unsigned long>(ns) | SIGCHLD, nullptr, nullptr, nullptr, 0);
   if (pid == 0) {
     close(p[0]);
     *exit_write = p[1];
@@ -874,8 +883,8 @@ Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, bool use
   }
   if (pid < 0) {
     int e = errno;
-    return ErrnoError(std::string("creating namespaces (clone with ") +
-                          (user_ns ? "user, " : "") + "mount, pid, ipc, uts, cgroup)",
+    return ErrnoError(std::string("creating namespaces (clone with ") + (user_ns ? "user, " : "") +
+                          "mount, pid, ipc, uts, cgroup)",
                       e);
   }
   // Unprivileged, init writes its own id maps: the supervisor goes on meanwhile (LaunchSandbox
@@ -884,8 +893,7 @@ Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, bool use
   const OwnIds own_ids = {uid, gid};
   if (pid == 0) {
     parent_end.reset();
-    InitMain(child_end.release(), kick.get(), exit_write,
-             cpus.has_others ? &cpus.allowed : nullptr,
+    InitMain(child_end.release(), kick.get(), exit_write, cpus.has_others ? &cpus.allowed : nullptr,
              privileged || !user_ns ? nullptr : &own_ids);
   }
   if (cpus.has_others) {
@@ -1045,8 +1053,8 @@ Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan) {
   int userns_fd = -1;
   if (sb->user_ns) {
     if (!sb->has_pidfd) {
-      userns.reset(open(("/proc/" + std::to_string(sb->pid) + "/ns/user").c_str(),
-                        O_RDONLY | O_CLOEXEC));
+      userns.reset(
+          open(("/proc/" + std::to_string(sb->pid) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
       if (!userns) return Errno("opening sandbox init's user namespace");
     }
     userns_fd = userns ? userns.get() : sb->pidfd.get();

@@ -27,13 +27,13 @@ namespace {
 // Where the outer staging tmpfs may go: the first of these that exists and holds no source.
 constexpr const char* kStages[] = {"/mnt", "/media", "/srv", "/opt", "/tmp", "/var/tmp"};
 constexpr const char* kDevNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
-constexpr const char* kProcReadOnly[] = {"sys", "sysrq-trigger", "irq",    "bus",
+constexpr const char* kProcReadOnly[] = {"sys", "sysrq-trigger", "irq",   "bus",
                                          "fs",  "sysvipc",       "driver"};
 constexpr const char* kProcHidden[] = {
-    "kcore",      "keys",       "key-users",   "timer_list", "sched_debug", "latency_stats",
-    "timer_stats", "kallsyms",  "kmsg",        "kpagecount", "kpageflags",  "kpagecgroup",
-    "acpi",       "scsi",       "asound",      "config.gz",  "modules",     "vmallocinfo",
-    "slabinfo",   "pagetypeinfo", "buddyinfo", "iomem",      "ioports",     "dma"};
+    "kcore",       "keys",         "key-users", "timer_list", "sched_debug", "latency_stats",
+    "timer_stats", "kallsyms",     "kmsg",      "kpagecount", "kpageflags",  "kpagecgroup",
+    "acpi",        "scsi",         "asound",    "config.gz",  "modules",     "vmallocinfo",
+    "slabinfo",    "pagetypeinfo", "buddyinfo", "iomem",      "ioports",     "dma"};
 
 using Listing = std::vector<std::pair<std::string, unsigned char>>;
 
@@ -239,8 +239,8 @@ class PathBuilder {
   // overlay of it.
   bool ReadOnlyView(const std::string& dir, const std::string& at) {
     if (mount(dir.c_str(), at.c_str(), nullptr, MS_BIND, nullptr) == 0) {
-      if (mount(nullptr, at.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
-                nullptr) == 0 &&
+      if (mount(nullptr, at.c_str(), nullptr,
+                MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, nullptr) == 0 &&
           CheckReadOnly(at)) {
         ++report_->mounts;
         return true;
@@ -248,8 +248,8 @@ class PathBuilder {
       umount2(at.c_str(), MNT_DETACH);
     }
     if (dir.find_first_of(":,\\") != std::string::npos) {
-      return error_->Set("mount", EINVAL, "a path with ':', ',' or '\\' cannot be viewed: ",
-                         dir.c_str());
+      return error_->Set("mount", EINVAL,
+                         "a path with ':', ',' or '\\' cannot be viewed: ", dir.c_str());
     }
     const std::string opts = "lowerdir=" + dir + ":" + stage_ + "/empty";
     if (mount("overlay", at.c_str(), "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, opts.c_str()) !=
@@ -317,8 +317,8 @@ class PathBuilder {
   bool CheckLanded(const std::string& target, const struct stat& want, bool read_only) {
     UniqueFd got = Walk(root_.get(), target);
     if (!got || !SameObject(got.get(), want)) {
-      return error_->Set("mount", ESTALE, "a path changed while it was mounted on: ",
-                         target.c_str());
+      return error_->Set("mount", ESTALE,
+                         "a path changed while it was mounted on: ", target.c_str());
     }
     if (read_only && !RefusesWrites(got.get())) {
       return error_->Set("mount", EROFS, "not read-only after its bind: ", target.c_str());
@@ -340,8 +340,8 @@ class PathBuilder {
     if (errno != ENOENT) return error_->Set("mount", errno, "opening ", target.c_str());
     const MountOp* holder = Holder(target);
     if (!holder || (holder->kind != MountOp::Kind::kTmpfs && holder->kind != MountOp::Kind::kDev)) {
-      return error_->Set("mount", ENOENT, "mount point missing in a host directory: ",
-                         target.c_str());
+      return error_->Set("mount", ENOENT,
+                         "mount point missing in a host directory: ", target.c_str());
     }
     // The parent may itself be missing (HOME's parents in /tmp's tmpfs): made one by one.
     std::string path;
@@ -417,8 +417,8 @@ class PathBuilder {
       std::optional<std::string> rel = RelativeBeneath(spec_.workspace, op.source);
       UniqueFd ws(open(spec_.workspace.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       if (spec_.workspace.empty() || !rel || !ws) {
-        return error_->Set("mount", ws ? EINVAL : errno, "opening in the workspace: ",
-                           op.source.c_str());
+        return error_->Set("mount", ws ? EINVAL : errno,
+                           "opening in the workspace: ", op.source.c_str());
       }
       fd = Walk(ws.get(), *rel);
     } else {
@@ -438,14 +438,13 @@ class PathBuilder {
     const std::string at = root_path_ + op.target;
     // Recursive where the kernel allows it (gVisor refuses MS_REC on a bind).
     if (mount(op.source.c_str(), at.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0 &&
-        (errno != EINVAL ||
-         mount(op.source.c_str(), at.c_str(), nullptr, MS_BIND, nullptr) != 0)) {
+        (errno != EINVAL || mount(op.source.c_str(), at.c_str(), nullptr, MS_BIND, nullptr) != 0)) {
       return error_->Set("mount", errno, "binding ", op.source.c_str());
     }
     ++report_->mounts;
     // nosuid and nodev by remount; gVisor has no remount (nor set-id execution to refuse).
-    if (mount(nullptr, at.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV,
-              nullptr) != 0 &&
+    if (mount(nullptr, at.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV, nullptr) !=
+            0 &&
         errno != EINVAL) {
       return error_->Set("mount", errno, "setting nosuid on ", op.target.c_str());
     }
@@ -547,8 +546,8 @@ class PathBuilder {
     struct stat want;
     if (lstat(at.c_str(), &want) != 0) return error_->Set("mount", errno, at.c_str());
     if (mount(at.c_str(), at.c_str(), nullptr, MS_BIND, nullptr) == 0) {
-      if (mount(nullptr, at.c_str(), nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID |
-                                                 MS_NODEV | MS_NOEXEC,
+      if (mount(nullptr, at.c_str(), nullptr,
+                MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
                 nullptr) == 0) {
         ++report_->mounts;
         return CheckLanded(target, want, true);
@@ -557,9 +556,8 @@ class PathBuilder {
     }
     if (ro_proc_.empty()) {
       ro_proc_ = StagePoint();
-      if (ro_proc_.empty() ||
-          mount("proc", ro_proc_.c_str(), "proc", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                nullptr) != 0) {
+      if (ro_proc_.empty() || mount("proc", ro_proc_.c_str(), "proc",
+                                    MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
         return error_->Set("mount", errno, "mounting a read-only /proc");
       }
     }

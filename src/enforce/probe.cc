@@ -233,8 +233,8 @@ void ProbeHostLimits(const std::string& release, HostLimits* h) {
   get(RLIMIT_MSGQUEUE, &h->msgqueue);
   get(RLIMIT_SIGPENDING, &h->sigpending);
   // gVisor implements neither of these two and refuses to set them at all.
-  for (auto [resource, pair] : {std::pair{RLIMIT_MSGQUEUE, &h->msgqueue},
-                                std::pair{RLIMIT_SIGPENDING, &h->sigpending}}) {
+  for (auto [resource, pair] :
+       {std::pair{RLIMIT_MSGQUEUE, &h->msgqueue}, std::pair{RLIMIT_SIGPENDING, &h->sigpending}}) {
     struct rlimit same = {pair->soft, pair->hard};
     if (setrlimit(resource, &same) != 0 && errno == EPERM) pair->settable = false;
   }

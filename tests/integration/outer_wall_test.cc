@@ -97,8 +97,8 @@ TEST_F(OuterWallTest, WithoutTheSeccompAllowanceProtectedPathsRefuseTheRun) {
 // The proxy's sockets live in a network namespace gVisor cannot join: a run that allows a host
 // is refused, not started with an egress that cannot answer.
 TEST_F(OuterWallTest, EgressIsRefusedNotSilentlyBroken) {
-  RunResult r = WardInWall("--allow-degraded=landlock,seccomp,limits -n example.test",
-                           "echo W:inside\n");
+  RunResult r =
+      WardInWall("--allow-degraded=landlock,seccomp,limits -n example.test", "echo W:inside\n");
   EXPECT_TRUE(Has(r.out, "W:ward=125")) << r.out << r.err;
   EXPECT_FALSE(Has(r.out, "W:inside")) << r.out;
   EXPECT_TRUE(Has(r.err, "gVisor cannot do")) << r.err;
@@ -125,9 +125,9 @@ TEST_F(OuterWallTest, ExistingProtectedContentStaysReadOnly) {
   // Positive control: an ordinary workspace file is writable, and reaches what follows.
   EXPECT_TRUE(Has(r.out, "W:ordinary-written")) << r.out << r.err;
   EXPECT_TRUE(Has(r.out, "W:ordinary=more")) << r.out;
-  for (const char* denied : {"W:hook-written", "W:config-written", "W:envrc-written",
-                             "W:envrc-removed", "W:git-moved", "W:hook-created", "W:usr-written",
-                             "W:root-written"}) {
+  for (const char* denied :
+       {"W:hook-written", "W:config-written", "W:envrc-written", "W:envrc-removed", "W:git-moved",
+        "W:hook-created", "W:usr-written", "W:root-written"}) {
     EXPECT_FALSE(Has(r.out, denied)) << denied << "\n" << r.out;
   }
   EXPECT_TRUE(Has(r.err, "Read-only file system")) << r.err;

@@ -198,10 +198,11 @@ TEST_F(PlanTest, WithoutUserNotificationProtectedPathsNeedTheSeccompLayerDegrade
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_FALSE(plan->seccomp_spec.notify_creations);
   EXPECT_TRUE(plan->seccomp_spec.no_user_notif);  // memfd_create: ENOSYS, nothing trapped
-  EXPECT_TRUE(plan->seccomp_enabled);              // the filter itself stays
-  EXPECT_TRUE(HasNote(notes, "creation guard: no seccomp user notification; protected names "
-                             "that do not exist can be created during the run and are "
-                             "quarantined after it"));
+  EXPECT_TRUE(plan->seccomp_enabled);             // the filter itself stays
+  EXPECT_TRUE(HasNote(notes,
+                      "creation guard: no seccomp user notification; protected names "
+                      "that do not exist can be created during the run and are "
+                      "quarantined after it"));
 }
 
 TEST_F(PlanTest, WithoutTheMountApiTheRootIsBuiltByPath) {
