@@ -95,8 +95,7 @@ Result<std::string> RealPathNotFollowingBelow(const std::string& path, const std
     if (policy::PathIsWithin(next, dir)) return SymlinkInside(next);
     if (static_cast<size_t>(n) == sizeof target) return ErrnoError(next, ENAMETOOLONG);
     if (++links > kMaxLinks) return ErrnoError(path, ELOOP);
-    std::vector<std::string> more =
-        policy::PathComponents(std::string(target, static_cast<size_t>(n)));
+    std::vector<std::string> more = policy::PathComponents(std::string(target, static_cast<size_t>(n)));
     todo.insert(todo.end(), more.rbegin(), more.rend());
     if (target[0] == '/') done.clear();
   }

@@ -176,8 +176,8 @@ int ExecCommand(const ExecArgs& a) {
 
 // The command: runs the process layers in the design's order, then execs. Never returns.
 [[noreturn]] void CommandMain(const LaunchPlan& plan, const ExecArgs& exec_args,
-                              const SeccompProgram& seccomp, int ctl, int exec_pipe, int pty_slave,
-                              int landlock) {
+                              const SeccompProgram& seccomp, int ctl, int exec_pipe,
+                              int pty_slave, int landlock) {
   ChildError err;
   auto fail = [&](const char* stage, int e, const char* d = "") {
     err.Set(stage, e, d);

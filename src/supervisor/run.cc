@@ -11,9 +11,9 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <set>
 #include <mutex>
 #include <optional>
-#include <set>
 
 #include "common/linux.h"
 #include "common/trace.h"
@@ -250,8 +250,8 @@ class Session {
     if (term_->is_tty(0) && output_) {
       prompter_ = std::make_unique<TerminalPrompter>(0, term_->output_fd(), output_.get());
     }
-    Result<std::unique_ptr<ApprovalsRuntime>> rt =
-        ApprovalsRuntime::Start(ctx_, req_.policy, plan_, req_.approvals, prompter_.get(), events_);
+    Result<std::unique_ptr<ApprovalsRuntime>> rt = ApprovalsRuntime::Start(
+        ctx_, req_.policy, plan_, req_.approvals, prompter_.get(), events_);
     if (!rt.ok()) {
       setup_error_ = true;
       out_->kind = Outcome::Kind::kSetupFailed;
