@@ -23,6 +23,7 @@
 #include "common/trace.h"
 #include "common/unique_fd.h"
 #include "enforce/beneath.h"
+#include "enforce/mount_by_path.h"
 
 namespace ward::enforce {
 namespace {
@@ -782,6 +783,11 @@ class Builder {
 
 bool ApplyMounts(const MountSpec& spec, MountReport* report, ChildError* error,
                  std::vector<UniqueFd>* detached, PendingSysctls* sysctls) {
+  if (spec.by_path) {
+    PendingSysctls own;
+    if (!ApplyMountsByPath(spec, report, error, sysctls ? sysctls : &own)) return false;
+    return sysctls != nullptr || WriteSysctls(&own, error);
+  }
   Builder b(spec, report, error);
   if (!b.Run()) return false;
   if (detached) b.HandOverDetached(detached);

@@ -73,7 +73,7 @@ Status SelfCheck(const SeccompProgram& p, const SeccompSpec& spec) {
     WARD_TRY(expect(Call(NativeSyscallNumber("ptrace")), SeccompRetErrno(EPERM), "ptrace denied"));
   }
   // No privilege bits leave a run: a set-id mode is trapped (or refused), another one is not.
-  const uint32_t setid = spec.trap_privilege_bits ? SECCOMP_RET_USER_NOTIF : SeccompRetErrno(EPERM);
+  const uint32_t setid = spec.no_user_notif ? SeccompRetErrno(EPERM) : SECCOMP_RET_USER_NOTIF;
   WARD_TRY(expect(Fchmodat(04755), setid, "setuid chmod trapped"));
   WARD_TRY(expect(Fchmodat(02755), setid, "setgid chmod trapped"));
   WARD_TRY(expect(Fchmodat(01777), SECCOMP_RET_ALLOW, "other chmod allowed"));

@@ -53,10 +53,12 @@ struct SeccompSpec {  // immutable input of this enforcer only
   // No privilege bits leave a run: a call that would set S_ISUID or S_ISGID (chmod, fchmod,
   // fchmodat, fchmodat2; open/openat/creat creating a file, O_TMPFILE included; mknod, mknodat)
   // is trapped, and the creation guard performs it without those bits. The filter compares the
-  // mode argument with a mask, so no other mode is trapped. False, where the kernel cannot hand
-  // a call to the supervisor: those calls fail with EPERM instead. Only with notify_creations
-  // and notify_opens off (a kernel without user notification has neither).
-  bool trap_privilege_bits = true;
+  // mode argument with a mask, so no other mode is trapped.
+  //
+  // The kernel has no SECCOMP_RET_USER_NOTIF (gVisor, Linux < 5.5): nothing is trapped; those
+  // set-id calls fail with EPERM, and memfd_create, which otherwise goes to the guard agent to
+  // be sealed against execution, answers ENOSYS (programs then fall back to files).
+  bool no_user_notif = false;
 
   bool operator==(const SeccompSpec&) const = default;
 };

@@ -291,7 +291,7 @@ Result<std::vector<sock_filter>> BuildValueAllowLists() {
 // keeps only the permission and sticky bits of its mode. Calls already trapped whatever their
 // arguments (notify_creations, notify_opens) need no rule of their own.
 Status AddPrivilegeBitRules(scmp_filter_ctx ctx, const SeccompSpec& spec) {
-  const uint32_t action = spec.trap_privilege_bits ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(EPERM);
+  const uint32_t action = spec.no_user_notif ? SCMP_ACT_ERRNO(EPERM) : SCMP_ACT_NOTIFY;
   for (uint32_t bit : kPrivilegeBits) {
     for (const ModeArg& m : kModeSetters) {
       WARD_TRY(RuleAdd(ctx, action, m.name, {Low32HasBits(m.mode, bit)}));
@@ -360,7 +360,8 @@ Result<std::vector<sock_filter>> BuildLibseccompPart(const SeccompSpec& spec) {
   // Code without a name: memfds are made by the supervisor's guard agent, sealed against
   // execution (notifier.cc); a descriptor is never executed; a nested Landlock domain may not
   // switch off the kernel's denial log.
-  WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, "memfd_create"));
+  WARD_TRY(RuleAdd(ctx.get(), spec.no_user_notif ? SCMP_ACT_ERRNO(ENOSYS) : SCMP_ACT_NOTIFY,
+                   "memfd_create"));
   WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_ERRNO(EPERM), "execveat",
                    {Low32HasBits(4, static_cast<uint32_t>(AT_EMPTY_PATH))}));
   for (uint32_t flag : kLandlockLogFlags) {
@@ -401,18 +402,12 @@ static_assert(sizeof(SeccompSpec) == 4, "AllSeccompSpecs and seccomp_gen.cc name
 
 std::vector<SeccompSpec> AllSeccompSpecs() {
   std::vector<SeccompSpec> specs;
-  for (unsigned bits = 0; bits < 8; ++bits) {
+  for (unsigned bits = 0; bits < 16; ++bits) {
     SeccompSpec s;
     s.allow_ptrace = (bits & 1) != 0;
     s.notify_creations = (bits & 2) != 0;
     s.notify_opens = (bits & 4) != 0;
-    specs.push_back(s);
-  }
-  // Without user notification nothing else is trapped either (SeccompSpec::trap_privilege_bits).
-  for (bool ptrace : {false, true}) {
-    SeccompSpec s;
-    s.allow_ptrace = ptrace;
-    s.trap_privilege_bits = false;
+    s.no_user_notif = (bits & 8) != 0;
     specs.push_back(s);
   }
   return specs;

@@ -50,7 +50,7 @@ int Generate(const std::string& out) {
     entries += std::string("    {{.allow_ptrace = ") + Bool(spec.allow_ptrace) +
                ", .notify_creations = " + Bool(spec.notify_creations) +
                ", .notify_opens = " + Bool(spec.notify_opens) +
-               ", .trap_privilege_bits = " + Bool(spec.trap_privilege_bits) + "}, kSeccompProgram" +
+               ", .no_user_notif = " + Bool(spec.no_user_notif) + "}, kSeccompProgram" +
                std::to_string(n) + "},\n";
     ++n;
   }

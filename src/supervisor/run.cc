@@ -262,7 +262,7 @@ class Session {
       out_->kind = Outcome::Kind::kSetupFailed;
       out_->stage = "approvals";
       out_->message = "approvals: " + rt.status().ToString();
-      sys::PidfdSendSignal(sb_.pidfd.get(), SIGKILL, nullptr, 0);
+      enforce::SignalInit(sb_, SIGKILL);
       return;
     }
     approvals_ = std::move(rt).value();
@@ -282,7 +282,7 @@ class Session {
         if (pty_) term_->SyncWindowSize(pty_->native_handle());
       } else {
         // Forwarded to init, which passes it to the command's process group.
-        sys::PidfdSendSignal(sb_.pidfd.get(), signo, nullptr, 0);
+        enforce::SignalInit(sb_, signo);
       }
       WaitSignal();
     });
@@ -324,6 +324,12 @@ class Session {
       case enforce::MsgType::kMounted:
         TraceMark("root built");
         out_->mounts = m.report;
+        if (m.report.chroot) {
+          out_->notes.degraded.push_back(
+              "root: no pivot_root here; entered with chroot (the host's tree stays in the "
+              "sandbox's mount namespace, out of reach of a process without CAP_SYS_CHROOT, which "
+              "none inside holds)");
+        }
         sandbox_root_ = std::move(fd);
         break;
       case enforce::MsgType::kFd:
@@ -539,7 +545,7 @@ class Session {
   void KillEverythingInside() {
     if (cgroup_) cgroup_->KillAll();
     // Init's death takes the whole pid namespace with it.
-    sys::PidfdSendSignal(sb_.pidfd.get(), SIGKILL, nullptr, 0);
+    enforce::SignalInit(sb_, SIGKILL);
   }
 
   // The audit trail could not be written (fail closed): nothing more may happen unrecorded,
@@ -553,7 +559,7 @@ class Session {
   void OnInitExit() {
     TraceMark("sandbox exited");
     siginfo_t si = {};
-    waitid(P_PIDFD, sb_.pidfd.get(), &si, WEXITED);
+    enforce::ReapInit(sb_, &si);
     init_exited_ = true;
     init_code_ = si.si_code;
     init_status_ = si.si_status;
@@ -969,7 +975,7 @@ Outcome Run(const RunRequest& req) {
   // What the supervisor still owes init after the clone failed: the half-made sandbox dies
   // before anything in it ran, and the run is refused.
   auto refuse_after_clone = [&](const Status& st) {
-    sys::PidfdSendSignal(sb->pidfd.get(), SIGKILL, nullptr, 0);
+    enforce::SignalInit(*sb, SIGKILL);
     waitpid(sb->pid, nullptr, 0);
     out.kind = Outcome::Kind::kRefused;
     out.exit_code = 125;

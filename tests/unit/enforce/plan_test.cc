@@ -36,9 +36,17 @@ class PlanTest : public ::testing::Test {
 
   Result<LaunchPlan> Plan(const std::vector<std::string>& read,
                           const std::vector<std::string>& write) {
+    return PlanOn(ProbeKernel(false), read, write, {}, nullptr);
+  }
+
+  // A plan for a kernel described by `features` (what `ward check` would probe there).
+  Result<LaunchPlan> PlanOn(const KernelFeatures& features, const std::vector<std::string>& read,
+                            const std::vector<std::string>& write,
+                            const std::vector<std::string>& allow_degraded, PlanNotes* out) {
     policy::RunFlags flags;
     flags.read = read;
     flags.write = write;
+    flags.allow_degraded = allow_degraded;
     policy::Context ctx{dir_ + "/home", dir_ + "/ws", dir_ + "/ws", ""};
     Result<policy::Policy> pol = policy::LoadPolicy(
         flags, ctx, [](const std::string& p) -> Result<std::string> { return NotFound(p); });
@@ -48,7 +56,9 @@ class PlanTest : public ::testing::Test {
     input.argv = {"true"};
     input.prepare_seccomp = false;
     PlanNotes notes;
-    return PlanLaunch(*pol, ProbeKernel(false), input, &notes);
+    Result<LaunchPlan> plan = PlanLaunch(*pol, features, input, &notes);
+    if (out) *out = notes;
+    return plan;
   }
 
   const MountOp* BindAt(const LaunchPlan& plan, const std::string& target) {
@@ -151,6 +161,83 @@ TEST_F(PlanTest, AWorkspaceReachedThroughASymlinkOutsideItIsStillResolvedBeneath
   EXPECT_EQ(plan.status().code(), Code::kPermissionDenied);
 }
 
+// A kernel with every layer, as the tests' own may not be.
+KernelFeatures FullKernel() {
+  KernelFeatures f = ProbeKernel(false);
+  f.landlock_abi = 6;
+  f.seccomp = true;
+  f.seccomp_user_notif = true;
+  f.mount_api = true;
+  f.userns_mounts = true;
+  return f;
+}
+
+bool HasNote(const PlanNotes& notes, const std::string& text) {
+  for (const std::string& d : notes.degraded) {
+    if (d.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST_F(PlanTest, WithoutUserNotificationProtectedPathsNeedTheSeccompLayerDegraded) {
+  KernelFeatures f = FullKernel();
+  PlanNotes notes;
+  // Positive control: with user notification the creation guard is planned.
+  Result<LaunchPlan> plan = PlanOn(f, {}, {}, {}, &notes);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->seccomp_spec.notify_creations);
+  EXPECT_FALSE(plan->seccomp_spec.no_user_notif);
+  EXPECT_FALSE(HasNote(notes, "creation guard"));
+
+  f.seccomp_user_notif = false;
+  plan = PlanOn(f, {}, {}, {"landlock", "limits"}, &notes);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(plan.status().message().find("--allow-degraded=seccomp"), std::string::npos)
+      << plan.status().message();
+
+  plan = PlanOn(f, {}, {}, {"seccomp"}, &notes);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->seccomp_spec.notify_creations);
+  EXPECT_TRUE(plan->seccomp_spec.no_user_notif);  // memfd_create: ENOSYS, nothing trapped
+  EXPECT_TRUE(plan->seccomp_enabled);             // the filter itself stays
+  EXPECT_TRUE(HasNote(notes,
+                      "creation guard: no seccomp user notification; protected names "
+                      "that do not exist can be created during the run and are "
+                      "quarantined after it"));
+}
+
+TEST_F(PlanTest, WithoutTheMountApiTheRootIsBuiltByPath) {
+  KernelFeatures f = FullKernel();
+  PlanNotes notes;
+  Result<LaunchPlan> plan = PlanOn(f, {}, {}, {}, &notes);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->mount.by_path);
+  EXPECT_TRUE(plan->user_ns);
+
+  f.mount_api = false;
+  plan = PlanOn(f, {}, {}, {}, &notes);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->mount.by_path);
+  EXPECT_TRUE(plan->user_ns);
+  EXPECT_TRUE(HasNote(notes, "mounts: no mount API"));
+  for (const Sysctl& s : plan->mount.sysctls) EXPECT_TRUE(s.optional) << s.path;
+
+  // gVisor: no mount in a new user namespace. Root keeps init in its own; others cannot run.
+  f.userns_mounts = false;
+  plan = PlanOn(f, {}, {}, {}, &notes);
+  if (geteuid() == 0) {
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_FALSE(plan->user_ns);
+    EXPECT_TRUE(HasNote(notes, "user namespace: mounts are refused in a new one here"));
+  } else {
+    ASSERT_FALSE(plan.ok());
+    EXPECT_NE(plan.status().message().find("Run ward as root inside this outer wall"),
+              std::string::npos)
+        << plan.status().message();
+  }
+}
+
 TEST(PlanPathsTest, NormalizePathIsLexical) {
   EXPECT_EQ(NormalizePath("/a//b/./c/../d"), "/a/b/d");
   EXPECT_EQ(NormalizePath("/"), "/");
@@ -196,7 +283,7 @@ TEST_F(PlanTest, SetidModesAreTrappedOrRefusedAndSaidSo) {
     PlanNotes notes;
     Result<LaunchPlan> plan = PlanLaunch(*pol, f, input, &notes);
     ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-    EXPECT_EQ(plan->seccomp_spec.trap_privilege_bits, notif);
+    EXPECT_EQ(plan->seccomp_spec.no_user_notif, !notif);
     EXPECT_FALSE(plan->seccomp_spec.notify_creations);
     // The program the plan took gives a set-id chmod the verdict the spec names.
     seccomp_data d = {};

@@ -75,7 +75,7 @@ TEST(SeccompProgram, IsValidAndFitsTheKernelLimit) {
 // programs is what libseccomp compiles from today's rules: a stale or mis-indexed table fails.
 TEST(SeccompProgram, BuiltInFiltersAreAFreshCompile) {
   const std::vector<SeccompSpec> specs = AllSeccompSpecs();
-  ASSERT_EQ(specs.size(), 10u);
+  ASSERT_EQ(specs.size(), 16u);
   for (size_t i = 0; i < specs.size(); ++i) {
     for (size_t j = i + 1; j < specs.size(); ++j) {
       EXPECT_FALSE(specs[i] == specs[j]) << i << " " << j;
@@ -83,7 +83,7 @@ TEST(SeccompProgram, BuiltInFiltersAreAFreshCompile) {
     const SeccompSpec& spec = specs[i];
     SCOPED_TRACE(testing::Message() << "ptrace " << spec.allow_ptrace << " creations "
                                     << spec.notify_creations << " opens " << spec.notify_opens
-                                    << " privilege bits " << spec.trap_privilege_bits);
+                                    << " no user notif " << spec.no_user_notif);
     auto built_in = PrepareSeccomp(spec);
     auto fresh = CompileSeccompFilter(spec);
     ASSERT_TRUE(built_in.ok()) << built_in.status().ToString();
@@ -197,7 +197,7 @@ TEST(SeccompProgram, KernelSkipsTheFilterForEveryAllowThatIgnoresArguments) {
     std::sort(uncached.begin(), uncached.end());
     EXPECT_EQ(uncached, read_args)
         << "ptrace " << spec.allow_ptrace << " creations " << spec.notify_creations << " opens "
-        << spec.notify_opens << " privilege bits " << spec.trap_privilege_bits;
+        << spec.notify_opens << " no user notif " << spec.no_user_notif;
     // The same number from a foreign ABI is never cached as allowed: it is killed.
     const uint32_t foreign =
         NativeAuditArch() == AUDIT_ARCH_X86_64 ? AUDIT_ARCH_I386 : AUDIT_ARCH_ARM;
@@ -427,8 +427,23 @@ TEST(SeccompProgram, RefusesDescriptorExecAndLandlockLogFlags) {
     }
     EXPECT_EQ(Eval(p, "landlock_restrict_self", {3, 0}), kAllow);  // control
     EXPECT_EQ(Eval(p, "landlock_restrict_self", {3, 8}), kAllow);  // TSYNC (ABI 8)
-    EXPECT_EQ(Eval(p, "memfd_create", {0x1000, 0}), kNotify);
+    // Sealed by the guard agent; without user notification (gVisor) not made at all.
+    EXPECT_EQ(Eval(p, "memfd_create", {0x1000, 0}),
+              spec.no_user_notif ? SeccompRetErrno(ENOSYS) : kNotify);
   }
+}
+
+// A kernel without user notification gets a filter that traps nothing (it could not load one
+// that does) and still refuses what every filter refuses.
+TEST(SeccompProgram, WithoutUserNotificationNothingIsTrapped) {
+  SeccompSpec spec;
+  spec.no_user_notif = true;
+  const SeccompProgram p = Compile(spec);
+  EXPECT_FALSE(SeccompNeedsListener(p));
+  EXPECT_EQ(Eval(p, "memfd_create", {0x1000, 0}), SeccompRetErrno(ENOSYS));
+  EXPECT_EQ(Eval(p, "getpid", {}), kAllow);  // control
+  EXPECT_EQ(Eval(p, "execveat", {3, 0x1000, 0x2000, 0x3000, AT_EMPTY_PATH}),
+            SeccompRetErrno(EPERM));
 }
 
 TEST(SeccompNotify, CreationsTrapOnlyWhenCreating) {
@@ -499,9 +514,9 @@ TEST(SeccompPrivilegeBits, SetidModesAreTrappedOthersAreNot) {
   const uint64_t tmpfile = O_TMPFILE | O_WRONLY;
   for (const SeccompSpec& spec : AllSeccompSpecs()) {
     SCOPED_TRACE(testing::Message() << "creations " << spec.notify_creations << " opens "
-                                    << spec.notify_opens << " trap " << spec.trap_privilege_bits);
+                                    << spec.notify_opens << " no user notif " << spec.no_user_notif);
     const SeccompProgram p = Compile(spec);
-    const uint32_t setid = spec.trap_privilege_bits ? kNotify : SeccompRetErrno(EPERM);
+    const uint32_t setid = spec.no_user_notif ? SeccompRetErrno(EPERM) : kNotify;
     // What a creation without a set-id bit gets: the creation traps' verdict, or the kernel.
     const uint32_t create = spec.notify_creations || spec.notify_opens ? kNotify : kAllow;
     const uint32_t node = spec.notify_creations ? kNotify : kAllow;
