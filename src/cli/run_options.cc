@@ -179,6 +179,9 @@ Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts) {
   // is the first thing said (before, say, the audit directory that lies in a HOME).
   std::optional<policy::WorkspaceRefusal> refused =
       policy::RefuseWorkspace(ctx.workspace, Canonical(ctx.home), Canonical);
+  if (refused && !refused->overridable) {
+    return Error(Code::kPermissionDenied, refused->why + "; " + refused->advice);
+  }
   if (refused && !opts.flags.workspace_anyway) {
     return Error(Code::kPermissionDenied,
                  refused->why + "; " + refused->advice + ", or " +

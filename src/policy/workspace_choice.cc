@@ -3,6 +3,14 @@
 #include "policy/paths.h"
 
 namespace ward::policy {
+
+const std::vector<std::string>& SystemTrees() {
+  static const std::vector<std::string> kTrees = {"/usr",   "/etc",   "/bin",    "/sbin", "/lib",
+                                                  "/lib32", "/lib64", "/libx32", "/boot", "/var",
+                                                  "/proc",  "/sys",   "/dev",    "/run"};
+  return kTrees;
+}
+
 namespace {
 
 const char* const kProjectAdvice =
@@ -23,19 +31,9 @@ bool StrictlyWithin(const std::string& path, const std::string& dir) {
   return path != dir && PathIsWithin(path, dir);
 }
 
-}  // namespace
-
-const std::vector<std::string>& SystemTrees() {
-  static const std::vector<std::string> kTrees = {"/usr",   "/etc",   "/bin",    "/sbin", "/lib",
-                                                  "/lib32", "/lib64", "/libx32", "/boot", "/var",
-                                                  "/proc",  "/sys",   "/dev",    "/run"};
-  return kTrees;
-}
-
-std::optional<WorkspaceRefusal> RefuseWorkspace(const std::string& workspace,
-                                                const std::string& home,
-                                                const Canonicalizer& canonical) {
-  const std::string ws = NormalizePath(workspace);
+// Why the workspace is refused, if it is (`my_home` normalised, "" when unknown).
+std::optional<WorkspaceRefusal> Refusal(const std::string& ws, const std::string& my_home,
+                                        const Canonicalizer& canonical) {
   if (ws == "/") {
     return WorkspaceRefusal{
         "the workspace is / (the whole file system): a run could write wherever the policy "
@@ -69,7 +67,6 @@ std::optional<WorkspaceRefusal> RefuseWorkspace(const std::string& workspace,
         "the workspace is " + homes.label + " itself, which holds every user's HOME",
         "run ward from a project directory in your HOME (-C ~/project)"};
   }
-  const std::string my_home = home.empty() ? std::string() : NormalizePath(home);
   if (!my_home.empty() && ws == my_home) {
     return WorkspaceRefusal{
         "the workspace is your HOME itself (" + my_home +
@@ -96,6 +93,23 @@ std::optional<WorkspaceRefusal> RefuseWorkspace(const std::string& workspace,
     }
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<WorkspaceRefusal> RefuseWorkspace(const std::string& workspace,
+                                                const std::string& home,
+                                                const Canonicalizer& canonical) {
+  const std::string ws = NormalizePath(workspace);
+  const std::string my_home = home.empty() ? std::string() : NormalizePath(home);
+  std::optional<WorkspaceRefusal> refused = Refusal(ws, my_home, canonical);
+  if (refused && !my_home.empty() && PathIsWithin(my_home, ws)) {
+    refused->overridable = false;
+    refused->advice += "; a workspace that holds your HOME (" + my_home +
+                       ") is refused even with --workspace-anyway: every credential in it "
+                       "would be visible inside";
+  }
+  return refused;
 }
 
 }  // namespace ward::policy

@@ -23,6 +23,9 @@ using Canonicalizer = std::function<std::string(const std::string& path)>;
 struct WorkspaceRefusal {
   std::string why;     // "the workspace is /usr, a system directory: ..."
   std::string advice;  // what to do instead ("run ward from a project directory ...")
+  // Whether --workspace-anyway may accept it: never for a workspace that holds the caller's
+  // HOME (every credential in it would be visible inside; the mount planner refuses it too).
+  bool overridable = true;
 };
 
 // Whether `workspace` (canonical) is refused, given the caller's `home` (canonical; "" when
@@ -30,6 +33,7 @@ struct WorkspaceRefusal {
 // /home itself; `home` itself. Accepted whatever tree they lie in (a host may keep /home in
 // /var/home, a service account its HOME in /var/lib): directories strictly beneath /tmp,
 // /var/tmp, /home or `home`, unless `home` is "/" or a system tree itself.
+// A refused workspace that holds `home` is not `overridable`, and its advice says so.
 std::optional<WorkspaceRefusal> RefuseWorkspace(const std::string& workspace,
                                                 const std::string& home,
                                                 const Canonicalizer& canonical);

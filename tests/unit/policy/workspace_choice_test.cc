@@ -108,6 +108,27 @@ TEST(WorkspaceChoice, AHomeThatIsTheRootOrASystemTreeOpensNothing) {
   EXPECT_EQ(Why("/srv/x", ""), "");
 }
 
+// --workspace-anyway may accept a refused workspace, except one that holds the caller's HOME
+// (every credential in it would be visible inside).
+TEST(WorkspaceChoice, AWorkspaceThatHoldsTheHomeIsNeverOverridable) {
+  for (const char* ws : {"/", "/home", kHome}) {
+    auto r = RefuseWorkspace(ws, kHome, Host());
+    ASSERT_TRUE(r) << ws;
+    EXPECT_FALSE(r->overridable) << ws;
+    EXPECT_THAT(r->advice, HasSubstr("a workspace that holds your HOME (/home/u) is refused even "
+                                     "with --workspace-anyway"))
+        << ws;
+  }
+  EXPECT_FALSE(RefuseWorkspace("/tmp", "/tmp/h", Host())->overridable);
+  for (const char* ws : {"/usr", "/etc/x", "/tmp", "/var/tmp", "/run/lock/x"}) {
+    auto r = RefuseWorkspace(ws, kHome, Host());
+    ASSERT_TRUE(r) << ws;
+    EXPECT_TRUE(r->overridable) << ws;
+    EXPECT_THAT(r->advice, ::testing::Not(HasSubstr("HOME ("))) << ws;
+  }
+  EXPECT_TRUE(RefuseWorkspace("/home", "/root", Host())->overridable);  // root's HOME is elsewhere
+}
+
 TEST(WorkspaceChoice, PathsAreComparedNormalised) {
   EXPECT_THAT(Why("/usr/"), HasSubstr("the workspace is /usr,"));
   EXPECT_THAT(Why("/home/u/"), HasSubstr("your HOME itself"));
