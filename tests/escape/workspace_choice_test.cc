@@ -66,10 +66,15 @@ class WorkspaceChoice : public SandboxTest {
     char tmpl[] = "/run/lock/ward-workspace-choice.XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return "";
     chmod(tmpl, 0755);
+    made_.push_back(tmpl);
     return tmpl;
+  }
+  void TearDown() override {
+    for (const std::string& dir : made_) EXPECT_EQ(system(("rm -rf '" + dir + "'").c_str()), 0);
   }
 
   std::string state_;
+  std::vector<std::string> made_;  // removed when the test ends, however it ends
 };
 
 TEST_F(WorkspaceChoice, TheWholeFileSystemIsRefused) {
@@ -199,7 +204,6 @@ TEST_F(WorkspaceChoice, WorkspaceAnywayIsAcceptedAndAudited) {
       EXPECT_FALSE(s["policy"]["workspace"].contains("anyway")) << s.dump();
     }
   }
-  EXPECT_EQ(system(("rm -rf '" + dir + "'").c_str()), 0);
 }
 
 // A workspace that holds the caller's HOME stays refused, --workspace-anyway included: every
@@ -291,8 +295,6 @@ TEST_F(WorkspaceChoice, ServeRefusesUnlessTheDaemonItselfAccepts) {
   }
   EXPECT_TRUE(sandbox_recorded);
   EXPECT_TRUE(exec_recorded);
-  daemon.Stop();
-  EXPECT_EQ(system(("rm -rf '" + lock_dir + "'").c_str()), 0);
 }
 
 }  // namespace
