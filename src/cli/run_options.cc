@@ -150,6 +150,25 @@ Result<std::string> ReadWorkspaceFile(const std::string& path) {
                     std::to_string(policy::kWorkspaceFileMaxBytes / 1024) + " KiB; " + fix);
 }
 
+// The workspace's verdict (policy/workspace_choice.h): an error naming why and what to do when
+// it is refused; else why --workspace-anyway had to accept it ("" when nothing was refused).
+Result<std::string> CheckWorkspaceChoice(const RunOptions& opts, const policy::Context& ctx) {
+  std::optional<policy::WorkspaceRefusal> refused =
+      policy::RefuseWorkspace(ctx.workspace, Canonical(ctx.home), Canonical);
+  if (!refused) return std::string();
+  if (!refused->overridable) {
+    return Error(Code::kPermissionDenied, refused->why + "; " + refused->advice);
+  }
+  if (!opts.flags.workspace_anyway) {
+    const std::string how = opts.workspace_anyway_hint.empty()
+                                ? "add --workspace-anyway if this is deliberate (the audit "
+                                  "trail records it)"
+                                : opts.workspace_anyway_hint;
+    return Error(Code::kPermissionDenied, refused->why + "; " + refused->advice + ", or " + how);
+  }
+  return refused->why;
+}
+
 // Profiles are the caller's own files (named on the command line or in their config dir).
 Result<std::string> ReadHostFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -177,19 +196,7 @@ Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts) {
   ctx.workspace = buf;
   // The workspace first: a refused one is not read at all (nor its .ward.toml), and its reason
   // is the first thing said (before, say, the audit directory that lies in a HOME).
-  std::optional<policy::WorkspaceRefusal> refused =
-      policy::RefuseWorkspace(ctx.workspace, Canonical(ctx.home), Canonical);
-  if (refused && !refused->overridable) {
-    return Error(Code::kPermissionDenied, refused->why + "; " + refused->advice);
-  }
-  if (refused && !opts.flags.workspace_anyway) {
-    return Error(Code::kPermissionDenied,
-                 refused->why + "; " + refused->advice + ", or " +
-                     (opts.workspace_anyway_hint.empty()
-                          ? "add --workspace-anyway if this is deliberate (the audit trail "
-                            "records it)"
-                          : opts.workspace_anyway_hint));
-  }
+  WARD_ASSIGN_OR_RETURN(std::string anyway, CheckWorkspaceChoice(opts, ctx));
   const char* xdg = getenv("XDG_CONFIG_HOME");
   ctx.config_dir = (xdg && *xdg == '/') ? std::string(xdg) + "/ward" : ctx.home + "/.config/ward";
   const std::string workspace_file = policy::WorkspaceFilePath(ctx.workspace);
@@ -197,7 +204,7 @@ Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts) {
     return path == workspace_file ? ReadWorkspaceFile(path) : ReadHostFile(path);
   });
   if (!pol.ok()) return pol;
-  if (refused) pol->workspace_anyway = refused->why;
+  pol->workspace_anyway = anyway;
   // Credentials need egress: their hosts join the allow list (supervisor/credentials.h).
   supervisor::AllowCredentialHosts(&pol.value());
   return pol;
