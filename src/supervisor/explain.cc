@@ -305,6 +305,10 @@ std::string RenderExplain(const json& j) {
   }
   o << "\n  workspace " << j["plan"]["workspace"].get<std::string>() << " ("
     << p["workspace"]["access"].get<std::string>() << ")\n";
+  if (p["workspace"].contains("anyway")) {
+    o << "    accepted with --workspace-anyway: " << p["workspace"]["anyway"].get<std::string>()
+      << "\n";
+  }
 
   o << "\nLayers\n";
   for (const auto& l : j["layers"]) {

@@ -1443,6 +1443,19 @@ int main(int argc, char** argv) {
     return denied == n ? Ok(d) : Err(EACCES, d);
   }
   /* ---- end of the audit trail's verbs ---- */
+  /* ---- the workspace's .ward.toml (tests/escape/ward_toml_read_safely_test.cc) ---- */
+  if (!strcmp(v, "unix-bind")) {
+    /* unix-bind PATH: bind a unix stream socket at PATH and exit, leaving the socket file. */
+    NEED(1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Err(errno, "socket");
+    struct sockaddr_un sa = {0};
+    sa.sun_family = AF_UNIX;
+    if (strlen(a1) >= sizeof sa.sun_path) return Err(ENAMETOOLONG, "path");
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", a1);
+    return Result(bind(fd, (struct sockaddr*)&sa, sizeof sa), "bind");
+  }
+  /* ---- end of the workspace file's verbs ---- */
   fprintf(stderr, "unknown verb %s\n", v);
   return 2;
 }
