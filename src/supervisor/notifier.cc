@@ -306,14 +306,15 @@ void Notifier::Answer::Refuse(const char* syscall, const std::string& path, cons
 }
 
 // A protected name: refused, recorded, and kept for the line that says why at the end of the run.
-void Notifier::RefuseProtected(const Answer& answer, const char* syscall, const ViewEntry& entry) {
+void Notifier::RefuseProtected(const Answer& answer, const char* syscall, const std::string& named,
+                               const ViewEntry& entry) {
   const std::string path = policy::NormalizePath(entry.dir_path + "/" + entry.name);
   if (protected_refusals_.size() < kMaxProtectedRefusals &&
       std::find(protected_refusals_.begin(), protected_refusals_.end(), path) ==
           protected_refusals_.end()) {
     protected_refusals_.push_back(path);
   }
-  answer.Refuse(syscall, path, "filesystem.protected", EROFS, "");
+  answer.Refuse(syscall, named, "filesystem.protected", EROFS, "");
 }
 
 // The agent's result: an error, success, or (open, memfd) the new descriptor handed over.
@@ -343,7 +344,7 @@ void Notifier::CreateOrOpen(const SandboxView& view, pid_t tid, const TrappedCal
                          "creating opens under /proc are refused");
   }
   if ((call.flags & O_CREAT) && IsProtected(entry.dir.get(), entry.name)) {
-    return RefuseProtected(answer, call.syscall, entry);
+    return RefuseProtected(answer, call.syscall, call.path, entry);
   }
   enforce::GuardRequest r;
   r.op = enforce::GuardOp::kOpen;
@@ -390,7 +391,7 @@ void Notifier::HandOverCallerFd(pid_t tid, int fdnum, const TrappedCall& call,
 void Notifier::CreateEntry(const TrappedCall& call, const ViewEntry& entry, mode_t mode,
                            const Answer& answer) {
   if (IsProtected(entry.dir.get(), entry.name)) {
-    return RefuseProtected(answer, call.syscall, entry);
+    return RefuseProtected(answer, call.syscall, call.path, entry);
   }
   enforce::GuardRequest r;
   r.mode = mode;
@@ -417,7 +418,7 @@ void Notifier::CreateEntry(const TrappedCall& call, const ViewEntry& entry, mode
 void Notifier::MoveOrLink(const SandboxView& view, pid_t tid, const TrappedCall& call,
                           const ViewEntry& entry, const Answer& answer) {
   if (IsProtected(entry.dir.get(), entry.name)) {
-    return RefuseProtected(answer, call.syscall, entry);
+    return RefuseProtected(answer, call.syscall, call.path, entry);
   }
   enforce::GuardRequest r;
   r.op = call.op == TrappedOp::kLink ? enforce::GuardOp::kLink : enforce::GuardOp::kRename;
@@ -440,7 +441,7 @@ void Notifier::MoveOrLink(const SandboxView& view, pid_t tid, const TrappedCall&
     if (int rc = view.Parent(abs2, &old_entry); rc != 0) return answer.Error(-rc);
     if (call.op == TrappedOp::kRename && (call.flags & RENAME_EXCHANGE) &&
         IsProtected(old_entry.dir.get(), old_entry.name)) {
-      return RefuseProtected(answer, call.syscall, old_entry);
+      return RefuseProtected(answer, call.syscall, call.path2, old_entry);
     }
     if (call.op == TrappedOp::kLink) r.flags = static_cast<int32_t>(call.flags & AT_SYMLINK_FOLLOW);
     CopyName(r.name2, sizeof r.name2, old_entry.name);

@@ -94,7 +94,8 @@ class Notifier {
                   const ViewEntry& entry, const Answer& answer);
   void CreateMemfd(const TrappedCall& call, const Answer& answer);
   void Journal(int dirfd, const std::string& name, bool moved);
-  void RefuseProtected(const Answer& answer, const char* syscall, const ViewEntry& entry);
+  void RefuseProtected(const Answer& answer, const char* syscall, const std::string& named,
+                       const ViewEntry& entry);
   void Relay(const Answer& answer, const TrappedCall& call, int result, UniqueFd fd);
   // File approvals: true when the open was answered (or left to the creation guard: false).
   bool HandleOpen(int listener, const struct seccomp_notif& req);
