@@ -19,6 +19,7 @@
 #include "common/linux.h"
 #include "common/unique_fd.h"
 #include "enforce/beneath.h"
+#include "enforce/root_layout.h"
 #include "policy/paths.h"
 
 namespace ward::enforce {
@@ -26,35 +27,6 @@ namespace {
 
 // Where the outer staging tmpfs may go: the first of these that exists and holds no source.
 constexpr const char* kStages[] = {"/mnt", "/media", "/srv", "/opt", "/tmp", "/var/tmp"};
-constexpr const char* kDevNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
-constexpr const char* kProcReadOnly[] = {"sys", "sysrq-trigger", "irq",   "bus",
-                                         "fs",  "sysvipc",       "driver"};
-constexpr const char* kProcHidden[] = {
-    "kcore",       "keys",         "key-users", "timer_list", "sched_debug", "latency_stats",
-    "timer_stats", "kallsyms",     "kmsg",      "kpagecount", "kpageflags",  "kpagecgroup",
-    "acpi",        "scsi",         "asound",    "config.gz",  "modules",     "vmallocinfo",
-    "slabinfo",    "pagetypeinfo", "buddyinfo", "iomem",      "ioports",     "dma"};
-
-using Listing = std::vector<std::pair<std::string, unsigned char>>;
-
-bool ListDir(int dirfd, Listing* out) {
-  UniqueFd dir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) return false;
-  alignas(8) char buf[8192];
-  while (true) {
-    long n = syscall(SYS_getdents64, dir.get(), buf, sizeof buf);
-    if (n < 0) return false;
-    if (n == 0) return true;
-    for (long off = 0; off < n;) {
-      const auto* e = reinterpret_cast<const struct dirent64*>(buf + off);
-      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-        out->emplace_back(e->d_name, e->d_type);
-      }
-      off += e->d_reclen;
-    }
-  }
-}
-
 std::string Parent(const std::string& p) {
   size_t slash = p.find_last_of('/');
   return slash == 0 || slash == std::string::npos ? "/" : p.substr(0, slash);
