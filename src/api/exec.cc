@@ -143,6 +143,9 @@ Outcome ClassifyExit(const ExitFacts& f) {
   bool have = f.status && f.status->is_object() && f.status->contains("status") &&
               (*f.status)["status"].is_string();
   std::string kind = have ? (*f.status)["status"].get<std::string>() : "";
+  if (have && f.status->contains("quarantined") && (*f.status)["quarantined"].is_array()) {
+    o.quarantined = (*f.status)["quarantined"];
+  }
   auto int_field = [&](const char* k) -> std::optional<int> {
     if (!have || !f.status->contains(k) || !(*f.status)[k].is_number_integer()) return std::nullopt;
     return (*f.status)[k].get<int>();
@@ -406,6 +409,7 @@ nlohmann::json Exec::ToJson(bool inline_output, size_t max_inline) const {
       {"exit_code", o.exit_code ? nlohmann::json(*o.exit_code) : nlohmann::json(nullptr)},
       {"signal", o.signal ? nlohmann::json(*o.signal) : nlohmann::json(nullptr)},
       {"reason", o.reason.is_null() ? nlohmann::json(nullptr) : o.reason},
+      {"quarantined", o.quarantined},
       {"argv", info_.argv},
       {"cwd", info_.cwd},
       {"started_ms", info_.started_ms},

@@ -51,6 +51,8 @@ struct Outcome {
   std::optional<int> exit_code;
   std::optional<int> signal;
   nlohmann::json reason;  // null, or {"stage", "errno", "message"}
+  // What the check after the run moved to the quarantine (ward quarantine), as ward run said.
+  nlohmann::json quarantined = nlohmann::json::array();
 };
 Outcome ClassifyExit(const ExitFacts& facts);
 

@@ -248,6 +248,7 @@ Expected<Service::Sandbox*> Service::Load(SandboxSpec spec, std::string id, int6
     return InvalidError("workspace " + spec.workspace + " is not a directory");
   }
   spec.workspace = buf;
+  spec.flags.workspace_anyway = config_.workspace_anyway;  // the daemon's word, never a client's
   if (!config_.load_policy) return MakeError(ErrorKind::kUnsupported, "no policy loader");
   Result<policy::Policy> pol = config_.load_policy(spec.flags, spec.workspace);
   if (!pol.ok()) {
@@ -303,11 +304,16 @@ Expected<Service::Sandbox*> Service::Load(SandboxSpec spec, std::string id, int6
     s->log = std::move(log).value();
     nlohmann::json labels = {{"sandbox", s->id}};
     for (const auto& [k, v] : s->spec.labels) labels[k] = v;
-    s->log->Emit("session.start", {{"command", {"ward", "serve", "sandbox", s->id}},
-                                   {"ward_version", config_.version},
-                                   {"labels", labels},
-                                   {"workspace", s->spec.workspace},
-                                   {"profile", s->spec.flags.profile}});
+    nlohmann::json start = {{"command", {"ward", "serve", "sandbox", s->id}},
+                            {"ward_version", config_.version},
+                            {"labels", labels},
+                            {"workspace", s->spec.workspace},
+                            {"profile", s->spec.flags.profile}};
+    // Accepted only because the daemon runs with --workspace-anyway: why it would be refused.
+    if (!s->policy->workspace_anyway.empty()) {
+      start["workspace_anyway"] = s->policy->workspace_anyway;
+    }
+    s->log->Emit("session.start", std::move(start));
   }
   if (s->spec.workspace_mode != "direct") {
     WARD_API_ASSIGN_OR_RETURN(Done opened, OpenSandboxReview(s.get(), review_session));

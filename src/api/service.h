@@ -54,6 +54,10 @@ struct ServiceConfig {
   size_t max_sandboxes = 64;
   ExecManagerConfig exec;  // exec.state_dir is set from state_dir
   PolicyLoader load_policy;
+  // `ward serve --workspace-anyway`: sandboxes may use a workspace ward would refuse (/, a
+  // system directory...; policy/workspace_choice.h). Only the daemon's own flag decides: a
+  // client cannot ask for it.
+  bool workspace_anyway = false;
 };
 
 class Service {

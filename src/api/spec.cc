@@ -278,6 +278,7 @@ std::vector<std::string> RunFlagsToArgs(const policy::RunFlags& f, const std::st
   opt("--file-size", f.file_size);
   if (f.approvals.value_or(false)) a.push_back("--ask");
   if (f.no_audit) a.push_back("--no-audit");
+  if (f.workspace_anyway) a.push_back("--workspace-anyway");
   return a;
 }
 

@@ -123,7 +123,8 @@ std::vector<std::string> WorkspaceFs::NestedRepos(const std::string& rel) const 
 
 bool WorkspaceFs::Writable(const std::string& rel) const {
   policy::PathDecision d = policy::DecidePath(*policy_, Absolute(rel), NestedRepos(rel));
-  return d.visibility == policy::PathDecision::Visibility::kWrite && !d.is_protected && d.host_file;
+  return d.visibility == policy::PathDecision::Visibility::kWrite && !d.is_protected &&
+         !d.host_executed && d.host_file;
 }
 
 bool WorkspaceFs::Visible(const std::string& rel) const {
@@ -141,6 +142,12 @@ Expected<Done> WorkspaceFs::Check(const std::string& rel, bool write) const {
   if (write) {
     if (d.is_protected) {
       return DeniedError("\"" + shown + "\" is protected: " + d.reason);
+    }
+    // The daemon writes on the host, with no check after a run to follow: host-executed
+    // content is not written through this API at all.
+    if (d.host_executed) {
+      return DeniedError("\"" + shown + "\" is host-executed content, which this API does not "
+                         "write: " + d.reason);
     }
     if (d.visibility != policy::PathDecision::Visibility::kWrite) {
       return DeniedError("\"" + shown + "\" is read-only for the sandbox: " + d.reason);

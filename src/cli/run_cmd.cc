@@ -360,6 +360,9 @@ void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
       {"limits", supervisor::LimitsOutcomeToJson(o.limits)},
       {"egress", EgressToJson(o.egress)},
   };
+  nlohmann::json quarantined = nlohmann::json::array();
+  for (const supervisor::QuarantineItem& q : o.workspace.quarantined) quarantined.push_back(q.ToJson());
+  j["quarantined"] = std::move(quarantined);
   std::string s = j.dump() + "\n";
   const char* p = s.data();
   size_t n = s.size();
@@ -368,6 +371,39 @@ void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
     if (w <= 0) break;
     p += w;
     n -= w;
+  }
+}
+
+// One line per protected path the run could not create: what, the rule, how to change it.
+void ReportProtectedRefusals(const supervisor::Outcome& out) {
+  for (const std::string& p : out.protected_refused) {
+    std::fprintf(stderr,
+                 "ward: protected: %s was not created (the profile's `protected` names, which "
+                 "host tools read or run, are read-only and cannot be made inside a run); "
+                 "make it outside the sandbox, or see `ward why %s`\n",
+                 audit::SanitizeForTerminal(p).c_str(), audit::SanitizeForTerminal(p).c_str());
+  }
+  if (out.protected_denials > static_cast<int>(out.protected_refused.size())) {
+    std::fprintf(stderr, "ward: protected: %d refusals in all (the audit trail has each one)\n",
+                 out.protected_denials);
+  }
+}
+
+// What the check after the run moved to the quarantine, and how to review and restore it.
+void ReportWorkspaceCheck(const supervisor::Outcome& out) {
+  for (const supervisor::QuarantineItem& q : out.workspace.quarantined) {
+    std::fprintf(stderr,
+                 "ward: quarantined %s: %s; review: ward quarantine show %s; restore: ward "
+                 "quarantine restore %s\n",
+                 audit::SanitizeForTerminal(q.path).c_str(),
+                 audit::SanitizeForTerminal(q.reason).c_str(), q.id.c_str(), q.id.c_str());
+  }
+  for (const std::string& p : out.workspace.privilege_bits) {
+    std::fprintf(stderr, "ward: took the setuid/setgid bits off %s\n",
+                 audit::SanitizeForTerminal(p).c_str());
+  }
+  for (const std::string& e : out.workspace.errors) {
+    std::fprintf(stderr, "ward: workspace check: %s\n", audit::SanitizeForTerminal(e).c_str());
   }
 }
 
@@ -642,6 +678,8 @@ int RunCommand(RunCommandOptions& opts) {
       std::fprintf(stderr, "ward: limit: %s\n", hit.message.c_str());
     }
   }
+  ReportProtectedRefusals(out);
+  ReportWorkspaceCheck(out);
   if (opts.json_status_fd >= 0) WriteJsonStatus(opts.json_status_fd, out);
   return out.exit_code;
 }

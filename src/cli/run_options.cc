@@ -8,8 +8,11 @@
 #include <CLI/CLI.hpp>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "common/untrusted_file.h"
+#include "policy/workspace_choice.h"
 #include "supervisor/credentials.h"
 
 namespace ward::cli {
@@ -73,6 +76,9 @@ void AddRunOptions(CLI::App* app, RunOptions* o) {
   app->add_option("--approver-secret-file", o->approver_secret_file,
                   "FILE: a file (ours, mode 0600) holding the approver's HMAC secret");
   app->add_flag("--no-audit", f.no_audit, "Run without writing an audit trail (explicit)");
+  app->add_flag("--workspace-anyway", f.workspace_anyway,
+                "Accept a workspace ward refuses (/, a system directory, /tmp, /home or your "
+                "HOME itself); recorded in the audit trail");
 }
 
 void AddTerminalOptions(CLI::App* app, RunOptions* o) {
@@ -100,6 +106,70 @@ std::string CallerHome() {
   return pw && pw->pw_dir ? pw->pw_dir : "/";
 }
 
+// The canonical form of a path, or the path itself when it does not resolve.
+std::string Canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) ? std::string(buf) : path;
+}
+
+std::string ShellWord(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The workspace's .ward.toml: the sandbox writes the workspace, so whatever is there is read
+// as untrusted (common/untrusted_file.h). A refusal says what it is and how to get rid of it.
+Result<std::string> ReadWorkspaceFile(const std::string& path) {
+  UntrustedFileRules rules;
+  rules.max_bytes = policy::kWorkspaceFileMaxBytes;
+  rules.owners = {getuid()};
+  if (getuid() != 0) rules.owners.push_back(0);
+  Result<std::string> text = ReadUntrustedFile(path, rules);
+  if (text.ok() || text.status().code() == Code::kNotFound) return text;
+  const Status& st = text.status();
+  std::string rm = "remove it (rm -r -- " + ShellWord(path) + ")";
+  std::string fix;
+  switch (st.code()) {
+    case Code::kResourceExhausted:
+      fix = "shorten it, or " + rm;
+      break;
+    case Code::kPermissionDenied:
+      fix = st.err() != 0 ? "make it readable, or " + rm
+                          : "if you trust what it says, make it yours (cp -- " + ShellWord(path) +
+                                " " + ShellWord(path + ".mine") + " && mv -- " +
+                                ShellWord(path + ".mine") + " " + ShellWord(path) + "), or " + rm;
+      break;
+    default:
+      fix = rm;
+      break;
+  }
+  return Status(st.code(),
+                st.ToString() + ": ward reads a workspace file only when it is a regular file " +
+                    "owned by you or root, at most " +
+                    std::to_string(policy::kWorkspaceFileMaxBytes / 1024) + " KiB; " + fix);
+}
+
+// The workspace's verdict (policy/workspace_choice.h): an error naming why and what to do when
+// it is refused; else why --workspace-anyway had to accept it ("" when nothing was refused).
+Result<std::string> CheckWorkspaceChoice(const RunOptions& opts, const policy::Context& ctx) {
+  std::optional<policy::WorkspaceRefusal> refused =
+      policy::RefuseWorkspace(ctx.workspace, Canonical(ctx.home), Canonical);
+  if (!refused) return std::string();
+  if (!refused->overridable) {
+    return Error(Code::kPermissionDenied, refused->why + "; " + refused->advice);
+  }
+  if (!opts.flags.workspace_anyway) {
+    const std::string how = opts.workspace_anyway_hint.empty()
+                                ? "add --workspace-anyway if this is deliberate (the audit "
+                                  "trail records it)"
+                                : opts.workspace_anyway_hint;
+    return Error(Code::kPermissionDenied, refused->why + "; " + refused->advice + ", or " + how);
+  }
+  return refused->why;
+}
+
+// Profiles are the caller's own files (named on the command line or in their config dir).
 Result<std::string> ReadHostFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -124,11 +194,19 @@ Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts) {
   if (ws[0] != '/') ws = ctx.cwd + "/" + ws;
   if (realpath(ws.c_str(), buf) == nullptr) return ErrnoError("workspace " + ws, errno);
   ctx.workspace = buf;
+  // The workspace first: a refused one is not read at all (nor its .ward.toml), and its reason
+  // is the first thing said (before, say, the audit directory that lies in a HOME).
+  WARD_ASSIGN_OR_RETURN(std::string anyway, CheckWorkspaceChoice(opts, ctx));
   const char* xdg = getenv("XDG_CONFIG_HOME");
   ctx.config_dir = (xdg && *xdg == '/') ? std::string(xdg) + "/ward" : ctx.home + "/.config/ward";
-  Result<policy::Policy> pol = policy::LoadPolicy(opts.flags, ctx, ReadHostFile);
+  const std::string workspace_file = policy::WorkspaceFilePath(ctx.workspace);
+  Result<policy::Policy> pol = policy::LoadPolicy(opts.flags, ctx, [&](const std::string& path) {
+    return path == workspace_file ? ReadWorkspaceFile(path) : ReadHostFile(path);
+  });
+  if (!pol.ok()) return pol;
+  pol->workspace_anyway = anyway;
   // Credentials need egress: their hosts join the allow list (supervisor/credentials.h).
-  if (pol.ok()) supervisor::AllowCredentialHosts(&pol.value());
+  supervisor::AllowCredentialHosts(&pol.value());
   return pol;
 }
 

@@ -23,6 +23,8 @@ struct RunOptions {
   std::string approver_secret_env;   // --approver-secret-env VAR
   std::string approver_secret_file;  // --approver-secret-file FILE
   bool raw_terminal = false;         // --raw-terminal: the command's output unfiltered
+  // How to accept a refused workspace, in its refusal ("" = "add --workspace-anyway ...").
+  std::string workspace_anyway_hint;
 };
 
 void AddRunOptions(CLI::App* app, RunOptions* opts);

@@ -24,6 +24,7 @@ struct ServeOptions {
   std::string audit_dir;
   size_t max_sandboxes = 64;
   size_t max_running = 32;
+  bool workspace_anyway = false;
 };
 
 int RunServe(const ServeOptions& o) {
@@ -55,10 +56,14 @@ int RunServe(const ServeOptions& o) {
   cfg.max_sandboxes = o.max_sandboxes;
   cfg.exec.max_running = o.max_running;
   cfg.exec.labels = RunTakesLabels();
+  cfg.workspace_anyway = o.workspace_anyway;
   cfg.load_policy = [](const policy::RunFlags& flags, const std::string& ws) {
     RunOptions ro;
     ro.flags = flags;
     ro.workdir = ws;
+    ro.workspace_anyway_hint =
+        "start `ward serve` with --workspace-anyway if sandboxes there are deliberate (the "
+        "audit trail records each)";
     return LoadEffectivePolicy(ro);
   };
 
@@ -128,6 +133,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::PositiveNumber);
   sub->add_option("--max-running", o->max_running, "Most running execs at once (default 32)")
       ->check(CLI::PositiveNumber);
+  sub->add_flag("--workspace-anyway", o->workspace_anyway,
+                "Let sandboxes use a workspace ward refuses (/, a system directory, /tmp, /home "
+                "or the daemon's HOME itself); each is recorded in the audit trail");
   sub->callback([o, exit_code] { *exit_code = RunServe(*o); });
 }
 

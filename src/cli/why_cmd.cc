@@ -95,7 +95,8 @@ int RunWhy(const WhyOptions& opts) {
   for (const std::string& t : opts.targets) {
     if (LooksLikePath(t)) {
       std::string path = CanonicalPath(t, pol->home);
-      policy::PathDecision d = policy::DecidePath(*pol, path, NestedRepoRoots(*pol, path));
+      policy::PathDecision d = policy::DecidePath(*pol, path, NestedRepoRoots(*pol, path),
+                                                     /*infer_nested_repos=*/false);
       bool visible = d.visibility != policy::PathDecision::Visibility::kHidden;
       all_ok = all_ok && visible;
       nlohmann::json j = {{"target", t},
@@ -103,6 +104,7 @@ int RunWhy(const WhyOptions& opts) {
                           {"visibility", policy::VisibilityName(d.visibility)},
                           {"host_file", d.host_file},
                           {"protected", d.is_protected},
+                          {"host_executed", d.host_executed},
                           {"masked", d.masked},
                           {"via", d.via},
                           {"reason", d.reason}};

@@ -37,6 +37,11 @@
 #define LANDLOCK_RESTRICT_SELF_LOG_SUBDOMAINS_OFF (1U << 2)
 #endif
 
+// ---- fchmodat2 (6.6): fchmodat with flags (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH) ----
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+
 namespace ward::sys {
 
 // The ruleset attribute as of ABI 6; the kernel accepts the size it knows.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "common/linux.h"
@@ -26,6 +27,20 @@ Status SymlinkInside(const std::string& link) {
 
 }  // namespace
 
+int OpenComponentNoFollow(int dir_fd, const char* name, int flags) {
+  int fd = sys::Openat2(dir_fd, name, static_cast<uint64_t>(flags) | O_NOFOLLOW | O_CLOEXEC, 0,
+                        kResolveBeneath);
+  if (fd >= 0 || errno != ENOSYS) return fd;
+  // No openat2 (gVisor, Linux < 5.6): for one component that is neither "." nor "..",
+  // O_NOFOLLOW resolves exactly what RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS would.
+  if (std::strchr(name, '/') != nullptr || std::strcmp(name, ".") == 0 ||
+      std::strcmp(name, "..") == 0 || *name == '\0') {
+    errno = EINVAL;
+    return -1;
+  }
+  return openat(dir_fd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+}
+
 std::optional<std::string> RelativeBeneath(const std::string& dir, const std::string& path) {
   if (!policy::PathIsWithin(path, dir)) return std::nullopt;
   if (path.size() == dir.size()) return std::string();
@@ -45,8 +60,7 @@ Result<UniqueFd> OpenBeneath(int dir_fd, const std::string& shown, const std::st
     }
     // O_PATH | O_NOFOLLOW opens a symlink itself (RESOLVE_NO_SYMLINKS would only say ELOOP),
     // so the error can name it.
-    UniqueFd next(
-        sys::Openat2(cur.get(), comp.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC, 0, kResolveBeneath));
+    UniqueFd next(OpenComponentNoFollow(cur.get(), comp.c_str(), O_PATH));
     if (!next) return ErrnoError(path, errno);
     struct stat st;
     if (fstat(next.get(), &st) != 0) return ErrnoError(path, errno);

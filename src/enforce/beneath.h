@@ -22,6 +22,12 @@ namespace ward::enforce {
 inline constexpr uint64_t kResolveBeneath =
     RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 
+// Opens the single component `name` of `dir_fd` (never "." or "..") without following a
+// symlink: with openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, or with
+// O_NOFOLLOW where openat2 is missing, which for one such component is the same. O_NOFOLLOW and
+// O_CLOEXEC are added to `flags`; with O_PATH a symlink is opened itself. -1 and errno.
+int OpenComponentNoFollow(int dir_fd, const char* name, int flags);
+
 // `path` relative to `dir` (both absolute and normalised): "" for `dir` itself, nullopt when
 // `path` is not at or below `dir`. Lexical.
 std::optional<std::string> RelativeBeneath(const std::string& dir, const std::string& path);

@@ -28,7 +28,12 @@ int DropAllCapabilities() {
   const unsigned long kBits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
                               SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED |
                               SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
-  if (prctl(PR_SET_SECUREBITS, kBits, 0, 0, 0) != 0) return -errno;
+  // gVisor has no securebits at all (both calls EINVAL): there the empty bounding set below is
+  // what keeps a uid 0 execve from regaining capabilities.
+  if (prctl(PR_SET_SECUREBITS, kBits, 0, 0, 0) != 0 &&
+      !(errno == EINVAL && prctl(PR_GET_SECUREBITS, 0, 0, 0, 0) < 0 && errno == EINVAL)) {
+    return -errno;
+  }
   if (int rc = DropBoundingSet(); rc != 0) return rc;
   if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
     return -errno;

@@ -10,8 +10,10 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 
+#include "common/linux.h"
 #include "common/unix_socket.h"
 
 namespace ward::enforce {
@@ -37,6 +39,19 @@ int DoOpen(const GuardRequest& r, int dir, int* out) {
   return 0;
 }
 
+// A chmod on the file `fd` is. Through fchmodat2's AT_EMPTY_PATH an O_PATH descriptor works
+// too; before Linux 6.6, through this process's own /proc/self/fd link to it, which names
+// exactly that file.
+int DoChmod(const GuardRequest& r, int fd) {
+  const mode_t mode = static_cast<mode_t>(r.mode);
+  if (r.flags == 0) return fchmod(fd, mode) == 0 ? 0 : Fail();
+  if (syscall(SYS_fchmodat2, fd, "", mode, AT_EMPTY_PATH) == 0) return 0;
+  if (errno != ENOSYS) return Fail();
+  char link[32];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  return fchmodat(AT_FDCWD, link, mode, 0) == 0 ? 0 : Fail();
+}
+
 int DoMemfd(const GuardRequest& r, int* out) {
   int fd = static_cast<int>(syscall(SYS_memfd_create, r.name, static_cast<unsigned>(r.flags)));
   if (fd < 0) return Fail();
@@ -44,7 +59,11 @@ int DoMemfd(const GuardRequest& r, int* out) {
   return 0;
 }
 
-int Perform(const GuardRequest& r, const int* fds, int* out) {
+int Perform(const GuardRequest& request, const int* fds, int* out) {
+  GuardRequest r = request;
+  if (r.op != GuardOp::kLink && r.op != GuardOp::kRename && r.op != GuardOp::kMemfd) {
+    r.mode &= ~kPrivilegeModeBits;
+  }
   switch (r.op) {
     case GuardOp::kOpen:
       return DoOpen(r, fds[0], out);
@@ -65,6 +84,8 @@ int Perform(const GuardRequest& r, const int* fds, int* out) {
                  : Fail();
     case GuardOp::kMemfd:
       return DoMemfd(r, out);
+    case GuardOp::kChmod:
+      return DoChmod(r, fds[0]);
   }
   return -EINVAL;
 }
@@ -112,6 +133,8 @@ bool GuardRequestIsWellFormed(const GuardRequest& r, int nfds) {
       return nfds == 2 && IsComponent(r.name) && IsComponent(r.name2);
     case GuardOp::kMemfd:
       return nfds == 0;
+    case GuardOp::kChmod:
+      return nfds == 1 && (r.flags == 0 || r.flags == AT_EMPTY_PATH) && (r.mode & ~07777u) == 0;
   }
   return false;
 }

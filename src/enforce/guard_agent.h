@@ -27,12 +27,20 @@ enum class GuardOp : uint32_t {
   kLink,      // linkat(dir2, name2, dir, name, flags); AT_EMPTY_PATH: dir2 is the file itself
   kRename,    // renameat2(dir2, name2, dir, name, flags)
   kMemfd,     // memfd_create(name, flags): the new fd comes back
+  // The mode of the file the descriptor is: fchmod(fd, mode) when flags is 0 (the caller's own
+  // fchmod), else (AT_EMPTY_PATH: an O_PATH descriptor the guard resolved, or the caller's own
+  // behind a path or a /proc/self/fd link) fchmodat2(fd, "", mode, AT_EMPTY_PATH).
+  kChmod,
 };
+
+// The mode bits the agent never sets (S_ISUID, S_ISGID): whatever it is asked for, it makes and
+// changes files without them. No privilege bits leave a run.
+inline constexpr uint32_t kPrivilegeModeBits = 06000;
 
 struct GuardRequest {
   GuardOp op = GuardOp::kOpen;
-  int32_t flags = 0;  // open flags, linkat/renameat2 flags or memfd flags
-  uint32_t mode = 0;  // with the caller's umask already applied
+  int32_t flags = 0;  // open flags, linkat/renameat2 flags, memfd flags or kChmod's
+  uint32_t mode = 0;  // with the caller's umask already applied (not for kChmod)
   uint64_t dev = 0;   // kMknod
   // The entry in the first directory: one path component (".", never ".." or a '/'); for a
   // memfd, its name.
@@ -47,8 +55,9 @@ struct GuardReply {
 };
 
 // Descriptors attached to a request, in this order: the directory that holds `name` (an O_PATH
-// directory of the sandbox's view; none for kMemfd), then for kLink and kRename the directory
-// that holds `name2` (for a link with AT_EMPTY_PATH, the file to link).
+// directory of the sandbox's view; none for kMemfd; for kChmod the file itself), then for kLink
+// and kRename the directory that holds `name2` (for a link with AT_EMPTY_PATH, the file to
+// link).
 inline constexpr int kGuardMaxFds = 2;
 
 // The agent's whole life: serves requests from `sock` until the supervisor closes it. Forked

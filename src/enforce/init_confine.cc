@@ -20,8 +20,9 @@ namespace {
 
 // What init's loop makes (signalfd reads, the control socket, kill, wait, the rusage of its
 // children, trace marks on stderr), what glibc's fork and allocator make, and what the guard
-// agent makes (the directory-entry calls it performs for the guard, and the memfds it creates
-// sealed against exec). A syscall this architecture lacks is skipped.
+// agent makes (the directory-entry calls it performs for the guard, the memfds it creates
+// sealed against exec, and the modes it sets without set-id bits). A syscall this architecture
+// lacks is skipped.
 constexpr const char* kInitAllowed[] = {
     // init's loop
     "poll", "ppoll", "read", "write", "recvfrom", "recvmsg", "sendto", "sendmsg", "close", "kill",
@@ -31,7 +32,8 @@ constexpr const char* kInitAllowed[] = {
     "set_robust_list", "rseq", "brk", "munmap", "madvise", "mremap",
     // the guard agent
     "openat", "mkdirat", "mknodat", "symlinkat", "linkat", "renameat2", "memfd_create",
-    "newfstatat", "fstat", "statx", "fcntl", "umask", "close_range"};
+    "newfstatat", "fstat", "statx", "fcntl", "umask", "close_range", "fchmod", "fchmodat",
+    "fchmodat2"};
 
 // clone as glibc's fork makes it; every other flag (namespaces, threads, shared memory, untraced)
 // is refused.

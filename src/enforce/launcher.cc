@@ -1,6 +1,7 @@
 #include "enforce/launcher.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/magic.h>
@@ -22,6 +23,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -73,6 +75,50 @@ void WipeProcessArgs(const char* name) {
 }
 
 void NoopHandler(int) {}
+
+// CLOSE_RANGE_CLOEXEC where the kernel lacks it (gVisor): each open fd >= 3 marked, from a
+// listing of /proc/self/fd read onto the stack (the command allocates nothing).
+bool MarkCloseOnExecFrom3() {
+  int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return false;
+  alignas(8) char buf[4096];
+  long n;
+  while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+    for (long off = 0; off < n;) {
+      const auto* e = reinterpret_cast<const struct dirent64*>(buf + off);
+      off += e->d_reclen;
+      int fd = 0;
+      for (const char* c = e->d_name; *c >= '0' && *c <= '9'; ++c) fd = fd * 10 + (*c - '0');
+      if (fd >= 3 && fd != dir) fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+  }
+  close(dir);
+  return n == 0;
+}
+
+// For errors: the name of a resource the policy limits (static text, nothing allocated).
+const char* RlimitName(int resource) {
+  switch (resource) {
+    case RLIMIT_AS:
+      return "RLIMIT_AS";
+    case RLIMIT_DATA:
+      return "RLIMIT_DATA";
+    case RLIMIT_NPROC:
+      return "RLIMIT_NPROC";
+    case RLIMIT_CPU:
+      return "RLIMIT_CPU";
+    case RLIMIT_FSIZE:
+      return "RLIMIT_FSIZE";
+    case RLIMIT_NOFILE:
+      return "RLIMIT_NOFILE";
+    case RLIMIT_MSGQUEUE:
+      return "RLIMIT_MSGQUEUE";
+    case RLIMIT_SIGPENDING:
+      return "RLIMIT_SIGPENDING";
+    default:
+      return "a resource limit";
+  }
+}
 
 // The command's execve arguments and PATH candidates, built by init before it forks the
 // command, so that the command's process allocates nothing: once its rlimits are set it cannot
@@ -160,10 +206,13 @@ int ExecCommand(const ExecArgs& a) {
   if (setrlimit(RLIMIT_CORE, &core) != 0) fail("rlimit", errno, "RLIMIT_CORE");
   for (const auto& r : plan.process.rlimits) {
     struct rlimit rl = {r.soft, r.hard};
-    if (setrlimit(r.resource, &rl) != 0) fail("rlimit", errno);
+    if (setrlimit(r.resource, &rl) != 0) fail("rlimit", errno, RlimitName(r.resource));
   }
   // Every fd but 0, 1, 2 closes at execve (the control socket and exec pipe are still needed).
-  if (sys::CloseRange(3, UINT_MAX, CLOSE_RANGE_CLOEXEC) != 0) fail("close_range", errno);
+  if (sys::CloseRange(3, UINT_MAX, CLOSE_RANGE_CLOEXEC) != 0 &&
+      (errno != EINVAL || !MarkCloseOnExecFrom3())) {
+    fail("close_range", errno);
+  }
   TraceMark("command: rlimits, fds");
   int rc = DropAllCapabilities();
   if (rc != 0) fail("capabilities", -rc);
@@ -445,6 +494,18 @@ void OnSignals(int ctl, int sfd, pid_t cmd) {
   }
 }
 
+// Where a network namespace cannot be joined (gVisor refuses setns for one), a run that needs
+// only loopback (no proxy or DNS stub, whose sockets the supervisor made in the namespace it
+// sent) makes its own: the same namespace with only lo. `err` is setns's errno.
+bool OwnNetworkNamespace(const LaunchPlan& plan, int setns_err, ChildError* err) {
+  if (plan.net.enabled || (setns_err != EOPNOTSUPP && setns_err != EINVAL)) {
+    return err->Set("net", setns_err, "joining the network namespace");
+  }
+  if (unshare(CLONE_NEWNET) != 0) return err->Set("net", errno, "creating a network namespace");
+  if (int rc = BringUpLoopback(nullptr); rc != 0) return err->Set("net", -rc, "bringing up lo");
+  return true;
+}
+
 // The ids an unprivileged init maps for itself, before anything else.
 struct OwnIds {
   uid_t uid;
@@ -454,12 +515,19 @@ struct OwnIds {
 // Sandbox init: pid 1 of the new namespaces. Writes its own id maps when `own_ids` is given
 // (nullptr: the supervisor wrote them), then waits for its plan with the go message. Never
 // returns.
-[[noreturn]] void InitMain(int ctl, int kick, const cpu_set_t* cpus, const OwnIds* own_ids) {
-  // Keep only 0, 1, 2, the control socket and the kick eventfd.
-  const int lo = ctl < kick ? ctl : kick, hi = ctl < kick ? kick : ctl;
-  if (lo > 3) sys::CloseRange(3, lo - 1, 0);
-  if (hi > lo + 1) sys::CloseRange(lo + 1, hi - 1, 0);
-  sys::CloseRange(hi + 1, UINT_MAX, 0);
+[[noreturn]] void InitMain(int ctl, int kick, int exit_fd, const cpu_set_t* cpus,
+                           const OwnIds* own_ids) {
+  // Keep only 0, 1, 2, the control socket, the kick eventfd and the exit pipe (when there is
+  // one, see Sandbox::pidfd).
+  int keep[3] = {ctl, kick, exit_fd};
+  std::sort(keep, keep + 3);
+  unsigned next = 3;
+  for (int fd : keep) {
+    if (fd < 0) continue;
+    if (static_cast<unsigned>(fd) > next) sys::CloseRange(next, static_cast<unsigned>(fd) - 1, 0);
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  sys::CloseRange(next, UINT_MAX, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   // A session of its own: init and what it forks (the guard agent) never have the caller's
   // terminal as their controlling terminal, so no open of /dev/tty inside can reach it.
@@ -584,8 +652,7 @@ struct OwnIds {
       err.Set("net", EPROTO, "receiving the network namespace");
       ReportAndExit(ctl, err);
     }
-    if (setns(netns.get(), CLONE_NEWNET) != 0) {
-      err.Set("net", errno, "joining the network namespace");
+    if (setns(netns.get(), CLONE_NEWNET) != 0 && !OwnNetworkNamespace(plan, errno, &err)) {
       ReportAndExit(ctl, err);
     }
     TraceMark("init: network namespace joined");
@@ -742,7 +809,7 @@ int Kick(const Sandbox& sb) {
 // Kills and reaps an init that has not been told to go.
 void KillInit(Sandbox* sb) {
   if (sb->pid <= 0) return;
-  sys::PidfdSendSignal(sb->pidfd.get(), SIGKILL, nullptr, 0);
+  SignalInit(*sb, SIGKILL);
   while (waitpid(sb->pid, nullptr, 0) < 0 && errno == EINTR) {
   }
   sb->pid = -1;
@@ -754,7 +821,33 @@ std::optional<Sandbox> g_precloned;
 // Clones init with its ids mapped (by init itself when unprivileged: see OwnIds); init then
 // waits for its plan (LaunchSandbox), so it may be cloned before the plan exists. `cgroup`: a
 // v2 cgroup to be born in. The caller must be single-threaded.
-Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, Cgroup* cgroup) {
+// clone(2) with the namespace flags of `args`, for kernels without clone3 (gVisor, Linux <
+// 5.3), which have no pidfd either: *exit_read gets the read end of a pipe whose write end the
+// child keeps (*exit_write in the child, closed in the parent). Fork-like: no new stack.
+long CloneWithoutPidfd(const struct clone_args& args, UniqueFd* exit_read, int* exit_write) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) return -1;
+  const uint64_t ns = args.flags & ~static_cast<uint64_t>(CLONE_PIDFD | CLONE_INTO_CGROUP);
+  long pid =
+      syscall(SYS_clone, static_cast<unsigned long>(ns) | SIGCHLD, nullptr, nullptr, nullptr, 0);
+  if (pid == 0) {
+    close(p[0]);
+    *exit_write = p[1];
+    return 0;
+  }
+  const int e = errno;
+  close(p[1]);
+  if (pid < 0) {
+    close(p[0]);
+    errno = e;
+    return -1;
+  }
+  exit_read->reset(p[0]);
+  return pid;
+}
+
+Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, bool user_ns,
+                                 Cgroup* cgroup) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return Errno("socketpair");
@@ -766,8 +859,8 @@ Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, Cgroup* 
   int pidfd = -1;
   struct clone_args args = {};
   // Not CLONE_NEWNET: the network namespace is made off init's path (StartSandboxNet).
-  args.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-               CLONE_NEWCGROUP | CLONE_PIDFD;
+  args.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP |
+               CLONE_PIDFD | (user_ns ? CLONE_NEWUSER : 0);
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
   if (cgroup && cgroup->clone_fd() >= 0) {
@@ -782,9 +875,17 @@ Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, Cgroup* 
     args.cgroup = 0;
     pid = sys::Clone3(&args);
   }
+  UniqueFd exit_read;
+  int exit_write = -1;
+  if (pid < 0 && errno == ENOSYS) {
+    pid = CloneWithoutPidfd(args, &exit_read, &exit_write);
+    args.flags &= ~static_cast<uint64_t>(CLONE_INTO_CGROUP);
+  }
   if (pid < 0) {
     int e = errno;
-    return ErrnoError("creating namespaces (clone3 with user, mount, pid, ipc, uts, cgroup)", e);
+    return ErrnoError(std::string("creating namespaces (clone with ") + (user_ns ? "user, " : "") +
+                          "mount, pid, ipc, uts, cgroup)",
+                      e);
   }
   // Unprivileged, init writes its own id maps: the supervisor goes on meanwhile (LaunchSandbox
   // waits for init's word). As root, the maps (with setgroups allowed, so that init can drop the
@@ -792,8 +893,8 @@ Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, Cgroup* 
   const OwnIds own_ids = {uid, gid};
   if (pid == 0) {
     parent_end.reset();
-    InitMain(child_end.release(), kick.get(), cpus.has_others ? &cpus.allowed : nullptr,
-             privileged ? nullptr : &own_ids);
+    InitMain(child_end.release(), kick.get(), exit_write, cpus.has_others ? &cpus.allowed : nullptr,
+             privileged || !user_ns ? nullptr : &own_ids);
   }
   if (cpus.has_others) {
     // Init builds the root while the supervisor opens the audit trail and makes the network
@@ -803,7 +904,13 @@ Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, Cgroup* 
   }
   Sandbox sb;
   sb.pid = static_cast<pid_t>(pid);
-  sb.pidfd.reset(pidfd);
+  if (exit_read) {
+    sb.pidfd = std::move(exit_read);
+    sb.has_pidfd = false;
+  } else {
+    sb.pidfd.reset(pidfd);
+  }
+  sb.user_ns = user_ns;
   sb.uid = uid;
   sb.gid = gid;
   sb.privileged = privileged;
@@ -811,8 +918,8 @@ Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, Cgroup* 
   child_end.reset();
   sb.control = std::move(parent_end);
   sb.kick = std::move(kick);
-  sb.maps_pending = !privileged;
-  if (privileged) {
+  sb.maps_pending = !privileged && user_ns;
+  if (privileged && user_ns) {
     Status st = WriteIdMaps(sb.pid, uid, gid, privileged);
     if (!st.ok()) {
       KillInit(&sb);
@@ -885,7 +992,7 @@ void PrecloneSandboxInit() {
   if (geteuid() == 0 && statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) {
     return;
   }
-  Result<Sandbox> sb = CloneSandboxInit(getuid(), getgid(), geteuid() == 0, nullptr);
+  Result<Sandbox> sb = CloneSandboxInit(getuid(), getgid(), geteuid() == 0, true, nullptr);
   // Not fatal: StartSandbox clones again and reports what fails then.
   if (sb.ok()) g_precloned = std::move(sb).value();
   TraceMark("init cloned");
@@ -907,13 +1014,15 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
     g_precloned.reset();
     // A v2 cgroup: init is cloned into it instead (the caller discarded the pre-cloned one
     // before making the cgroup; see DiscardPreclonedInit).
-    if (sb->uid != plan.uid || sb->gid != plan.gid || sb->privileged != plan.privileged || cgroup) {
+    if (sb->uid != plan.uid || sb->gid != plan.gid || sb->privileged != plan.privileged ||
+        sb->user_ns != plan.user_ns || cgroup) {
       KillInit(&*sb);
       sb.reset();
     }
   }
   if (!sb) {
-    Result<Sandbox> cloned = CloneSandboxInit(plan.uid, plan.gid, plan.privileged, cgroup);
+    Result<Sandbox> cloned =
+        CloneSandboxInit(plan.uid, plan.gid, plan.privileged, plan.user_ns, cgroup);
     if (!cloned.ok()) return cloned.status();
     sb = std::move(cloned).value();
   }
@@ -922,8 +1031,35 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
   return std::move(*sb);
 }
 
+void SignalInit(const Sandbox& sb, int sig) {
+  if (sb.has_pidfd) {
+    sys::PidfdSendSignal(sb.pidfd.get(), sig, nullptr, 0);
+  } else if (sb.pid > 0) {
+    kill(sb.pid, sig);
+  }
+}
+
+void ReapInit(const Sandbox& sb, siginfo_t* si) {
+  int r;
+  do {
+    r = sb.has_pidfd ? waitid(P_PIDFD, static_cast<id_t>(sb.pidfd.get()), si, WEXITED)
+                     : waitid(P_PID, static_cast<id_t>(sb.pid), si, WEXITED);
+  } while (r < 0 && errno == EINTR);
+}
+
 Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan) {
-  Result<SandboxNet> net = CreateSandboxNet(sb->pidfd.get(), plan.net);
+  // The namespace is owned by init's user namespace, named by its pidfd or its /proc file.
+  UniqueFd userns;
+  int userns_fd = -1;
+  if (sb->user_ns) {
+    if (!sb->has_pidfd) {
+      userns.reset(
+          open(("/proc/" + std::to_string(sb->pid) + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC));
+      if (!userns) return Errno("opening sandbox init's user namespace");
+    }
+    userns_fd = userns ? userns.get() : sb->pidfd.get();
+  }
+  Result<SandboxNet> net = CreateSandboxNet(userns_fd, plan.net);
   if (!net.ok()) return net.status();
   sb->egress_sockets = std::move(net->sockets);
   ControlMsg m;

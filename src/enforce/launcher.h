@@ -3,6 +3,7 @@
 // execve. The supervisor (src/supervisor) drives this and serves what init hands back.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <string>
@@ -29,7 +30,12 @@ class Cgroup;
 
 struct Sandbox {
   pid_t pid = -1;  // sandbox init, as seen from the supervisor
+  // Readable once init has exited: its pidfd, or, where the kernel has none (gVisor, Linux <
+  // 5.3), the read end of a pipe whose write end only init holds (close-on-exec, so the command
+  // drops it; init kills everything inside before it exits).
   UniqueFd pidfd;
+  bool has_pidfd = true;  // `pidfd` is a pidfd (else signal and reap by pid: SignalInit)
+  bool user_ns = true;    // init has a user namespace of its own (LaunchPlan::user_ns)
   UniqueFd control;
   // An eventfd written after each message init waits for during its setup (go, the late setup,
   // the seccomp program). Init sleeps on it, not on the control socket: a unix socket's wakeup
@@ -96,6 +102,12 @@ Status SendCgroupJoin(const Sandbox& sb, const std::vector<int>& tasks_fds);
 // StartSandbox and before SendSeccompProgram; on an error the caller kills the sandbox.
 Status SendLateSetup(const Sandbox& sb, const std::vector<std::string>& env,
                      const std::string& file_content);
+
+// Sends init `sig`: through its pidfd, or by pid where there is none (init is the caller's child
+// and is reaped only by the caller, so its pid cannot name another process meanwhile).
+void SignalInit(const Sandbox& sb, int sig);
+// Reaps init once it has exited (waitid with WEXITED, by pidfd or pid).
+void ReapInit(const Sandbox& sb, siginfo_t* si);
 
 // Human text for a setup failure: "mount: attaching /usr: Permission denied".
 std::string DescribeChildError(const ChildError& e);

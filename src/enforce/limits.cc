@@ -37,7 +37,7 @@ rlim_t Clamp(uint64_t want, const HostLimits::Pair& have) {
 
 // Half of what the caller may have, so that the sandbox cannot take all of it.
 void AddHalf(int resource, const HostLimits::Pair& have, std::vector<ProcessSpec::Rlimit>* out) {
-  if (have.soft == RLIM_INFINITY || have.soft < 2) return;
+  if (have.soft == RLIM_INFINITY || have.soft < 2 || !have.settable) return;
   rlim_t v = static_cast<rlim_t>(have.soft / 2);
   out->push_back({resource, v, v});
 }

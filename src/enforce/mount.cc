@@ -23,6 +23,8 @@
 #include "common/trace.h"
 #include "common/unique_fd.h"
 #include "enforce/beneath.h"
+#include "enforce/mount_by_path.h"
+#include "enforce/root_layout.h"
 
 namespace ward::enforce {
 namespace {
@@ -50,9 +52,6 @@ uint64_t MountId(int fd) {
   if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &stx) != 0) return 0;
   return stx.stx_mnt_id;
 }
-
-// A directory's entries and their d_type (DT_UNKNOWN where the filesystem gives none).
-using Listing = std::vector<std::pair<std::string, unsigned char>>;
 
 class Builder {
  public:
@@ -452,8 +451,6 @@ class Builder {
     return true;
   }
 
-  static constexpr const char* kDevNodes[] = {"null", "zero", "full", "random", "urandom", "tty"};
-
   bool BuildDev(const MountOp& op) {
     UniqueFd mnt = NewMount("tmpfs", {{"mode", "0755"}, {"size", "64k"}},
                             MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, "/dev");
@@ -511,13 +508,6 @@ class Builder {
     if (!tgt || !Attach(mnt.get(), tgt.get(), op.target)) return false;
     if (!OpenSysctls(mnt.get())) return false;
     // Kernel knobs and host-wide information: read-only, or covered with an empty file/dir.
-    static constexpr const char* kReadOnly[] = {"sys", "sysrq-trigger", "irq",   "bus",
-                                                "fs",  "sysvipc",       "driver"};
-    static constexpr const char* kHidden[] = {
-        "kcore",       "keys",         "key-users", "timer_list", "sched_debug", "latency_stats",
-        "timer_stats", "kallsyms",     "kmsg",      "kpagecount", "kpageflags",  "kpagecgroup",
-        "acpi",        "scsi",         "asound",    "config.gz",  "modules",     "vmallocinfo",
-        "slabinfo",    "pagetypeinfo", "buddyinfo", "iomem",      "ioports",     "dma"};
     // Which of them this kernel has, and their types: one listing of the new /proc instead of
     // a stat each. It is this pid namespace's own procfs, which nothing else has seen, so each
     // entry is then mounted on by its name relative to it (never following a symlink).
@@ -529,13 +519,13 @@ class Builder {
       }
       return -1;  // absent
     };
-    for (const char* name : kReadOnly) {
+    for (const char* name : kProcReadOnly) {
       if (type_of(name) < 0) continue;
       std::string what = op.target + "/" + name;
       UniqueFd tree = CloneTree(mnt.get(), name, false, what.c_str());
       if (!tree || !AttachAt(tree.get(), mnt.get(), name, what)) return false;
     }
-    for (const char* name : kHidden) {
+    for (const char* name : kProcHidden) {
       int type = type_of(name);
       if (type < 0) continue;
       if (type == DT_UNKNOWN) {
@@ -547,24 +537,6 @@ class Builder {
       if (!Cover(mnt.get(), name, type == DT_DIR, op.target + "/" + name)) return false;
     }
     return true;
-  }
-
-  // The entries of a directory with their d_type (DT_UNKNOWN where the filesystem has none),
-  // from getdents64 into a buffer on the stack: no allocation per entry, no 32 KB DIR buffer.
-  static bool ListDir(int dirfd, Listing* out) {
-    UniqueFd dir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!dir) return false;
-    alignas(8) char buf[8192];
-    while (true) {
-      long n = syscall(SYS_getdents64, dir.get(), buf, sizeof buf);
-      if (n < 0) return false;
-      if (n == 0) return true;
-      for (long off = 0; off < n;) {
-        const auto* e = reinterpret_cast<const struct dirent64*>(buf + off);
-        out->emplace_back(e->d_name, e->d_type);
-        off += e->d_reclen;
-      }
-    }
   }
 
   // The user.* knobs are per user namespace and init holds CAP_SYS_RESOURCE in its own, so
@@ -837,6 +809,11 @@ class Builder {
 
 bool ApplyMounts(const MountSpec& spec, MountReport* report, ChildError* error,
                  std::vector<UniqueFd>* detached, PendingSysctls* sysctls) {
+  if (spec.by_path) {
+    PendingSysctls own;
+    if (!ApplyMountsByPath(spec, report, error, sysctls ? sysctls : &own)) return false;
+    return sysctls != nullptr || WriteSysctls(&own, error);
+  }
   Builder b(spec, report, error);
   if (!b.Run()) return false;
   if (detached) b.HandOverDetached(detached);

@@ -18,6 +18,7 @@ struct MountReport {
   int masked = 0;              // deny masks applied inside visible binds
   int protected_existing = 0;  // protected paths made read-only
   int nested_repos = 0;        // nested repositories found and protected
+  bool chroot = false;         // entered with chroot, the kernel having no pivot_root (gVisor)
   // Writable roots and nested repository roots below which protected names are not creatable
   // (the supervisor's creation guard compares directories by device and inode).
   static constexpr int kMaxBases = 64;

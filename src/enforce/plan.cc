@@ -12,6 +12,7 @@
 
 #include "enforce/beneath.h"
 #include "enforce/limits.h"
+#include "policy/host_executed.h"
 #include "policy/paths.h"
 
 namespace ward::enforce {
@@ -111,6 +112,68 @@ Result<std::string> ResolveRulePath(const std::string& path, const std::string& 
   char buf[PATH_MAX];
   if (realpath(path.c_str(), buf) == nullptr) return ErrnoError(path, errno);
   return std::string(buf);
+}
+
+// No privilege bits leave a run: a set-id mode is trapped and performed without its bits, or,
+// where the kernel cannot hand a call to the supervisor (SeccompSpec::no_user_notif), refused;
+// copying or extracting a set-id file then fails where it would have succeeded.
+void PlanPrivilegeBits(const KernelFeatures& features, LaunchPlan* plan, PlanNotes* notes) {
+  if (plan->seccomp_enabled && !features.seccomp_user_notif) {
+    notes->degraded.push_back(
+        "seccomp: no user notification: chmod, open and mknod with a setuid or setgid bit fail "
+        "with EPERM instead of succeeding without the bit (cp -p and tar xpf of such files report "
+        "errors)");
+  }
+}
+
+// Protected names that do not exist yet are kept uncreatable by the creation guard, which needs
+// seccomp user notification. Without it (gVisor, Linux < 5.5) a run goes on only when the user
+// allowed the seccomp layer to be degraded: those names can then be created during the run, and
+// the check after the run (supervisor) is what finds and quarantines them.
+Status PlanCreationGuard(const policy::Policy& policy, const KernelFeatures& features,
+                         LaunchPlan* plan, PlanNotes* notes) {
+  const bool wanted = !plan->mount.protect.roots.empty() && !plan->mount.protect.relpaths.empty();
+  plan->seccomp_spec.notify_creations = wanted;
+  if (!wanted || (plan->seccomp_enabled && features.seccomp_user_notif)) return Ok();
+  if (policy.allow_degraded.count(policy::Layer::kSeccomp) == 0) {
+    return Error(Code::kFailedPrecondition,
+                 "protected paths need seccomp user notification (Linux >= 5.5) for the creation "
+                 "guard, which this kernel lacks. Pass --allow-degraded=seccomp to run without "
+                 "the guard: protected names that do not exist can then be created during the "
+                 "run, and are quarantined after it");
+  }
+  plan->seccomp_spec.notify_creations = false;
+  notes->degraded.push_back(
+      "creation guard: no seccomp user notification; protected names that do not exist can be "
+      "created during the run and are quarantined after it (allowed by " +
+      policy.degraded_origins.at(policy::Layer::kSeccomp).ToString() + ")");
+  return Ok();
+}
+
+// How the root is built. With the mount API (Linux >= 5.2) every host tree is captured as a
+// detached clone before anything is attached (mount.cc). Without it (gVisor, older kernels) the
+// root is built with mount(2) by path (mount_by_path.cc). Where a new user namespace may not
+// mount at all (gVisor), a root supervisor keeps init in its own user namespace, the sandbox's
+// processes still without capabilities; unprivileged there is no way to build a root.
+Status PlanRootMechanism(const KernelFeatures& features, LaunchPlan* plan, PlanNotes* notes) {
+  if (features.mount_api) return Ok();
+  plan->mount.by_path = true;
+  notes->degraded.push_back(
+      "mounts: no mount API (open_tree/move_mount); the root is built with mount(2) by path, "
+      "each mount checked against what was resolved before it, read-only binds made from "
+      "read-only views");
+  if (features.userns_mounts) return Ok();
+  if (!plan->privileged) {
+    return Error(Code::kFailedPrecondition,
+                 "this kernel refuses mount(2) in a new user namespace (gVisor does), so ward "
+                 "cannot build the sandbox's root unprivileged here. Run ward as root inside this "
+                 "outer wall (the command still runs without capabilities)");
+  }
+  plan->user_ns = false;
+  notes->degraded.push_back(
+      "user namespace: mounts are refused in a new one here; the sandbox stays in root's user "
+      "namespace, its processes without capabilities");
+  return Ok();
 }
 
 }  // namespace
@@ -338,7 +401,12 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     op.why = "symlink to " + real;
     ops.push_back(op);
   }
-  if (!covered_by_bind("/var/tmp") && binds.count("/var") == 0 && binds.count("/var/tmp") == 0) {
+  // Not where something is bound below /var/tmp (a workspace there): its path must be made of
+  // directories, and a link on the way would stop the bind.
+  const bool bound_below_var_tmp = std::any_of(binds.begin(), binds.end(), [](const auto& b) {
+    return PathIsWithin(b.first, "/var/tmp");
+  });
+  if (!covered_by_bind("/var/tmp") && binds.count("/var") == 0 && !bound_below_var_tmp) {
     MountOp op;
     op.kind = MountOp::Kind::kSymlink;
     op.source = "/tmp";
@@ -348,6 +416,13 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   }
   // --- egress: the proxy and the DNS stub are the only way out -----------------------------
   plan.net.enabled = !policy.network.allow.empty() || policy.approvals.enabled;
+  if (plan.net.enabled && features.outer_wall.rfind("gvisor", 0) == 0) {
+    // The proxy's sockets are made in the namespace the supervisor creates and init joins;
+    // gVisor cannot join one, and the command would find nothing listening.
+    return Error(Code::kFailedPrecondition,
+                 "egress (network.allow, -n) needs the sandbox's network namespace to be joined, "
+                 "which gVisor cannot do: run without allowing any host inside gVisor");
+  }
   if (plan.net.enabled) {
     // /etc/resolv.conf inside names the stub. Where the host's is a symlink (systemd-resolved:
     // into /run), the file goes where the link points, in ward's own tmpfs.
@@ -396,7 +471,23 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   for (const policy::ProtectedRule& pr : policy.protected_paths) {
     plan.mount.protect.relpaths.push_back(pr.relpath);
   }
+  // The git directory's part of the host-executed rule holds in every profile that protects
+  // anything, whatever its list names.
+  if (!plan.mount.protect.relpaths.empty()) {
+    for (const std::string& rel : policy::GitDirProtectedRelpaths()) {
+      auto& rels = plan.mount.protect.relpaths;
+      if (std::find(rels.begin(), rels.end(), rel) == rels.end()) rels.push_back(rel);
+    }
+  }
   plan.mount.protect.nested_repo_depth = policy.nested_repo_depth;
+  WARD_TRY(PlanRootMechanism(features, &plan, notes));
+  // The overlay is made with the mount API; a root built by path would bind the host's
+  // workspace instead, around the review.
+  if (plan.mount.by_path && input.workspace_layer.kind == WorkspaceLayer::Kind::kOverlay) {
+    return Error(Code::kFailedPrecondition,
+                 "--workspace=overlay needs the mount API (Linux >= 5.2), which this kernel (or "
+                 "an outer wall such as gVisor) lacks: run with --workspace=copy");
+  }
   plan.mount.workdir = ws;
   plan.mount.workspace = anchor;
 
@@ -443,13 +534,9 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     notes->degraded.push_back("seccomp: not available (allowed by " +
                               policy.degraded_origins.at(policy::Layer::kSeccomp).ToString() + ")");
   }
-  plan.seccomp_spec.notify_creations =
-      !plan.mount.protect.roots.empty() && !plan.mount.protect.relpaths.empty();
-  if (plan.seccomp_spec.notify_creations && !features.seccomp_user_notif) {
-    return Error(Code::kFailedPrecondition,
-                 "protected paths need seccomp user notification (Linux >= 5.5), which this "
-                 "kernel lacks");
-  }
+  PlanPrivilegeBits(features, &plan, notes);
+  WARD_TRY(PlanCreationGuard(policy, features, &plan, notes));
+  plan.seccomp_spec.no_user_notif = !features.seccomp_user_notif;
   // File approvals trap every open. Letting an allowed open continue in the kernel is safe only
   // because the sandbox's own layers then apply; Landlock is what refuses a host file reached
   // through a descriptor ward injected (/proc/self/fd/N), so approvals need it and seccomp.
@@ -510,6 +597,11 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   plan.limits = std::move(limits.spec);
   plan.process.rlimits = std::move(limits.rlimits);
   plan.mount.sysctls = std::move(limits.sysctls);
+  // Built by path (gVisor), /proc/sys may lack the user.* knobs: seccomp still refuses the
+  // command every new namespace.
+  if (plan.mount.by_path) {
+    for (Sysctl& s : plan.mount.sysctls) s.optional = true;
+  }
   for (auto& d : limits.degraded) notes->degraded.push_back(std::move(d));
   for (int i = 0; i < 3; ++i) plan.tty[i] = input.tty[i];
   return plan;

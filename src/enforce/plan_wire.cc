@@ -137,6 +137,7 @@ void PutMount(Writer& w, const MountSpec& m) {
     w.Str(sysctl.value);
     w.Bool(sysctl.optional);
   });
+  w.Bool(m.by_path);
 }
 
 bool GetMount(Reader& r, MountSpec* m) {
@@ -168,11 +169,13 @@ bool GetMount(Reader& r, MountSpec* m) {
                   r.Raw("mount.protect.nested_repo_depth", &depth) &&
                   r.Str("mount.workdir", &m->workdir) && r.Str("mount.workspace", &m->workspace) &&
                   r.Str("mount.hostname", &m->hostname) &&
-                  r.Vec("mount.sysctls", 2 * 8 + 1, &m->sysctls, [&](Sysctl& sysctl) {
-                    return r.Str("mount.sysctls.path", &sysctl.path) &&
-                           r.Str("mount.sysctls.value", &sysctl.value) &&
-                           r.Bool("mount.sysctls.optional", &sysctl.optional);
-                  });
+                  r.Vec("mount.sysctls", 2 * 8 + 1, &m->sysctls,
+                        [&](Sysctl& sysctl) {
+                          return r.Str("mount.sysctls.path", &sysctl.path) &&
+                                 r.Str("mount.sysctls.value", &sysctl.value) &&
+                                 r.Bool("mount.sysctls.optional", &sysctl.optional);
+                        }) &&
+                  r.Bool("mount.by_path", &m->by_path);
   m->protect.nested_repo_depth = depth;
   return ok;
 }

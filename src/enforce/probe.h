@@ -46,6 +46,8 @@ struct HostLimits {
   // Our current rlimits (soft, hard).
   struct Pair {
     unsigned long long soft = ~0ULL, hard = ~0ULL;  // RLIM_INFINITY
+    bool settable = true;  // false: setrlimit refuses even its current value (gVisor's
+                           // message queue and pending signal limits)
   };
   Pair data, nproc, fsize, nofile, msgqueue, sigpending;
   // Linux >= 5.14 counts RLIMIT_NPROC per user namespace, so inside a fresh one it limits the
@@ -65,6 +67,9 @@ struct KernelFeatures {
   bool pidfd = false;
   bool openat2 = false;
   bool mount_api = false;  // open_tree / move_mount / mount_setattr
+  // mount(2) works in a new user namespace. Probed only where the mount API is missing (gVisor
+  // refuses every mount in a nested user namespace); assumed elsewhere.
+  bool userns_mounts = true;
   bool close_range = false;
   CgroupInfo cgroup;
   HostLimits host_limits;

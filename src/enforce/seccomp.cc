@@ -45,6 +45,12 @@ seccomp_data Call(int nr, uint32_t arch = NativeAuditArch()) {
   return d;
 }
 
+seccomp_data Fchmodat(uint64_t mode) {
+  seccomp_data d = Call(NativeSyscallNumber("fchmodat"));
+  d.args[2] = mode;
+  return d;
+}
+
 // Verdicts that must hold for any spec: a wrong build fails in the parent, never open.
 // `p` has passed CheckSeccompBpf.
 Status SelfCheck(const SeccompProgram& p, const SeccompSpec& spec) {
@@ -66,6 +72,11 @@ Status SelfCheck(const SeccompProgram& p, const SeccompSpec& spec) {
   if (!spec.allow_ptrace) {
     WARD_TRY(expect(Call(NativeSyscallNumber("ptrace")), SeccompRetErrno(EPERM), "ptrace denied"));
   }
+  // No privilege bits leave a run: a set-id mode is trapped (or refused), another one is not.
+  const uint32_t setid = spec.no_user_notif ? SeccompRetErrno(EPERM) : SECCOMP_RET_USER_NOTIF;
+  WARD_TRY(expect(Fchmodat(04755), setid, "setuid chmod trapped"));
+  WARD_TRY(expect(Fchmodat(02755), setid, "setgid chmod trapped"));
+  WARD_TRY(expect(Fchmodat(01777), SECCOMP_RET_ALLOW, "other chmod allowed"));
   return Ok();
 }
 

@@ -9,8 +9,11 @@
 //   ENOSYS        clone3 (its flags are behind a pointer; libc falls back to clone), memfd_secret
 //   EAFNOSUPPORT  socket/socketpair families other than AF_UNIX, AF_INET, AF_INET6
 //   EPERM         execveat of a descriptor (AT_EMPTY_PATH), landlock_restrict_self with a log flag
-//   USER_NOTIF    memfd_create (made sealed against exec) and the creation/open traps of
-//                 SeccompSpec, answered by the supervisor
+//   ENOSYS        openat2 (its flags and mode are behind a pointer) unless every open is trapped
+//   EOPNOTSUPP    setxattr, lsetxattr, fsetxattr, setxattrat (no file capabilities)
+//   USER_NOTIF    memfd_create (made sealed against exec), a mode with S_ISUID or S_ISGID
+//                 (performed without them), and the creation/open traps of SeccompSpec,
+//                 answered by the supervisor
 #pragma once
 
 #include <linux/filter.h>
@@ -41,12 +44,21 @@ struct SeccompSpec {  // immutable input of this enforcer only
   // Trap the syscalls that CREATE or RENAME directory entries with SECCOMP_RET_USER_NOTIF so the
   // supervisor can enforce "protected paths are not creatable" (it performs the operation itself
   // and answers; it never lets a checked call CONTINUE): open/openat/creat with O_CREAT in the
-  // flags argument (openat2: always, its flags are behind a pointer), mkdir, mkdirat, mknod,
-  // mknodat, symlink, symlinkat, link, linkat, rename, renameat, renameat2.
+  // flags argument, mkdir, mkdirat, mknod, mknodat, symlink, symlinkat, link, linkat, rename,
+  // renameat, renameat2. (openat2, whose flags are behind a pointer, answers ENOSYS.)
   bool notify_creations = false;
   // Trap every open/openat/openat2/creat (for the approvals issue; supersedes notify_creations
   // for the open family).
   bool notify_opens = false;
+  // No privilege bits leave a run: a call that would set S_ISUID or S_ISGID (chmod, fchmod,
+  // fchmodat, fchmodat2; open/openat/creat creating a file, O_TMPFILE included; mknod, mknodat)
+  // is trapped, and the creation guard performs it without those bits. The filter compares the
+  // mode argument with a mask, so no other mode is trapped.
+  //
+  // The kernel has no SECCOMP_RET_USER_NOTIF (gVisor, Linux < 5.5): nothing is trapped; those
+  // set-id calls fail with EPERM, and memfd_create, which otherwise goes to the guard agent to
+  // be sealed against execution, answers ENOSYS (programs then fall back to files).
+  bool no_user_notif = false;
 
   bool operator==(const SeccompSpec&) const = default;
 };

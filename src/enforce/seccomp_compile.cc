@@ -6,6 +6,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <initializer_list>
@@ -47,6 +48,13 @@ constexpr Denied kDenied[] = {
     {"io_uring_setup", EPERM},
     {"io_uring_enter", EPERM},
     {"io_uring_register", EPERM},
+    // Extended attributes, refused as on a file system without them (cp -a, rsync -X and tar
+    // --xattrs go on without): the filter cannot read the name, and security.capability gives
+    // whoever executes the file the capabilities it names. No privilege bits leave a run.
+    {"setxattr", EOPNOTSUPP},
+    {"lsetxattr", EOPNOTSUPP},
+    {"fsetxattr", EOPNOTSUPP},
+    {"setxattrat", EOPNOTSUPP},
     // 16-bit segments, only for wine/dosemu; a recurring source of kernel bugs.
     {"modify_ldt", EPERM},
     // Loading kernel code (the last three are gone from modern kernels; kept closed).
@@ -139,6 +147,27 @@ constexpr uint32_t kLandlockLogFlags[] = {1u << 0, 1u << 1, 1u << 2};
 constexpr const char* kCreationSyscalls[] = {"mkdir",   "mkdirat",   "mknod",    "mknodat",
                                              "symlink", "symlinkat", "link",     "linkat",
                                              "rename",  "renameat",  "renameat2"};
+
+// Calls that set a file's mode, and the index of that argument (creat's flags are implied).
+struct ModeArg {
+  const char* name;
+  unsigned mode;
+};
+constexpr ModeArg kModeSetters[] = {{"chmod", 1}, {"fchmod", 1}, {"fchmodat", 2}, {"fchmodat2", 2}};
+// mknod and mknodat make regular files too (trapped whatever their mode with notify_creations).
+constexpr ModeArg kModeNodes[] = {{"mknod", 1}, {"mknodat", 2}};
+// Opens that create with a mode: the index of their flags and of their mode (creat: always
+// O_CREAT, its mode is argument 1; trapped whatever its mode with notify_creations or
+// notify_opens, and open and openat with notify_opens).
+struct OpenArgs {
+  const char* name;
+  unsigned flags, mode;
+};
+constexpr OpenArgs kCreatingOpens[] = {{"open", 1, 2}, {"openat", 2, 3}};
+// O_TMPFILE without the O_DIRECTORY glibc folds into it: the bit that makes an unnamed file.
+constexpr uint32_t kTmpfileBit = O_TMPFILE & ~O_DIRECTORY;
+// Mode bits that make an executable run with its owner's or its group's ids.
+constexpr uint32_t kPrivilegeBits[] = {S_ISUID, S_ISGID};
 
 // The native number of a syscall: the C library's headers and ward's own list of newer ones
 // (syscalls.cc), then libseccomp's table for a name both lack (a negative answer is its pseudo
@@ -255,6 +284,46 @@ Result<std::vector<sock_filter>> BuildValueAllowLists() {
   return b.Finish();
 }
 
+// No privilege bits leave a run: a call that would set S_ISUID or S_ISGID is trapped (the
+// creation guard performs it without them, so copying or extracting a set-id file succeeds and
+// leaves a plain one) or, without user notification, refused. Each bit is a masked compare of
+// the mode argument, so no other chmod or creation is trapped, and mkdir is not here: the kernel
+// keeps only the permission and sticky bits of its mode. Calls already trapped whatever their
+// arguments (notify_creations, notify_opens) need no rule of their own.
+Status AddPrivilegeBitRules(scmp_filter_ctx ctx, const SeccompSpec& spec) {
+  const uint32_t action = spec.no_user_notif ? SCMP_ACT_ERRNO(EPERM) : SCMP_ACT_NOTIFY;
+  for (uint32_t bit : kPrivilegeBits) {
+    for (const ModeArg& m : kModeSetters) {
+      WARD_TRY(RuleAdd(ctx, action, m.name, {Low32HasBits(m.mode, bit)}));
+    }
+    if (!spec.notify_creations) {
+      for (const ModeArg& m : kModeNodes) {
+        WARD_TRY(RuleAdd(ctx, action, m.name, {Low32HasBits(m.mode, bit)}));
+      }
+    }
+    if (spec.notify_opens) {
+      continue;
+    }
+    for (const OpenArgs& o : kCreatingOpens) {
+      if (!spec.notify_creations) {
+        WARD_TRY(RuleAdd(ctx, action, o.name,
+                         {Low32HasBits(o.flags, O_CREAT), Low32HasBits(o.mode, bit)}));
+      }
+      WARD_TRY(RuleAdd(ctx, action, o.name,
+                       {Low32HasBits(o.flags, kTmpfileBit), Low32HasBits(o.mode, bit)}));
+    }
+    if (!spec.notify_creations) {
+      WARD_TRY(RuleAdd(ctx, action, "creat", {Low32HasBits(1, bit)}));
+    }
+  }
+  // openat2 keeps its flags and mode behind a pointer the filter cannot read: ENOSYS, what a
+  // kernel without it says (programs fall back to openat). Trapped instead with every open.
+  if (!spec.notify_opens) {
+    WARD_TRY(RuleAdd(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2"));
+  }
+  return Ok();
+}
+
 Result<std::vector<sock_filter>> BuildLibseccompPart(const SeccompSpec& spec) {
   FilterCtx ctx(seccomp_init(SCMP_ACT_ALLOW), &seccomp_release);
   if (!ctx) {
@@ -291,7 +360,8 @@ Result<std::vector<sock_filter>> BuildLibseccompPart(const SeccompSpec& spec) {
   // Code without a name: memfds are made by the supervisor's guard agent, sealed against
   // execution (notifier.cc); a descriptor is never executed; a nested Landlock domain may not
   // switch off the kernel's denial log.
-  WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, "memfd_create"));
+  WARD_TRY(RuleAdd(ctx.get(), spec.no_user_notif ? SCMP_ACT_ERRNO(ENOSYS) : SCMP_ACT_NOTIFY,
+                   "memfd_create"));
   WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_ERRNO(EPERM), "execveat",
                    {Low32HasBits(4, static_cast<uint32_t>(AT_EMPTY_PATH))}));
   for (uint32_t flag : kLandlockLogFlags) {
@@ -306,7 +376,6 @@ Result<std::vector<sock_filter>> BuildLibseccompPart(const SeccompSpec& spec) {
   } else if (spec.notify_creations) {
     WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, "open", {Low32HasBits(1, O_CREAT)}));
     WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, "openat", {Low32HasBits(2, O_CREAT)}));
-    WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, "openat2"));
     WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, "creat"));
   }
   if (spec.notify_creations) {
@@ -314,6 +383,7 @@ Result<std::vector<sock_filter>> BuildLibseccompPart(const SeccompSpec& spec) {
       WARD_TRY(RuleAdd(ctx.get(), SCMP_ACT_NOTIFY, name));
     }
   }
+  WARD_TRY(AddPrivilegeBitRules(ctx.get(), spec));
   return ExportBpf(ctx.get());
 }
 
@@ -328,15 +398,16 @@ Result<std::vector<sock_filter>> CompileSeccompFilter(const SeccompSpec& spec) {
 
 // A field added to SeccompSpec must be added here, and to the table's spelling in
 // seccomp_gen.cc.
-static_assert(sizeof(SeccompSpec) == 3, "AllSeccompSpecs and seccomp_gen.cc name every field");
+static_assert(sizeof(SeccompSpec) == 4, "AllSeccompSpecs and seccomp_gen.cc name every field");
 
 std::vector<SeccompSpec> AllSeccompSpecs() {
   std::vector<SeccompSpec> specs;
-  for (unsigned bits = 0; bits < 8; ++bits) {
+  for (unsigned bits = 0; bits < 16; ++bits) {
     SeccompSpec s;
     s.allow_ptrace = (bits & 1) != 0;
     s.notify_creations = (bits & 2) != 0;
     s.notify_opens = (bits & 4) != 0;
+    s.no_user_notif = (bits & 8) != 0;
     specs.push_back(s);
   }
   return specs;

@@ -49,7 +49,8 @@ int Generate(const std::string& out) {
     f << "};\n";
     entries += std::string("    {{.allow_ptrace = ") + Bool(spec.allow_ptrace) +
                ", .notify_creations = " + Bool(spec.notify_creations) +
-               ", .notify_opens = " + Bool(spec.notify_opens) + "}, kSeccompProgram" +
+               ", .notify_opens = " + Bool(spec.notify_opens) +
+               ", .no_user_notif = " + Bool(spec.no_user_notif) + "}, kSeccompProgram" +
                std::to_string(n) + "},\n";
     ++n;
   }

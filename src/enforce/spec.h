@@ -77,6 +77,8 @@ struct MountSpec {
   std::string workspace;
   std::string hostname = "ward";
   std::vector<Sysctl> sysctls;
+  // No mount API here: the root is built with mount(2) by path (mount_by_path.h).
+  bool by_path = false;
 };
 
 // Landlock rules in the sandbox's view (applied after pivot_root).
@@ -160,6 +162,9 @@ struct LaunchPlan {
   uid_t uid = 0;  // the caller's ids, mapped to themselves inside
   gid_t gid = 0;
   bool privileged = false;  // invoked as root: setgroups can be dropped, maps written as root
+  // Init gets a user namespace of its own; not where mounts are refused in one (gVisor), as
+  // root: init then stays in root's, and the command drops every capability as usual.
+  bool user_ns = true;
   MountSpec mount;
   LandlockSpec landlock;
   SeccompSpec seccomp_spec;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "policy/host_executed.h"
 #include "policy/paths.h"
 
 namespace ward::policy {
@@ -116,7 +117,8 @@ bool DenyMatches(const std::string& pattern, const std::string& path) {
 
 // The repository roots that count for protection below writable root `root`.
 std::vector<std::string> RepoBases(const Policy& p, const std::string& root,
-                                   const std::string& path, const std::vector<std::string>& found) {
+                                   const std::string& path, const std::vector<std::string>& found,
+                                   bool infer) {
   std::vector<std::string> bases = {root};
   auto eligible = [&](const std::string& d) {
     int depth = PathDepthBelow(d, root);
@@ -138,10 +140,41 @@ std::vector<std::string> RepoBases(const Policy& p, const std::string& root,
     if (eligible(d)) bases.push_back(d);
   }
   // Lexical inference: a path inside D/.git means D is a repository.
-  for (std::string d = ParentPath(path); PathIsWithin(d, root) && d != root; d = ParentPath(d)) {
+  for (std::string d = ParentPath(path); infer && PathIsWithin(d, root) && d != root; d = ParentPath(d)) {
     if (PathIsWithin(path, JoinPath(d, ".git")) && eligible(d)) bases.push_back(d);
   }
   return bases;
+}
+
+// The rule of host_executed.h, lexically: a protected name at any depth, or what runs code
+// inside a directory named .git (a repository's structure is not known before it exists).
+std::string HostExecutedWhat(const Policy& policy, const std::string& path) {
+  std::vector<std::string> c = PathComponents(path);
+  std::vector<std::vector<std::string>> names;
+  for (const ProtectedRule& r : policy.protected_paths) {
+    std::vector<std::string> rel = PathComponents(r.relpath);
+    if (!IsGitProtectedName(rel)) names.push_back(std::move(rel));
+  }
+  size_t end = 0;
+  int at = MatchProtectedName(c, names, &end);
+  if (at >= 0) {
+    std::string n;
+    for (size_t i = static_cast<size_t>(at); i < end; ++i) n += (n.empty() ? "" : "/") + c[i];
+    return "the protected name " + n + " at any depth";
+  }
+  for (size_t i = 0; i + 1 < c.size(); ++i) {
+    if (c[i] != ".git") continue;
+    std::string rest;
+    for (size_t k = i + 1; k < c.size(); ++k) rest += (rest.empty() ? "" : "/") + c[k];
+    if (ClassifyGitDirEntry(rest) != GitDirEntry::kInert) {
+      return "a git directory's " + rest;
+    }
+  }
+  return "";
+}
+
+bool IsHostExecutedPath(const Policy& policy, const std::string& path) {
+  return !HostExecutedWhat(policy, path).empty();
 }
 
 }  // namespace
@@ -163,7 +196,8 @@ PathDecision DecidePath(const Policy& policy, const std::string& abs_path) {
 }
 
 PathDecision DecidePath(const Policy& policy, const std::string& abs_path,
-                        const std::vector<std::string>& nested_repo_roots) {
+                        const std::vector<std::string>& nested_repo_roots,
+                        bool infer_nested_repos) {
   PathDecision d;
   if (abs_path.empty() || abs_path[0] != '/') {
     d.via = "not in the sandbox's view";
@@ -222,7 +256,7 @@ PathDecision DecidePath(const Policy& policy, const std::string& abs_path,
     }
     for (const std::string& root : roots) {
       if (!PathIsWithin(path, root) || d.is_protected) continue;
-      for (const std::string& base : RepoBases(policy, root, path, nested_repo_roots)) {
+      for (const std::string& base : RepoBases(policy, root, path, nested_repo_roots, infer_nested_repos)) {
         auto hit = std::find_if(
             policy.protected_paths.begin(), policy.protected_paths.end(),
             [&](const ProtectedRule& r) { return PathIsWithin(path, JoinPath(base, r.relpath)); });
@@ -236,6 +270,14 @@ PathDecision DecidePath(const Policy& policy, const std::string& abs_path,
         break;
       }
     }
+  }
+
+  // 2b. Host-executed content elsewhere below a writable root: writable, judged after the run.
+  if (d.visibility == Visibility::kWrite && d.host_file && IsHostExecutedPath(policy, path)) {
+    d.host_executed = true;
+    d.reason += "; but host-executed content (" + HostExecutedWhat(policy, path) +
+                "): what a run makes or changes here is moved to the quarantine when it ends "
+                "(ward quarantine list)";
   }
 
   // 3. Deny beats everything at or below its path.

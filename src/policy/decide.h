@@ -22,6 +22,9 @@ struct PathDecision {
   // and nothing written there survives the run.
   bool host_file = false;
   bool is_protected = false;  // inside a writable root but read-only (a protected path)
+  // Writable during a run, but host-executed content (host_executed.h): what a run makes or
+  // changes there goes to the quarantine when the run ends.
+  bool host_executed = false;
   bool masked = false;        // under a visible bind of the host but covered by a deny rule
   // What provides it: "bind /usr (read)", "workspace", "private tmpfs /tmp",
   // "private HOME (tmpfs)", "minimal /dev", "fresh /proc", "read-only tmpfs root",
@@ -38,8 +41,10 @@ const char* VisibilityName(PathDecision::Visibility v);  // "hidden" | "read" | 
 PathDecision DecidePath(const Policy& policy, const std::string& abs_path);
 
 // Same, with the nested repository roots the caller found on disk (absolute paths; only those
-// within nested_repo_depth of a writable root count, as in the mount planner).
+// within nested_repo_depth of a writable root count, as in the mount planner). Without
+// `infer_nested_repos` only those count, as for a run: a repository it makes is judged after it.
 PathDecision DecidePath(const Policy& policy, const std::string& abs_path,
-                        const std::vector<std::string>& nested_repo_roots);
+                        const std::vector<std::string>& nested_repo_roots,
+                        bool infer_nested_repos = true);
 
 }  // namespace ward::policy

@@ -53,6 +53,7 @@ json PolicyToJson(const Policy& p) {
   j["workspace"] = JsonObject()("path", p.workspace)(
       "access", p.workspace_access ? AccessName(*p.workspace_access) : "none")(
       "origin", OriginToJson(p.workspace_origin));
+  if (!p.workspace_anyway.empty()) j["workspace"]["anyway"] = p.workspace_anyway;
   j["home"] = p.home;
 
   json paths = JsonArray(p.paths.size(), [&](size_t i) -> json {

@@ -1037,12 +1037,15 @@ class Loader {
   // ----- .ward.toml
 
   Status LoadWorkspaceFile() {
-    std::string path = JoinPath(policy_.workspace, ".ward.toml");
+    std::string path = WorkspaceFilePath(policy_.workspace);
     Origin at{path, 0, ""};
-    WARD_ASSIGN_OR_RETURN(std::optional<std::string> text, ReadOptional(path, at));
-    if (!text) return Ok();
+    Result<std::string> read = reader_(path);
+    if (!read.ok() && read.status().code() == Code::kNotFound) return Ok();
+    // The reader's refusal says what the file is and what to do about it.
+    if (!read.ok()) return ErrorAt(at, read.status().ToString());
+    const std::string text = std::move(read).value();
     Source src{path, "workspace", path};
-    WARD_ASSIGN_OR_RETURN(toml::table tbl, Parse(src, *text));
+    WARD_ASSIGN_OR_RETURN(toml::table tbl, Parse(src, text));
     for (auto&& [k, v] : tbl) {
       std::string key(k.str());
       Origin o = At(src, k.source(), key);
@@ -1062,7 +1065,7 @@ class Loader {
         return ErrorAt(o, "unknown key" + DidYouMean(key, kTopKeys) + "; " + kNarrowOnly);
       }
     }
-    policy_.sources.push_back(ProfileSource{path, "workspace", Sha256Hex(*text)});
+    policy_.sources.push_back(ProfileSource{path, "workspace", Sha256Hex(text)});
     return Ok();
   }
 
@@ -1322,6 +1325,10 @@ class Loader {
 };
 
 }  // namespace
+
+std::string WorkspaceFilePath(const std::string& workspace) {
+  return JoinPath(workspace, kWorkspaceFileName);
+}
 
 Result<Policy> LoadPolicy(const RunFlags& flags, const Context& ctx, const FileReader& reader) {
   try {

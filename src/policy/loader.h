@@ -4,6 +4,7 @@
 // The schema and the precedence rules are documented in docs/profiles.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -33,6 +34,9 @@ struct RunFlags {
   std::optional<std::string> proxy_connections;                                // raw CLI string
   std::optional<bool> approvals;                                               // --ask
   bool no_audit = false;                                                       // --no-audit
+  // --workspace-anyway: accept a workspace policy/workspace_choice.h refuses. Not read by the
+  // loader: the CLI checks the workspace before loading (a refused one is not read at all).
+  bool workspace_anyway = false;
 };
 
 // Facts about the caller, gathered by the CLI.
@@ -42,6 +46,13 @@ struct Context {
   std::string workspace;   // absolute and canonical (the CLI resolved -C DIR / cwd and symlinks)
   std::string config_dir;  // $XDG_CONFIG_HOME/ward or ~/.config/ward ("" = no user profiles)
 };
+
+// The workspace file: `.ward.toml` at the workspace's root. The sandbox can write the workspace,
+// so the file is read as untrusted: a regular file of at most kWorkspaceFileMaxBytes (the CLI's
+// reader refuses anything else, see docs/profiles.md).
+inline constexpr const char* kWorkspaceFileName = ".ward.toml";
+inline constexpr size_t kWorkspaceFileMaxBytes = 64 * 1024;
+std::string WorkspaceFilePath(const std::string& workspace);
 
 // Loads, merges and validates. Every error is kInvalidArgument (or the reader's own error) with
 // a message "FILE:LINE: KEY: what is wrong" whenever a file is involved.

@@ -135,6 +135,9 @@ struct Policy {
   std::string workspace;  // absolute host path (as given; symlinks resolved later)
   std::optional<Access> workspace_access = Access::kWrite;  // nullopt: not mounted at all
   Origin workspace_origin;
+  // Why the workspace would have been refused, when --workspace-anyway accepted it ("" when it
+  // was not refused): recorded with the policy (policy/workspace_choice.h).
+  std::string workspace_anyway;
 
   std::vector<PathRule> paths;  // system, profile and CLI binds; may include paths under HOME
   std::vector<DenyRule> deny;

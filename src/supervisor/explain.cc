@@ -10,6 +10,7 @@
 #include "enforce/plan.h"
 #include "enforce/seccomp.h"
 #include "net/egress_rules.h"
+#include "policy/host_executed.h"
 #include "policy/json.h"
 #include "supervisor/credentials.h"
 
@@ -212,6 +213,12 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
             json::array({"mount: existing ones are read-only binds (their directories pinned)",
                          "seccomp user notification: the supervisor refuses to create absent "
                          "ones and performs every other creation itself"})}});
+      rules.push_back(
+          {{"rule", policy::HostExecutedRuleText()},
+           {"why", "host-executed content"},
+           {"enforced_by",
+            json::array({"the check after the run: what the run made or changed is moved to "
+                          "the quarantine (ward quarantine list)"})}});
     }
     rules.push_back(
         {{"rule", plan.net.enabled ? "egress through the proxy only" : "no network"},
@@ -298,6 +305,10 @@ std::string RenderExplain(const json& j) {
   }
   o << "\n  workspace " << j["plan"]["workspace"].get<std::string>() << " ("
     << p["workspace"]["access"].get<std::string>() << ")\n";
+  if (p["workspace"].contains("anyway")) {
+    o << "    accepted with --workspace-anyway: " << p["workspace"]["anyway"].get<std::string>()
+      << "\n";
+  }
 
   o << "\nLayers\n";
   for (const auto& l : j["layers"]) {
@@ -329,7 +340,8 @@ std::string RenderExplain(const json& j) {
       o << (first ? "" : " ") << r.get<std::string>();
       first = false;
     }
-    o << "\n";
+    o << "\n  host-executed content a run makes elsewhere (new repositories' hooks and config, "
+         "these names at any depth): moved to the quarantine after the run\n";
   }
   for (const auto& s : j["plan"]["skipped"]) o << "  skipped: " << s.get<std::string>() << "\n";
   for (const auto& s : j["plan"]["degraded"]) o << "  DEGRADED: " << s.get<std::string>() << "\n";

@@ -91,6 +91,29 @@ void CopyName(char* dst, size_t cap, const std::string& src) {
   std::memcpy(dst, src.data(), std::min(src.size(), cap - 1));
 }
 
+// The caller's own descriptor `fdnum`, or none.
+UniqueFd TakeCallerFd(pid_t tid, int fdnum) {
+  UniqueFd pidfd(sys::PidfdOpen(tid, O_EXCL /* PIDFD_THREAD */));
+  if (!pidfd) pidfd.reset(sys::PidfdOpen(tid, 0));
+  return UniqueFd(pidfd ? sys::PidfdGetfd(pidfd.get(), fdnum, 0) : -1);
+}
+
+// Whether a trapped call asks for a set-id bit that the guard drops: a mode change, a creating
+// open (O_CREAT, O_TMPFILE) or mknod. (mkdir's are ignored by the kernel anyway.)
+bool AsksForPrivilegeBits(const TrappedCall& call) {
+  if ((call.mode & enforce::kPrivilegeModeBits) == 0) return false;
+  switch (call.op) {
+    case TrappedOp::kChmod:
+    case TrappedOp::kFchmod:
+    case TrappedOp::kMknod:
+      return true;
+    case TrappedOp::kOpen:
+      return (call.flags & (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))) != 0;
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 NotifierConfig NotifierConfig::From(const enforce::LaunchPlan& plan,
@@ -111,6 +134,12 @@ bool Notifier::IsProtected(int dirfd, const std::string& name) const {
     UniqueFd cur(fcntl(dirfd, F_DUPFD_CLOEXEC, 3));
     bool match = true;
     for (size_t i = rel.size() - 1; i-- > 0;) {
+      // A directory on the way that this run made (a new repository's .git): what is created
+      // in it is judged after the run, as for any repository the run makes.
+      if (MadeThisRun(cur.get())) {
+        match = false;
+        break;
+      }
       UniqueFd up(openat(cur.get(), "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
       if (!up || !SameInode(cur.get(), up.get(), rel[i].c_str())) {
         match = false;
@@ -123,6 +152,15 @@ bool Notifier::IsProtected(int dirfd, const std::string& name) const {
     if (fstat(cur.get(), &st) == 0 && cfg_.bases.count({st.st_dev, st.st_ino})) return true;
   }
   return false;
+}
+
+bool Notifier::MadeThisRun(int dirfd) const {
+  struct stat st;
+  return cfg_.journal && fstat(dirfd, &st) == 0 && cfg_.journal->MadeThisRun(st.st_dev, st.st_ino);
+}
+
+void Notifier::Journal(int dirfd, const std::string& name, bool moved) {
+  if (cfg_.journal) cfg_.journal->Record(dirfd, name, moved);
 }
 
 void Notifier::Start(UniqueFd listener, EventSink* events) {
@@ -195,6 +233,10 @@ void Notifier::HandleOne(int listener, const struct seccomp_notif& req) {
   // Everything read from the target must belong to the same, still-waiting call.
   if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) != 0) return;
   if (call.op == TrappedOp::kMemfd) return CreateMemfd(call, answer);
+  if (AsksForPrivilegeBits(call)) NotePrivilegeBitsDropped(call);
+  if (call.op == TrappedOp::kChmod || call.op == TrappedOp::kFchmod) {
+    return ChangeMode(tid, call, answer);
+  }
   const int umask_bits = ReadUmask(tid);
   SandboxView view(cfg_.root.get(), tid);
   ViewEntry entry;
@@ -204,7 +246,8 @@ void Notifier::HandleOne(int listener, const struct seccomp_notif& req) {
     if (std::optional<int> n = CallerFdLink(abs)) return HandOverCallerFd(tid, *n, call, answer);
   }
   if (int rc = view.Parent(abs, &entry); rc != 0) return answer.Error(-rc);
-  const mode_t mode = static_cast<mode_t>(call.mode & ~static_cast<uint64_t>(umask_bits));
+  const mode_t mode = static_cast<mode_t>(call.mode & ~static_cast<uint64_t>(umask_bits) &
+                                          ~uint64_t{enforce::kPrivilegeModeBits});
   switch (call.op) {
     case TrappedOp::kOpen:
       return CreateOrOpen(view, tid, call, std::move(entry), mode & 07777, answer);
@@ -216,6 +259,8 @@ void Notifier::HandleOne(int listener, const struct seccomp_notif& req) {
     case TrappedOp::kRename:
       return MoveOrLink(view, tid, call, entry, answer);
     case TrappedOp::kMemfd:
+    case TrappedOp::kChmod:
+    case TrappedOp::kFchmod:
       break;
   }
   answer.Error(ENOSYS);
@@ -260,6 +305,18 @@ void Notifier::Answer::Refuse(const char* syscall, const std::string& path, cons
   Error(err);
 }
 
+// A protected name: refused, recorded, and kept for the line that says why at the end of the run.
+void Notifier::RefuseProtected(const Answer& answer, const char* syscall, const std::string& named,
+                               const ViewEntry& entry) {
+  const std::string path = policy::NormalizePath(entry.dir_path + "/" + entry.name);
+  if (protected_refusals_.size() < kMaxProtectedRefusals &&
+      std::find(protected_refusals_.begin(), protected_refusals_.end(), path) ==
+          protected_refusals_.end()) {
+    protected_refusals_.push_back(path);
+  }
+  answer.Refuse(syscall, named, "filesystem.protected", EROFS, "");
+}
+
 // The agent's result: an error, success, or (open, memfd) the new descriptor handed over.
 void Notifier::Relay(const Answer& answer, const TrappedCall& call, int result, UniqueFd fd) {
   if (agent_->lost() && result == -EACCES) {
@@ -287,7 +344,7 @@ void Notifier::CreateOrOpen(const SandboxView& view, pid_t tid, const TrappedCal
                          "creating opens under /proc are refused");
   }
   if ((call.flags & O_CREAT) && IsProtected(entry.dir.get(), entry.name)) {
-    return answer.Refuse(call.syscall, call.path, "filesystem.protected", EROFS, "");
+    return RefuseProtected(answer, call.syscall, call.path, entry);
   }
   enforce::GuardRequest r;
   r.op = enforce::GuardOp::kOpen;
@@ -296,6 +353,7 @@ void Notifier::CreateOrOpen(const SandboxView& view, pid_t tid, const TrappedCal
   CopyName(r.name, sizeof r.name, entry.name);
   UniqueFd out;
   const int result = agent_->Call(r, {entry.dir.get()}, &out);
+  if (result >= 0 && (call.flags & O_CREAT)) Journal(entry.dir.get(), entry.name, false);
   Relay(answer, call, result, std::move(out));
 }
 
@@ -333,7 +391,7 @@ void Notifier::HandOverCallerFd(pid_t tid, int fdnum, const TrappedCall& call,
 void Notifier::CreateEntry(const TrappedCall& call, const ViewEntry& entry, mode_t mode,
                            const Answer& answer) {
   if (IsProtected(entry.dir.get(), entry.name)) {
-    return answer.Refuse(call.syscall, call.path, "filesystem.protected", EROFS, "");
+    return RefuseProtected(answer, call.syscall, call.path, entry);
   }
   enforce::GuardRequest r;
   r.mode = mode;
@@ -350,6 +408,7 @@ void Notifier::CreateEntry(const TrappedCall& call, const ViewEntry& entry, mode
   }
   UniqueFd none;
   const int result = agent_->Call(r, {entry.dir.get()}, &none);
+  if (result >= 0) Journal(entry.dir.get(), entry.name, false);
   Relay(answer, call, result, UniqueFd());
 }
 
@@ -359,7 +418,7 @@ void Notifier::CreateEntry(const TrappedCall& call, const ViewEntry& entry, mode
 void Notifier::MoveOrLink(const SandboxView& view, pid_t tid, const TrappedCall& call,
                           const ViewEntry& entry, const Answer& answer) {
   if (IsProtected(entry.dir.get(), entry.name)) {
-    return answer.Refuse(call.syscall, call.path, "filesystem.protected", EROFS, "");
+    return RefuseProtected(answer, call.syscall, call.path, entry);
   }
   enforce::GuardRequest r;
   r.op = call.op == TrappedOp::kLink ? enforce::GuardOp::kLink : enforce::GuardOp::kRename;
@@ -382,7 +441,7 @@ void Notifier::MoveOrLink(const SandboxView& view, pid_t tid, const TrappedCall&
     if (int rc = view.Parent(abs2, &old_entry); rc != 0) return answer.Error(-rc);
     if (call.op == TrappedOp::kRename && (call.flags & RENAME_EXCHANGE) &&
         IsProtected(old_entry.dir.get(), old_entry.name)) {
-      return answer.Refuse(call.syscall, call.path2, "filesystem.protected", EROFS, "");
+      return RefuseProtected(answer, call.syscall, call.path2, old_entry);
     }
     if (call.op == TrappedOp::kLink) r.flags = static_cast<int32_t>(call.flags & AT_SYMLINK_FOLLOW);
     CopyName(r.name2, sizeof r.name2, old_entry.name);
@@ -390,6 +449,12 @@ void Notifier::MoveOrLink(const SandboxView& view, pid_t tid, const TrappedCall&
   }
   UniqueFd none;
   const int result = agent_->Call(r, {entry.dir.get(), second.get()}, &none);
+  if (result >= 0) {
+    Journal(entry.dir.get(), entry.name, true);
+    if (call.op == TrappedOp::kRename && (call.flags & RENAME_EXCHANGE)) {
+      Journal(second.get(), r.name2, true);
+    }
+  }
   Relay(answer, call, result, UniqueFd());
 }
 
@@ -413,6 +478,86 @@ void Notifier::CreateMemfd(const TrappedCall& call, const Answer& answer) {
     result = agent_->Call(r, {}, &out);
   }
   Relay(answer, call, result, std::move(out));
+}
+
+// chmod, fchmod, fchmodat and fchmodat2 with S_ISUID or S_ISGID (the filter traps no other
+// mode): the agent makes the change without those bits. The guard only finds the file, as the
+// kernel would for the caller: the caller's own descriptor (fchmod, AT_EMPTY_PATH, a
+// /proc/self/fd link), or a path resolved in the sandbox's view. The agent changes it with the
+// sandbox's authority, so read-only mounts and ownership answer as they would for the caller.
+void Notifier::ChangeMode(pid_t tid, const TrappedCall& call, const Answer& answer) {
+  UniqueFd file;
+  if (call.op == TrappedOp::kFchmod) {
+    file = TakeCallerFd(tid, call.dirfd);
+    if (!file) return answer.Error(EBADF);
+  } else if (int rc = FindModeTarget(tid, call, &file); rc != 0) {
+    return answer.Error(-rc);
+  }
+  if (OnProcfs(file.get())) {
+    return answer.Refuse(call.syscall, call.path, "guard.procfs", EACCES,
+                         "set-id modes under /proc are refused");
+  }
+  enforce::GuardRequest r;
+  r.op = enforce::GuardOp::kChmod;
+  r.flags = call.op == TrappedOp::kFchmod ? 0 : AT_EMPTY_PATH;
+  r.mode = static_cast<uint32_t>(call.mode & 07777 & ~uint64_t{enforce::kPrivilegeModeBits});
+  UniqueFd none;
+  const int result = agent_->Call(r, {file.get()}, &none);
+  Relay(answer, call, result, UniqueFd());
+}
+
+// The file a chmod, fchmodat or fchmodat2 names: an O_PATH descriptor of it, or of the caller's
+// descriptor it names. A final symlink is followed hop by hop in the sandbox's view unless
+// AT_SYMLINK_NOFOLLOW (then the link itself is meant, whose mode cannot change: EOPNOTSUPP, as
+// the kernel says); one planted after that walk is not followed either. 0 or -errno.
+int Notifier::FindModeTarget(pid_t tid, const TrappedCall& call, UniqueFd* file) const {
+  constexpr uint64_t kKnownFlags = AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH;
+  if (call.flags & ~kKnownFlags) return -EINVAL;
+  const bool nofollow = (call.flags & AT_SYMLINK_NOFOLLOW) != 0;
+  if (call.path.empty() && !(call.flags & AT_EMPTY_PATH)) return -ENOENT;
+  if (call.path.empty() && call.dirfd != AT_FDCWD) {
+    *file = TakeCallerFd(tid, call.dirfd);
+    return *file ? 0 : -EBADF;
+  }
+  SandboxView view(cfg_.root.get(), tid);
+  std::string abs;
+  if (int rc = view.Absolute(call.dirfd, call.path.empty() ? "." : call.path, &abs); rc != 0) {
+    return rc;
+  }
+  std::optional<int> fd_link = CallerFdLink(abs);
+  ViewEntry entry;
+  if (!fd_link) {
+    if (int rc = view.Parent(abs, &entry); rc != 0) return rc;
+    if (int rc = view.FollowFinalLinks(nofollow ? O_NOFOLLOW : 0, &entry, &fd_link); rc != 0) {
+      return rc;
+    }
+  }
+  if (fd_link) {
+    if (nofollow) return -EOPNOTSUPP;
+    *file = TakeCallerFd(tid, *fd_link);
+    return *file ? 0 : -EBADF;
+  }
+  file->reset(openat(entry.dir.get(), entry.name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!*file) return -errno;
+  struct stat st;
+  if (fstat(file->get(), &st) != 0) return -errno;
+  if (S_ISLNK(st.st_mode)) return -EOPNOTSUPP;
+  if (call.path.size() > 1 && call.path.back() == '/' && !S_ISDIR(st.st_mode)) return -ENOTDIR;
+  return 0;
+}
+
+// A set-id bit asked for and dropped, in the audit trail.
+void Notifier::NotePrivilegeBitsDropped(const TrappedCall& call) const {
+  if (!events_) return;
+  char mode[16];
+  std::snprintf(mode, sizeof mode, "%o", static_cast<unsigned>(call.mode & 07777));
+  nlohmann::json data = {{"syscall", call.syscall}, {"mode", mode}};
+  if (call.op == TrappedOp::kFchmod || call.path.empty()) {
+    data["fd"] = call.dirfd;
+  } else {
+    data["path"] = call.path;
+  }
+  events_->Emit("file.privilege_bits_dropped", std::move(data));
 }
 
 // File approvals. Every open of the sandbox stops here; most continue at once.
@@ -490,9 +635,11 @@ bool Notifier::HandleOpen(int listener, const struct seccomp_notif& req) {
   const FileDecision d = DecideFileAccess(cfg_.approvals->view(), abs, access != FileAccess::kRead);
   switch (d.verdict) {
     case FileVerdict::kContinue: {
-      if ((flags & O_CREAT) && !cfg_.relpaths.empty()) {
+      const bool setid =
+          (flags & (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))) && (mode & enforce::kPrivilegeModeBits);
+      if (((flags & O_CREAT) && !cfg_.relpaths.empty()) || setid) {
         // A creation inside the view: the creation guard performs it (it refuses protected
-        // paths). It never handled openat2 (flags behind a pointer): ENOSYS as before.
+        // paths, drops set-id bits). It never handled openat2 (flags behind a pointer): ENOSYS.
         if (openat2) return reply(ENOSYS);
         return false;
       }
@@ -569,7 +716,9 @@ void Notifier::InjectGrant(int listener, const FileAnswer& a) {
     return DenyOpen(listener, a.notif_id, a.syscall, a.path, "approvals", flags.status().message());
   }
   mode_t mode = 0;
-  if (*flags & O_CREAT) mode = static_cast<mode_t>(a.mode & ~ReadUmask(a.tid) & 07777);
+  if (*flags & O_CREAT) {
+    mode = static_cast<mode_t>(a.mode & ~ReadUmask(a.tid) & 07777 & ~enforce::kPrivilegeModeBits);
+  }
   // O_NONBLOCK and O_NOCTTY while opening: a FIFO must not stall this thread (every trapped
   // call of the sandbox waits on it) and a terminal must not become anyone's controlling one.
   Result<UniqueFd> fd = OpenHostPath(a.path, *flags | O_NONBLOCK | O_NOCTTY, mode);

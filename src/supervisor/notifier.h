@@ -23,6 +23,7 @@
 #include "common/unique_fd.h"
 #include "enforce/mount.h"
 #include "enforce/spec.h"
+#include "supervisor/creation_journal.h"
 #include "supervisor/file_approvals.h"
 #include "supervisor/guard_channel.h"
 
@@ -39,6 +40,8 @@ struct NotifierConfig {
   UniqueFd agent;  // the supervisor's end of the guard agent's socketpair
   // File approvals (--ask): every open is trapped and decided here; null when off.
   std::shared_ptr<FileApprovals> approvals;
+  // What the guard made that may be host-executed content (checked after the run); null: none.
+  CreationJournal* journal = nullptr;
   static NotifierConfig From(const enforce::LaunchPlan& plan, const enforce::MountReport& mounts);
 };
 
@@ -53,9 +56,15 @@ class Notifier {
   void Stop();
   int handled() const { return handled_.load(); }
   int denied() const { return denied_.load(); }
+  // The protected paths whose creation was refused (the first few, each once); read after Stop.
+  const std::vector<std::string>& protected_refusals() const { return protected_refusals_; }
+  static constexpr size_t kMaxProtectedRefusals = 16;
 
   // Exposed for tests: would creating `name` in directory `dirfd` create a protected path?
   bool IsProtected(int dirfd, const std::string& name) const;
+
+  // Whether the directory `dirfd` was made during this run (the journal's record).
+  bool MadeThisRun(int dirfd) const;
 
  private:
   // The answer to one trapped call.
@@ -72,6 +81,10 @@ class Notifier {
 
   void Loop();
   void HandleOne(int listener, const struct seccomp_notif& req);
+  // No privilege bits leave a run: set-id modes are performed without those bits.
+  void ChangeMode(pid_t tid, const TrappedCall& call, const Answer& answer);
+  int FindModeTarget(pid_t tid, const TrappedCall& call, UniqueFd* file) const;
+  void NotePrivilegeBitsDropped(const TrappedCall& call) const;
   void CreateOrOpen(const SandboxView& view, pid_t tid, const TrappedCall& call, ViewEntry entry,
                     mode_t mode, const Answer& answer);
   void HandOverCallerFd(pid_t tid, int fdnum, const TrappedCall& call, const Answer& answer);
@@ -80,6 +93,9 @@ class Notifier {
   void MoveOrLink(const SandboxView& view, pid_t tid, const TrappedCall& call,
                   const ViewEntry& entry, const Answer& answer);
   void CreateMemfd(const TrappedCall& call, const Answer& answer);
+  void Journal(int dirfd, const std::string& name, bool moved);
+  void RefuseProtected(const Answer& answer, const char* syscall, const std::string& named,
+                       const ViewEntry& entry);
   void Relay(const Answer& answer, const TrappedCall& call, int result, UniqueFd fd);
   // File approvals: true when the open was answered (or left to the creation guard: false).
   bool HandleOpen(int listener, const struct seccomp_notif& req);
@@ -89,6 +105,7 @@ class Notifier {
                 const std::string& rule, const std::string& detail);
 
   NotifierConfig cfg_;
+  std::vector<std::string> protected_refusals_;
   UniqueFd listener_;
   UniqueFd wake_;
   std::optional<GuardChannel> agent_;

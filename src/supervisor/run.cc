@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 
+#include "audit/session_log.h"
 #include "common/linux.h"
 #include "common/trace.h"
 #include "enforce/cgroup.h"
@@ -26,6 +27,7 @@
 #include "net/egress_rules.h"
 #include "net/proxy.h"
 #include "net/resolver.h"
+#include "policy/paths.h"
 #include "supervisor/approvals_run.h"
 #include "supervisor/credentials.h"
 #include "supervisor/notifier.h"
@@ -94,6 +96,8 @@ class Session {
         signals_(ctx_) {}
 
   void StopOnAuditFailure(AuditStop* stop) { audit_stop_ = stop; }
+  // Where the creation guard keeps what the run made that the check after it looks at.
+  void RecordCreationsIn(CreationJournal* journal) { journal_ = journal; }
 
   void Serve() {
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}) signals_.add(s);
@@ -132,6 +136,7 @@ class Session {
       notifier_->Stop();
       out_->notifications = notifier_->handled();
       out_->protected_denials = notifier_->denied();
+      out_->protected_refused = notifier_->protected_refusals();
     }
     if (approvals_) approvals_->Stop();
   }
@@ -257,7 +262,7 @@ class Session {
       out_->kind = Outcome::Kind::kSetupFailed;
       out_->stage = "approvals";
       out_->message = "approvals: " + rt.status().ToString();
-      sys::PidfdSendSignal(sb_.pidfd.get(), SIGKILL, nullptr, 0);
+      enforce::SignalInit(sb_, SIGKILL);
       return;
     }
     approvals_ = std::move(rt).value();
@@ -277,7 +282,7 @@ class Session {
         if (pty_) term_->SyncWindowSize(pty_->native_handle());
       } else {
         // Forwarded to init, which passes it to the command's process group.
-        sys::PidfdSendSignal(sb_.pidfd.get(), signo, nullptr, 0);
+        enforce::SignalInit(sb_, signo);
       }
       WaitSignal();
     });
@@ -319,6 +324,12 @@ class Session {
       case enforce::MsgType::kMounted:
         TraceMark("root built");
         out_->mounts = m.report;
+        if (m.report.chroot) {
+          out_->notes.degraded.push_back(
+              "root: no pivot_root here; entered with chroot (the host's tree stays in the "
+              "sandbox's mount namespace, out of reach of a process without CAP_SYS_CHROOT, which "
+              "none inside holds)");
+        }
         sandbox_root_ = std::move(fd);
         break;
       case enforce::MsgType::kFd:
@@ -414,6 +425,7 @@ class Session {
 
   void StartNotifier(UniqueFd listener) {
     NotifierConfig nc = NotifierConfig::From(plan_, out_->mounts);
+    nc.journal = journal_;
     if (approvals_) nc.approvals = approvals_->files();
     nc.root = std::move(sandbox_root_);
     nc.agent = StartGuardAgent();
@@ -533,7 +545,7 @@ class Session {
   void KillEverythingInside() {
     if (cgroup_) cgroup_->KillAll();
     // Init's death takes the whole pid namespace with it.
-    sys::PidfdSendSignal(sb_.pidfd.get(), SIGKILL, nullptr, 0);
+    enforce::SignalInit(sb_, SIGKILL);
   }
 
   // The audit trail could not be written (fail closed): nothing more may happen unrecorded,
@@ -547,7 +559,7 @@ class Session {
   void OnInitExit() {
     TraceMark("sandbox exited");
     siginfo_t si = {};
-    waitid(P_PIDFD, sb_.pidfd.get(), &si, WEXITED);
+    enforce::ReapInit(sb_, &si);
     init_exited_ = true;
     init_code_ = si.si_code;
     init_status_ = si.si_status;
@@ -656,6 +668,7 @@ class Session {
   bool finish_pending_ = false;  // init reported the end: finish once this batch is handled
   int wait_status_ = 0, init_code_ = 0, init_status_ = 0;
   AuditStop* audit_stop_ = nullptr;
+  CreationJournal* journal_ = nullptr;
   std::optional<Status> audit_failure_;
 };
 
@@ -806,9 +819,49 @@ Status FetchAndSendCredentials(const RunRequest& req, const RunCredentialsOption
 
 }  // namespace
 
+namespace {
+
+std::vector<std::vector<std::string>> ProtectedComponents(const std::vector<std::string>& rels) {
+  std::vector<std::vector<std::string>> out;
+  for (const std::string& r : rels) out.push_back(policy::PathComponents(r));
+  return out;
+}
+
+// The check after the run (workspace_check.h): host-executed content the run left in a writable
+// root goes to the quarantine, and the audit trail and the outcome say what went where.
+void CheckWorkspace(const RunRequest& req, const enforce::LaunchPlan& plan,
+                    const CreationJournal& journal, const struct timespec& start,
+                    EventSink* events, Outcome* out) {
+  if (plan.mount.protect.roots.empty()) return;
+  QuarantineStore store(req.state_dir.empty() ? audit::DefaultStateDir() : req.state_dir);
+  WorkspaceCheckInput in;
+  in.roots = plan.mount.protect.roots;
+  in.protected_relpaths = plan.mount.protect.relpaths;
+  in.journal = plan.seccomp_spec.notify_creations ? &journal : nullptr;
+  in.start = start;
+  in.session = req.approvals.session.empty() ? audit::NewSessionId() : req.approvals.session;
+  in.store = &store;
+  out->workspace = CheckWorkspaceAfterRun(in);
+  if (!events) return;
+  for (const QuarantineItem& q : out->workspace.quarantined) {
+    events->Emit("workspace.quarantined", q.ToJson());
+  }
+  for (const std::string& p : out->workspace.privilege_bits) {
+    events->Emit("workspace.privilege_bits", {{"path", p}, {"action", "setuid/setgid taken off"}});
+  }
+  for (const std::string& e : out->workspace.errors) {
+    events->Emit("workspace.check_error", {{"message", e}});
+  }
+}
+
+}  // namespace
+
 Outcome Run(const RunRequest& req) {
   Outcome out;
   auto start = Clock::now();
+  // The file system's clock (coarse): whatever changes from now on has a ctime at or after it.
+  struct timespec run_start = {};
+  clock_gettime(CLOCK_REALTIME_COARSE, &run_start);
   // Egress rules and name overrides are checked before anything starts: a bad pattern refuses
   // the run with the rule's origin.
   Result<net::EgressRules> egress = net::EgressRules::Compile(req.policy.network);
@@ -923,7 +976,7 @@ Outcome Run(const RunRequest& req) {
   // What the supervisor still owes init after the clone failed: the half-made sandbox dies
   // before anything in it ran, and the run is refused.
   auto refuse_after_clone = [&](const Status& st) {
-    sys::PidfdSendSignal(sb->pidfd.get(), SIGKILL, nullptr, 0);
+    enforce::SignalInit(*sb, SIGKILL);
     waitpid(sb->pid, nullptr, 0);
     out.kind = Outcome::Kind::kRefused;
     out.exit_code = 125;
@@ -983,6 +1036,7 @@ Outcome Run(const RunRequest& req) {
     TraceMark("seccomp program sent");
   }
   if (req.on_started) req.on_started(*plan, out.notes, features);
+  CreationJournal journal(ProtectedComponents(plan->mount.protect.relpaths));
   // The run ends on init's report, before init's own exit; the cgroup is removed after it.
   UniqueFd init_pidfd(cgroup ? dup(sb->pidfd.get()) : -1);
   {
@@ -990,8 +1044,11 @@ Outcome Run(const RunRequest& req) {
     Session session(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
                     &overrides, creds.broker.get(), events);
     session.StopOnAuditFailure(audit_stop.get());
+    session.RecordCreationsIn(&journal);
     session.Serve();
   }
+  // Every process of the sandbox is dead now: nothing races the check.
+  CheckWorkspace(req, *plan, journal, run_start, events, &out);
   sys::SetEffectiveCapabilities(true);
   CollectLimits(req, events, *plan, cgroup.get(), init_pidfd.get(), &out);
   if (cgroup) TraceMark("cgroup removed");

@@ -19,6 +19,7 @@
 #include "enforce/probe.h"
 #include "policy/policy.h"
 #include "supervisor/approvals_run.h"
+#include "supervisor/workspace_check.h"
 
 namespace ward::supervisor {
 
@@ -40,6 +41,8 @@ struct RunRequest {
   std::vector<std::string> resolve;
   // File and host approvals (--ask): the approver channels and the session id.
   ApprovalRunOptions approvals;
+  // ward's state directory (the quarantine's home); "" for audit::DefaultStateDir().
+  std::string state_dir;
   // --raw-terminal: the command's pty output reaches the terminal unfiltered (terminal.h).
   bool raw_terminal = false;
   // Extra CAs the credential broker trusts for upstreams (`--upstream-ca FILE`).
@@ -124,7 +127,9 @@ struct Outcome {
   } egress;
   int notifications = 0;      // trapped syscalls answered by the supervisor
   int protected_denials = 0;  // of those, creations of protected paths refused
+  std::vector<std::string> protected_refused;  // the first few such paths, each once
   LimitsOutcome limits;
+  WorkspaceCheckOutcome workspace;  // what the check after the run quarantined
 };
 
 const char* OutcomeKindName(Outcome::Kind k);

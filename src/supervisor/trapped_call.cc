@@ -9,6 +9,8 @@
 #include <climits>
 #include <cstring>
 
+#include "common/linux.h"
+
 namespace ward::supervisor {
 namespace {
 
@@ -30,6 +32,7 @@ constexpr CallShape kShapes[] = {
     {__NR_symlink, TrappedOp::kSymlink, "symlink", -1, 1, -1, 0, -1, -1, -1, 0},
     {__NR_link, TrappedOp::kLink, "link", -1, 1, -1, 0, -1, -1, -1, 0},
     {__NR_rename, TrappedOp::kRename, "rename", -1, 1, -1, 0, -1, -1, -1, 0},
+    {__NR_chmod, TrappedOp::kChmod, "chmod", -1, 0, -1, -1, -1, 1, -1, 0},
 #endif
     {__NR_openat, TrappedOp::kOpen, "openat", 0, 1, -1, -1, 2, 3, -1, 0},
     {__NR_mkdirat, TrappedOp::kMkdir, "mkdirat", 0, 1, -1, -1, -1, 2, -1, 0},
@@ -39,6 +42,9 @@ constexpr CallShape kShapes[] = {
     {__NR_renameat, TrappedOp::kRename, "renameat", 2, 3, 0, 1, -1, -1, -1, 0},
     {__NR_renameat2, TrappedOp::kRename, "renameat2", 2, 3, 0, 1, 4, -1, -1, 0},
     {__NR_memfd_create, TrappedOp::kMemfd, "memfd_create", -1, 0, -1, -1, 1, -1, -1, 0},
+    {__NR_fchmod, TrappedOp::kFchmod, "fchmod", 0, -1, -1, -1, -1, 1, -1, 0},
+    {__NR_fchmodat, TrappedOp::kChmod, "fchmodat", 0, 1, -1, -1, -1, 2, -1, 0},
+    {SYS_fchmodat2, TrappedOp::kChmod, "fchmodat2", 0, 1, -1, -1, 3, 2, -1, 0},
 };
 
 }  // namespace
@@ -63,6 +69,7 @@ bool DecodeTrappedCall(const struct seccomp_notif& req, TrappedCall* call) {
 }
 
 int ReadTrappedStrings(pid_t tid, TrappedCall* call) {
+  if (call->op == TrappedOp::kFchmod) return 0;  // a descriptor, no path
   if (int rc = ReadRemoteString(tid, call->path_addr, &call->path); rc != 0) return rc;
   if (call->path2_addr != 0 || call->op == TrappedOp::kLink || call->op == TrappedOp::kRename ||
       call->op == TrappedOp::kSymlink) {

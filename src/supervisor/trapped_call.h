@@ -11,7 +11,19 @@
 
 namespace ward::supervisor {
 
-enum class TrappedOp : uint8_t { kOpen, kMkdir, kMknod, kSymlink, kLink, kRename, kMemfd };
+// kChmod: chmod, fchmodat, fchmodat2 (a path from a dirfd); kFchmod: fchmod (`dirfd` is the
+// descriptor itself). The filter traps them only with a set-id bit in the mode.
+enum class TrappedOp : uint8_t {
+  kOpen,
+  kMkdir,
+  kMknod,
+  kSymlink,
+  kLink,
+  kRename,
+  kMemfd,
+  kChmod,
+  kFchmod
+};
 
 struct TrappedCall {
   TrappedOp op = TrappedOp::kOpen;

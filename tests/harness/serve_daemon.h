@@ -22,8 +22,13 @@ namespace ward::test {
 // A `ward serve` process owned by the test.
 class ServeDaemon {
  public:
-  ServeDaemon(std::string dir, std::map<std::string, std::string> env, std::string cwd)
-      : dir_(std::move(dir)), env_(std::move(env)), cwd_(std::move(cwd)) {}
+  // `extra`: more `ward serve` options (e.g. --workspace-anyway).
+  ServeDaemon(std::string dir, std::map<std::string, std::string> env, std::string cwd,
+              std::vector<std::string> extra = {})
+      : dir_(std::move(dir)),
+        env_(std::move(env)),
+        cwd_(std::move(cwd)),
+        extra_(std::move(extra)) {}
   ~ServeDaemon() { Stop(); }
 
   std::string socket() const { return dir_ + "/ward.sock"; }
@@ -37,6 +42,7 @@ class ServeDaemon {
     for (auto& s : env_strs) envp.push_back(s.data());
     envp.push_back(nullptr);
     std::vector<std::string> args = {WardBin(), "serve", "--socket", socket()};
+    args.insert(args.end(), extra_.begin(), extra_.end());
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -93,6 +99,7 @@ class ServeDaemon {
   std::string dir_;
   std::map<std::string, std::string> env_;
   std::string cwd_;
+  std::vector<std::string> extra_;
   pid_t pid_ = -1;
 };
 

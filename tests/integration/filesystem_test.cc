@@ -244,5 +244,23 @@ TEST_F(FilesystemTest, RelativeAndDotDotPathsInTheGuard) {
   EXPECT_EQ(r.out, "to-stdout\n");
 }
 
+// /var/tmp is the private /tmp inside, as a link, except where the workspace lies below it:
+// then its path is made of directories and the workspace is bound there.
+TEST_F(FilesystemTest, AWorkspaceBelowVarTmpWorks) {
+  char tmpl[] = "/var/tmp/ward-it.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string ws = std::string(tmpl) + "/ws";
+  MakeDirs(ws);
+  RunOptions o = Defaults();
+  o.cwd = ws;
+  RunResult r = RunWard({"run", "--", "/bin/sh", "-c", "touch made && pwd"}, o);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, ws + "\n");
+  EXPECT_TRUE(PathExists(ws + "/made"));
+  RunResult plain = Shell("test -L /var/tmp && echo link");
+  EXPECT_EQ(plain.out, "link\n") << plain.err;  // control: elsewhere /var/tmp is the link
+  RunProgram({"/bin/rm", "-rf", tmpl});
+}
+
 }  // namespace
 }  // namespace ward::test

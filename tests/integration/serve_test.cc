@@ -81,6 +81,23 @@ TEST_F(ServeTest, VersionAndALabelledSandboxSession) {
   }
 }
 
+// An exec is a `ward run`: the check after it runs too, and the exec's result says what went to
+// the quarantine, so a client can show it before anyone runs git in the workspace.
+TEST_F(ServeTest, AnExecSaysWhatTheCheckAfterItQuarantined) {
+  auto c = Connect();
+  std::string sb = Sandbox(*c, ws_);
+  auto r = c->Run(sb, {"/bin/sh", "-c", "mkdir -p d && echo x > d/.envrc && echo y > d/notes"});
+  ASSERT_TRUE(r.ok()) << r.error->message;
+  EXPECT_EQ(r.result["exit_code"], 0) << r.result.dump();
+  ASSERT_EQ(r.result["quarantined"].size(), 1u) << r.result.dump();
+  EXPECT_EQ(r.result["quarantined"][0]["path"], ws_ + "/d/.envrc");
+  EXPECT_FALSE(PathExists(ws_ + "/d/.envrc"));
+  EXPECT_EQ(ReadFile(ws_ + "/d/notes"), "y\n");  // control
+  auto plain = c->Run(sb, {"/bin/sh", "-c", "echo z > d/other"});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain.result["quarantined"].empty()) << plain.result.dump();
+}
+
 TEST_F(ServeTest, ConcurrentExecsInSeveralSandboxesStayApart) {
   auto c1 = Connect();
   auto c2 = Connect();

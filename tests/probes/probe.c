@@ -560,6 +560,223 @@ static int DeputyVerbs(int argc, char** argv, int* handled) {
 }
 /* ---- end of the deputy verbs ---- */
 
+/* ---- Verbs that try to leave a setuid or setgid file, or a file capability, in a writable
+ * root. Each makes one raw syscall with the mode (octal) it is given and reports the mode the
+ * object has afterwards, "ok mode=755" (the permission and set-id bits, octal). ---- */
+
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+#ifndef SYS_setxattrat
+#define SYS_setxattrat 463
+#endif
+
+static int ModeOf(int fd, const char* path) {
+  struct stat st;
+  int rc = fd >= 0 ? fstat(fd, &st) : stat(path, &st);
+  if (rc != 0) return Err(errno, "stat after");
+  char d[32];
+  snprintf(d, sizeof d, "mode=%o", (unsigned)(st.st_mode & 07777));
+  return Ok(d);
+}
+
+/* priv-chmod HOW PATH MODE: chmod | fchmod | fchmod-opath | fchmodat | fchmodat-dirfd |
+ * fchmodat2 | fchmodat2-nofollow | fchmodat2-empty | fchmodat2-null (an O_PATH descriptor, no
+ * path) | fd-link (chmod of a new ./privlink ->
+ * /proc/self/fd/N, N an O_PATH descriptor of PATH). */
+static int PrivChmod(const char* how, const char* path, mode_t mode) {
+  long rc;
+  if (!strcmp(how, "chmod")) {
+    rc = syscall(SYS_chmod, path, mode);
+  } else if (!strcmp(how, "fchmod") || !strcmp(how, "fchmod-opath")) {
+    int flags = !strcmp(how, "fchmod") ? O_RDONLY | O_NONBLOCK | O_NOCTTY : O_PATH;
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0) return Err(errno, "open");
+    rc = syscall(SYS_fchmod, fd, mode);
+  } else if (!strcmp(how, "fchmodat")) {
+    rc = syscall(SYS_fchmodat, AT_FDCWD, path, mode);
+  } else if (!strcmp(how, "fchmodat-dirfd")) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char* slash = strrchr(dir, '/');
+    const char* base = slash ? slash + 1 : path;
+    if (slash) *slash = 0;
+    int dfd = open(slash ? (dir[0] ? dir : "/") : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) return Err(errno, "open dir");
+    rc = syscall(SYS_fchmodat, dfd, base, mode);
+  } else if (!strcmp(how, "fchmodat2")) {
+    rc = syscall(SYS_fchmodat2, AT_FDCWD, path, mode, 0);
+  } else if (!strcmp(how, "fchmodat2-nofollow")) {
+    rc = syscall(SYS_fchmodat2, AT_FDCWD, path, mode, AT_SYMLINK_NOFOLLOW);
+  } else if (!strcmp(how, "fchmodat2-empty") || !strcmp(how, "fchmodat2-null")) {
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) return Err(errno, "open");
+    rc = syscall(SYS_fchmodat2, fd, strcmp(how, "fchmodat2-null") ? "" : NULL, mode, AT_EMPTY_PATH);
+  } else if (!strcmp(how, "fd-link")) {
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) return Err(errno, "open");
+    char target[64];
+    snprintf(target, sizeof target, "/proc/self/fd/%d", fd);
+    unlink("privlink");
+    if (symlink(target, "privlink") != 0) return Err(errno, "symlink");
+    rc = syscall(SYS_chmod, "privlink", mode);
+  } else {
+    fprintf(stderr, "priv-chmod: unknown HOW %s\n", how);
+    return 2;
+  }
+  if (rc != 0) return Err(errno, how);
+  return ModeOf(-1, path);
+}
+
+/* priv-create HOW PATH MODE: open | openat | creat | tmpfile (an O_TMPFILE in the directory
+ * PATH) | mknod | mknodat | mkdir | mkdirat | openat2, with O_CREAT where it applies; umask 022. */
+static int PrivCreate(const char* how, const char* path, mode_t mode) {
+  umask(022);
+  long fd = -1, rc = 0;
+  if (!strcmp(how, "open")) {
+    rc = fd = syscall(SYS_open, path, O_CREAT | O_WRONLY | O_CLOEXEC, mode);
+  } else if (!strcmp(how, "openat")) {
+    rc = fd = syscall(SYS_openat, AT_FDCWD, path, O_CREAT | O_WRONLY | O_CLOEXEC, mode);
+  } else if (!strcmp(how, "creat")) {
+    rc = fd = syscall(SYS_creat, path, mode);
+  } else if (!strcmp(how, "tmpfile")) {
+    rc = fd = syscall(SYS_openat, AT_FDCWD, path, O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+  } else if (!strcmp(how, "mknod")) {
+    rc = syscall(SYS_mknod, path, S_IFREG | mode, 0);
+  } else if (!strcmp(how, "mknodat")) {
+    rc = syscall(SYS_mknodat, AT_FDCWD, path, S_IFREG | mode, 0);
+  } else if (!strcmp(how, "mkdir")) {
+    rc = syscall(SYS_mkdir, path, mode);
+  } else if (!strcmp(how, "mkdirat")) {
+    rc = syscall(SYS_mkdirat, AT_FDCWD, path, mode);
+  } else if (!strcmp(how, "openat2")) {
+    struct {
+      uint64_t flags, mode, resolve;
+    } how2 = {O_CREAT | O_WRONLY | O_CLOEXEC, mode, 0};
+    rc = fd = syscall(SYS_openat2, AT_FDCWD, path, &how2, sizeof how2);
+  } else {
+    fprintf(stderr, "priv-create: unknown HOW %s\n", how);
+    return 2;
+  }
+  if (rc < 0) return Err(errno, how);
+  return ModeOf((int)fd, path);
+}
+
+/* priv-xattr HOW PATH NAME: setxattr | lsetxattr | fsetxattr | setxattrat. The value of
+ * security.capability is a v2 capability set with CAP_SETUID permitted and effective; any
+ * other name gets "x". */
+static int PrivXattr(const char* how, const char* path, const char* name) {
+  uint32_t caps[5] = {0x02000001u /* VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE */,
+                      1u << 7 /* CAP_SETUID */, 0, 0, 0};
+  const void* value = "x";
+  size_t size = 1;
+  if (!strcmp(name, "security.capability")) {
+    value = caps;
+    size = sizeof caps;
+  }
+  long rc;
+  if (!strcmp(how, "setxattr")) {
+    rc = syscall(SYS_setxattr, path, name, value, size, 0);
+  } else if (!strcmp(how, "lsetxattr")) {
+    rc = syscall(SYS_lsetxattr, path, name, value, size, 0);
+  } else if (!strcmp(how, "fsetxattr")) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Err(errno, "open");
+    rc = syscall(SYS_fsetxattr, fd, name, value, size, 0);
+  } else if (!strcmp(how, "setxattrat")) {
+    struct {
+      uint64_t value;
+      uint32_t size, flags;
+    } args = {(uint64_t)(uintptr_t)value, (uint32_t)size, 0};
+    rc = syscall(SYS_setxattrat, AT_FDCWD, path, 0, name, &args, sizeof args);
+  } else {
+    fprintf(stderr, "priv-xattr: unknown HOW %s\n", how);
+    return 2;
+  }
+  return Result(rc, how);
+}
+
+/* priv-chmod-race ROUNDS OUTSIDE: one thread makes set-id chmods of "t" and "d/x" (by chmod,
+ * fchmodat and fchmodat2) while another keeps exchanging "t" with links to OUTSIDE/canary and
+ * the directory "d" with links to OUTSIDE (absolute, through /proc magic links, relative past
+ * the root). Reports how many chmods succeeded. */
+static volatile int g_priv_race_stop;
+static void* PrivRaceSwapper(void* arg) {
+  const char* outside = arg;
+  static char t[3][512], d[4][512];
+  snprintf(t[0], sizeof t[0], "%s/canary", outside);
+  snprintf(t[1], sizeof t[1], "/proc/1/root%s/canary", outside);
+  snprintf(t[2], sizeof t[2], "../../../../../../../../..%s/canary", outside);
+  snprintf(d[0], sizeof d[0], "%s", outside);
+  snprintf(d[1], sizeof d[1], "/proc/1/root%s", outside);
+  snprintf(d[2], sizeof d[2], "../../../../../../../../..%s", outside);
+  snprintf(d[3], sizeof d[3], "/proc/self/cwd/../outside");
+  unsigned i = 0;
+  while (!g_priv_race_stop) {
+    ++i;
+    unlink("tl");
+    symlink(t[i % 3], "tl");
+    unlink("dl");
+    symlink(d[i % 4], "dl");
+    syscall(SYS_renameat2, AT_FDCWD, "t", AT_FDCWD, "tl", 2 /* RENAME_EXCHANGE */);
+    syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "dl", 2 /* RENAME_EXCHANGE */);
+    syscall(SYS_renameat2, AT_FDCWD, "t", AT_FDCWD, "tl", 2 /* RENAME_EXCHANGE */);
+    syscall(SYS_renameat2, AT_FDCWD, "d", AT_FDCWD, "dl", 2 /* RENAME_EXCHANGE */);
+  }
+  return NULL;
+}
+
+static int PrivChmodRace(long rounds, const char* outside) {
+  mkdir("d", 0755);
+  close(open("d/x", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  close(open("t", O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  pthread_t th;
+  pthread_create(&th, NULL, PrivRaceSwapper, (void*)outside);
+  long changed = 0, failed = 0;
+  for (long r = 0; r < rounds; ++r) {
+    long rc = 0;
+    switch (r % 4) {
+      case 0:
+        rc = syscall(SYS_chmod, "t", 04777);
+        break;
+      case 1:
+        rc = syscall(SYS_fchmodat, AT_FDCWD, "d/x", 06777);
+        break;
+      case 2:
+        rc = syscall(SYS_fchmodat2, AT_FDCWD, "t", 02777, 0);
+        break;
+      case 3:
+        rc = syscall(SYS_chmod, "d/../d/x", 04777);
+        break;
+    }
+    if (rc == 0)
+      ++changed;
+    else
+      ++failed;
+  }
+  g_priv_race_stop = 1;
+  pthread_join(th, NULL);
+  char out[96];
+  snprintf(out, sizeof out, "rounds=%ld changed=%ld failed=%ld", rounds, changed, failed);
+  return Ok(out);
+}
+
+static int PrivilegeBitVerbs(int argc, char** argv, int* handled) {
+  const char* v = argv[1];
+  *handled = 1;
+  if (argc == 5 && !strcmp(v, "priv-chmod")) {
+    return PrivChmod(argv[2], argv[3], (mode_t)strtol(argv[4], NULL, 8));
+  }
+  if (argc == 5 && !strcmp(v, "priv-create")) {
+    return PrivCreate(argv[2], argv[3], (mode_t)strtol(argv[4], NULL, 8));
+  }
+  if (argc == 5 && !strcmp(v, "priv-xattr")) return PrivXattr(argv[2], argv[3], argv[4]);
+  if (argc == 4 && !strcmp(v, "priv-chmod-race")) return PrivChmodRace(atol(argv[2]), argv[3]);
+  *handled = 0;
+  return 0;
+}
+/* ---- end of the privilege-bit verbs ---- */
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: ward-probe VERB [ARGS...]\n");
@@ -570,6 +787,11 @@ int main(int argc, char** argv) {
   {
     int handled;
     int rc = DeputyVerbs(argc, argv, &handled);
+    if (handled) return rc;
+  }
+  {
+    int handled;
+    int rc = PrivilegeBitVerbs(argc, argv, &handled);
     if (handled) return rc;
   }
   const char* a1 = argc > 2 ? argv[2] : NULL;
@@ -1221,6 +1443,19 @@ int main(int argc, char** argv) {
     return denied == n ? Ok(d) : Err(EACCES, d);
   }
   /* ---- end of the audit trail's verbs ---- */
+  /* ---- the workspace's .ward.toml (tests/escape/ward_toml_read_safely_test.cc) ---- */
+  if (!strcmp(v, "unix-bind")) {
+    /* unix-bind PATH: bind a unix stream socket at PATH and exit, leaving the socket file. */
+    NEED(1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return Err(errno, "socket");
+    struct sockaddr_un sa = {0};
+    sa.sun_family = AF_UNIX;
+    if (strlen(a1) >= sizeof sa.sun_path) return Err(ENAMETOOLONG, "path");
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", a1);
+    return Result(bind(fd, (struct sockaddr*)&sa, sizeof sa), "bind");
+  }
+  /* ---- end of the workspace file's verbs ---- */
   fprintf(stderr, "unknown verb %s\n", v);
   return 2;
 }

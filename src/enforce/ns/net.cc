@@ -29,7 +29,7 @@ int BringUpLoopback(int* netns) {
   int rc = 0;
   if (ioctl(fd, SIOCGIFFLAGS, &ifr) != 0) {
     rc = -errno;
-  } else {
+  } else if ((ifr.ifr_flags & IFF_UP) == 0) {  // gVisor's is up already, and cannot be set
     ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
     if (ioctl(fd, SIOCSIFFLAGS, &ifr) != 0) rc = -errno;
   }
@@ -45,7 +45,7 @@ constexpr int kMaxSockets = 3;
 
 // Shared between the supervisor and the helper (the helper's results are written here).
 struct NetHelper {
-  int init_pidfd;
+  int userns;  // init's user namespace (a pidfd or an ns file), -1: the caller's own
   NetSpec net;
   int netns = -1;
   int socks[kMaxSockets] = {-1, -1, -1};
@@ -63,7 +63,7 @@ int NetHelperMain(void* arg) {
     h->what = what;
     _exit(1);
   };
-  if (setns(h->init_pidfd, CLONE_NEWUSER) != 0) {
+  if (h->userns >= 0 && setns(h->userns, CLONE_NEWUSER) != 0) {
     fail(errno, "joining the sandbox's user namespace");
   }
   if (unshare(CLONE_NEWNET) != 0) fail(errno, "creating the network namespace");
@@ -102,13 +102,13 @@ int NetHelperMain(void* arg) {
 
 }  // namespace
 
-Result<SandboxNet> CreateSandboxNet(int init_pidfd, const NetSpec& net) {
+Result<SandboxNet> CreateSandboxNet(int userns, const NetSpec& net) {
   // One mapping for the helper's stack and the shared results (MAP_SHARED, so that they are
   // shared as well when the helper does not share the memory).
   constexpr size_t kSize = 256 << 10;
   void* mem = mmap(nullptr, kSize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) return Errno("net: mapping the helper's stack");
-  NetHelper* h = new (mem) NetHelper{init_pidfd, net};
+  NetHelper* h = new (mem) NetHelper{userns, net};
   // The supervisor sleeps meanwhile: the helper starts on its CPU (see StayOnThisCpu).
   StayOnThisCpu pin;
 #if defined(__SANITIZE_ADDRESS__)

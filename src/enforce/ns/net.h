@@ -27,7 +27,9 @@ struct SandboxNet {
 // joins init's user namespace, so that the new namespace is owned by it exactly as if init had
 // made it, unshares the network namespace, brings up lo and opens the sockets `net` plans.
 // Init joins the namespace before it writes its sysctls (user.max_net_namespaces = 0 among
-// them) and before the command starts. The caller must be single-threaded.
-Result<SandboxNet> CreateSandboxNet(int init_pidfd, const NetSpec& net);
+// them) and before the command starts. `userns` names init's user namespace (its pidfd, or its
+// /proc ns file); -1 when init has none of its own (LaunchPlan::user_ns). The caller must be
+// single-threaded.
+Result<SandboxNet> CreateSandboxNet(int userns, const NetSpec& net);
 
 }  // namespace ward::enforce

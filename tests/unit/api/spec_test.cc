@@ -67,6 +67,7 @@ TEST(SandboxSpec, RejectsBadInput) {
       {{"workspace", "/w"}, {"ttl_s", -1}},                   // out of range
       {{"workspace", "/w"}, {"profile", ""}},                 // empty profile
       {{"workspace", std::string("/w\0x", 4)}},               // NUL
+      {{"workspace", "/w"}, {"workspace_anyway", true}},      // the daemon's word only
   };
   for (const auto& p : bad) {
     auto s = ParseSandboxSpec(p);
@@ -92,6 +93,15 @@ TEST(RunArgs, EveryValueIsAttachedSoNoneIsReadAsAnOption) {
   EXPECT_TRUE(Contains(a, "--allow-degraded=landlock,seccomp"));
   EXPECT_TRUE(Contains(a, "--memory=1G"));
   for (const auto& x : a) EXPECT_EQ(x.rfind("--", 0), 0u) << x;
+}
+
+// A daemon started with --workspace-anyway passes it on to each exec's `ward run`; otherwise
+// nothing says it.
+TEST(RunArgs, WorkspaceAnywayIsPassedOnOnlyWhenSet) {
+  policy::RunFlags f;
+  EXPECT_FALSE(Contains(RunFlagsToArgs(f, "/w"), "--workspace-anyway"));
+  f.workspace_anyway = true;
+  EXPECT_TRUE(Contains(RunFlagsToArgs(f, "/w"), "--workspace-anyway"));
 }
 
 TEST(RunArgs, InvocationCarriesLabelsStatusFdAndCwd) {

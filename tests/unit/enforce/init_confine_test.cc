@@ -57,9 +57,9 @@ TEST(InitSeccomp, IsAValidProgram) {
 }
 
 TEST(InitSeccomp, AllowsInitsLoopForkAndTheGuardAgent) {
-  for (const char* name :
-       {"read", "recvmsg", "sendmsg", "kill", "wait4", "getrusage", "exit_group", "openat",
-        "mkdirat", "symlinkat", "linkat", "renameat2", "memfd_create", "close"}) {
+  for (const char* name : {"read", "recvmsg", "sendmsg", "kill", "wait4", "getrusage", "exit_group",
+                           "openat", "mkdirat", "symlinkat", "linkat", "renameat2", "memfd_create",
+                           "fchmod", "fchmodat", "fchmodat2", "close"}) {
     EXPECT_EQ(Eval(name), kAllow) << name;
   }
   // glibc's fork; memory without exec; the two prctl ops used.

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "enforce/probe.h"
+#include "enforce/seccomp.h"
+#include "enforce/syscalls.h"
 #include "policy/loader.h"
 
 namespace ward::enforce {
@@ -34,9 +36,18 @@ class PlanTest : public ::testing::Test {
 
   Result<LaunchPlan> Plan(const std::vector<std::string>& read,
                           const std::vector<std::string>& write, WorkspaceLayer layer = {}) {
+    return PlanOn(ProbeKernel(false), read, write, {}, nullptr, layer);
+  }
+
+  // A plan for a kernel described by `features` (what `ward check` would probe there).
+  Result<LaunchPlan> PlanOn(const KernelFeatures& features, const std::vector<std::string>& read,
+                            const std::vector<std::string>& write,
+                            const std::vector<std::string>& allow_degraded, PlanNotes* out,
+                            WorkspaceLayer layer = {}) {
     policy::RunFlags flags;
     flags.read = read;
     flags.write = write;
+    flags.allow_degraded = allow_degraded;
     policy::Context ctx{dir_ + "/home", dir_ + "/ws", dir_ + "/ws", ""};
     Result<policy::Policy> pol = policy::LoadPolicy(
         flags, ctx, [](const std::string& p) -> Result<std::string> { return NotFound(p); });
@@ -47,7 +58,9 @@ class PlanTest : public ::testing::Test {
     input.prepare_seccomp = false;
     input.workspace_layer = layer;
     PlanNotes notes;
-    return PlanLaunch(*pol, ProbeKernel(false), input, &notes);
+    Result<LaunchPlan> plan = PlanLaunch(*pol, features, input, &notes);
+    if (out) *out = notes;
+    return plan;
   }
 
   const MountOp* BindAt(const LaunchPlan& plan, const std::string& target) {
@@ -201,6 +214,83 @@ TEST_F(PlanTest, AWorkspaceReachedThroughASymlinkOutsideItIsStillResolvedBeneath
   EXPECT_EQ(plan.status().code(), Code::kPermissionDenied);
 }
 
+// A kernel with every layer, as the tests' own may not be.
+KernelFeatures FullKernel() {
+  KernelFeatures f = ProbeKernel(false);
+  f.landlock_abi = 6;
+  f.seccomp = true;
+  f.seccomp_user_notif = true;
+  f.mount_api = true;
+  f.userns_mounts = true;
+  return f;
+}
+
+bool HasNote(const PlanNotes& notes, const std::string& text) {
+  for (const std::string& d : notes.degraded) {
+    if (d.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST_F(PlanTest, WithoutUserNotificationProtectedPathsNeedTheSeccompLayerDegraded) {
+  KernelFeatures f = FullKernel();
+  PlanNotes notes;
+  // Positive control: with user notification the creation guard is planned.
+  Result<LaunchPlan> plan = PlanOn(f, {}, {}, {}, &notes);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->seccomp_spec.notify_creations);
+  EXPECT_FALSE(plan->seccomp_spec.no_user_notif);
+  EXPECT_FALSE(HasNote(notes, "creation guard"));
+
+  f.seccomp_user_notif = false;
+  plan = PlanOn(f, {}, {}, {"landlock", "limits"}, &notes);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(plan.status().message().find("--allow-degraded=seccomp"), std::string::npos)
+      << plan.status().message();
+
+  plan = PlanOn(f, {}, {}, {"seccomp"}, &notes);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->seccomp_spec.notify_creations);
+  EXPECT_TRUE(plan->seccomp_spec.no_user_notif);  // memfd_create: ENOSYS, nothing trapped
+  EXPECT_TRUE(plan->seccomp_enabled);             // the filter itself stays
+  EXPECT_TRUE(HasNote(notes,
+                      "creation guard: no seccomp user notification; protected names "
+                      "that do not exist can be created during the run and are "
+                      "quarantined after it"));
+}
+
+TEST_F(PlanTest, WithoutTheMountApiTheRootIsBuiltByPath) {
+  KernelFeatures f = FullKernel();
+  PlanNotes notes;
+  Result<LaunchPlan> plan = PlanOn(f, {}, {}, {}, &notes);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->mount.by_path);
+  EXPECT_TRUE(plan->user_ns);
+
+  f.mount_api = false;
+  plan = PlanOn(f, {}, {}, {}, &notes);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->mount.by_path);
+  EXPECT_TRUE(plan->user_ns);
+  EXPECT_TRUE(HasNote(notes, "mounts: no mount API"));
+  for (const Sysctl& s : plan->mount.sysctls) EXPECT_TRUE(s.optional) << s.path;
+
+  // gVisor: no mount in a new user namespace. Root keeps init in its own; others cannot run.
+  f.userns_mounts = false;
+  plan = PlanOn(f, {}, {}, {}, &notes);
+  if (geteuid() == 0) {
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_FALSE(plan->user_ns);
+    EXPECT_TRUE(HasNote(notes, "user namespace: mounts are refused in a new one here"));
+  } else {
+    ASSERT_FALSE(plan.ok());
+    EXPECT_NE(plan.status().message().find("Run ward as root inside this outer wall"),
+              std::string::npos)
+        << plan.status().message();
+  }
+}
+
 TEST(PlanPathsTest, NormalizePathIsLexical) {
   EXPECT_EQ(NormalizePath("/a//b/./c/../d"), "/a/b/d");
   EXPECT_EQ(NormalizePath("/"), "/");
@@ -221,6 +311,45 @@ TEST(PlanPathsTest, PathIsWithinMeansAtOrBelow) {
   EXPECT_TRUE(PathIsWithin("/a", "/"));
   EXPECT_FALSE(PathIsWithin("/ab", "/a"));
   EXPECT_FALSE(PathIsWithin("/a", "/a/b"));
+}
+
+// No privilege bits leave a run: a set-id mode is trapped (and performed without the bits)
+// where the kernel has user notification; without it the filter refuses such modes with EPERM,
+// and the plan says so.
+TEST_F(PlanTest, SetidModesAreTrappedOrRefusedAndSaidSo) {
+  const std::string bare = dir_ + "/bare.toml";
+  policy::RunFlags flags;
+  flags.profile = bare;  // no protected names: nothing else needs user notification
+  policy::Context ctx{dir_ + "/home", dir_ + "/ws", dir_ + "/ws", ""};
+  Result<policy::Policy> pol =
+      policy::LoadPolicy(flags, ctx, [&](const std::string& p) -> Result<std::string> {
+        if (p == bare) return std::string("[workspace]\naccess = \"write\"\n");
+        return NotFound(p);
+      });
+  ASSERT_TRUE(pol.ok()) << pol.status().ToString();
+  PlanInput input;
+  input.argv = {"true"};
+  for (bool notif : {true, false}) {
+    KernelFeatures f = ProbeKernel(false);
+    if (!f.seccomp) GTEST_SKIP() << "no seccomp";
+    f.seccomp_user_notif = notif;
+    PlanNotes notes;
+    Result<LaunchPlan> plan = PlanLaunch(*pol, f, input, &notes);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->seccomp_spec.no_user_notif, !notif);
+    EXPECT_FALSE(plan->seccomp_spec.notify_creations);
+    // The program the plan took gives a set-id chmod the verdict the spec names.
+    seccomp_data d = {};
+    d.nr = NativeSyscallNumber("fchmodat");
+    d.arch = NativeAuditArch();
+    d.args[2] = 04755;
+    EXPECT_EQ(EvaluateSeccomp(plan->seccomp, d),
+              notif ? SECCOMP_RET_USER_NOTIF : (SECCOMP_RET_ERRNO | EPERM));
+    std::string said;
+    for (const std::string& n : notes.degraded) said += n + "\n";
+    EXPECT_EQ(said.find("setuid or setgid bit fail with EPERM") != std::string::npos, !notif)
+        << said;
+  }
 }
 
 }  // namespace

@@ -49,6 +49,8 @@ enum Tag {
   kOpenPlain,        // results of the grandchild's calls
   kOpenCreate,
   kMkdir,
+  kChmodPlain,
+  kChmodSetid,
 };
 
 void Report(int fd, const Record& r) { (void)!write(fd, &r, sizeof(r)); }
@@ -153,6 +155,10 @@ struct Probe {
 void PrintTo(const Probe& probe, std::ostream* os) { *os << probe.name; }
 
 constexpr char kDevNull[] = "/dev/null";
+constexpr char kAbsent[] = "/ward-test-nonexistent";
+constexpr char kUserXattr[] = "user.ward";
+// struct open_how: O_RDONLY, no mode, no resolve flags.
+constexpr uint64_t kOpenHow[3] = {0, 0, 0};
 constexpr uint64_t kBadFd = ~0ull;  // fd -1 however it is read
 
 std::vector<Probe> Probes() {
@@ -187,6 +193,13 @@ std::vector<Probe> Probes() {
       {"open_by_handle_at", "open_by_handle_at", {static_cast<uint64_t>(AT_FDCWD), 0, 0}, EPERM},
       {"memfd_secret", "memfd_secret", {0}, ENOSYS},
       {"syslog_size", "syslog", {10, 0, 0}, EPERM},
+      // Without the filter: ENOENT (no such file), or /dev/null opened.
+      {"setxattr", "setxattr", {p(kAbsent), p(kUserXattr), p("x"), 1, 0}, EOPNOTSUPP},
+      {"fsetxattr", "fsetxattr", {kBadFd, p(kUserXattr), p("x"), 1, 0}, EOPNOTSUPP},
+      {"openat2",
+       "openat2",
+       {static_cast<uint64_t>(AT_FDCWD), p(kDevNull), p(kOpenHow), 24},
+       ENOSYS},
       // Allowed: must behave exactly as without the filter.
       {"getpid", "getpid", {}, 0},
       {"socket_inet", "socket", {AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0}, 0},
@@ -196,6 +209,8 @@ std::vector<Probe> Probes() {
       {"personality_query", "personality", {0xffffffff}, 0},
       {"clone_plain", "clone", {SIGCHLD}, 0},
       {"ioctl_tcgets_badfd", "ioctl", {kBadFd, TCGETS, 0}, 0},
+      {"fchmodat_plain", "fchmodat", {static_cast<uint64_t>(AT_FDCWD), p(kAbsent), 0755}, 0},
+      {"fchmod_plain_badfd", "fchmod", {kBadFd, 0644}, 0},
   };
 }
 
@@ -461,6 +476,69 @@ TEST(SeccompApply, CreationsReachTheListener) {
     EXPECT_EQ(rec->v1, -1);
     EXPECT_EQ(rec->err, EROFS) << strerror(rec->err);
   }
+}
+
+// No privilege bits leave a run, in the kernel: a chmod with a set-id bit waits for the
+// listener (whose answer the caller gets), one without runs in the kernel untrapped.
+TEST(SeccompApply, SetidModesReachTheListenerOtherModesDoNot) {
+  char dir[] = "/tmp/ward-seccomp-setid.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string file = std::string(dir) + "/f";
+  const int made = open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+  ASSERT_GE(made, 0);
+  close(made);
+  const ChildResult r = RunInChild(&Filter(), [&](int fd, int listener) {
+    if (listener < 0) {
+      return;
+    }
+    const pid_t child = fork();
+    if (child == 0) {
+      alarm(30);
+      close(listener);
+      errno = 0;
+      long ret = syscall(SYS_fchmodat, AT_FDCWD, file.c_str(), 0750);
+      Report(fd, {kChmodPlain, errno, ret});
+      errno = 0;
+      ret = syscall(SYS_fchmodat, AT_FDCWD, file.c_str(), 04750);
+      Report(fd, {kChmodSetid, errno, ret});
+      _exit(0);
+    }
+    pollfd pfd = {listener, POLLIN, 0};
+    if (poll(&pfd, 1, 10000) == 1) {
+      seccomp_notif req;
+      memset(&req, 0, sizeof(req));
+      if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) == 0) {
+        Report(fd, {kNotification, 0, static_cast<long>(req.data.nr),
+                    static_cast<long>(req.data.args[2])});
+        seccomp_notif_resp resp;
+        memset(&resp, 0, sizeof(resp));
+        resp.id = req.id;
+        resp.error = -EROFS;  // the test's answer: nothing was changed
+        ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+      }
+    }
+    waitpid(child, nullptr, 0);
+  });
+  struct stat st;
+  ASSERT_EQ(stat(file.c_str(), &st), 0);
+  unlink(file.c_str());
+  rmdir(dir);
+  ASSERT_EQ(r.Find(kSetupFailed), nullptr);
+  const Record* plain = r.Find(kChmodPlain);
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->v1, 0) << strerror(plain->err);
+  const Record* setid = r.Find(kChmodSetid);
+  ASSERT_NE(setid, nullptr);
+  EXPECT_EQ(setid->v1, -1);
+  EXPECT_EQ(setid->err, EROFS) << strerror(setid->err);
+  std::vector<Record> notes;
+  for (const Record& rec : r.records) {
+    if (rec.tag == kNotification) notes.push_back(rec);
+  }
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0].v1, NativeSyscallNumber("fchmodat"));
+  EXPECT_EQ(notes[0].v2, 04750);
+  EXPECT_EQ(st.st_mode & 07777, 0750u);  // the plain chmod ran; the set-id one did nothing
 }
 
 }  // namespace

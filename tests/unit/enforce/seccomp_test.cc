@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -74,14 +75,15 @@ TEST(SeccompProgram, IsValidAndFitsTheKernelLimit) {
 // programs is what libseccomp compiles from today's rules: a stale or mis-indexed table fails.
 TEST(SeccompProgram, BuiltInFiltersAreAFreshCompile) {
   const std::vector<SeccompSpec> specs = AllSeccompSpecs();
-  ASSERT_EQ(specs.size(), 8u);
+  ASSERT_EQ(specs.size(), 16u);
   for (size_t i = 0; i < specs.size(); ++i) {
     for (size_t j = i + 1; j < specs.size(); ++j) {
       EXPECT_FALSE(specs[i] == specs[j]) << i << " " << j;
     }
     const SeccompSpec& spec = specs[i];
     SCOPED_TRACE(testing::Message() << "ptrace " << spec.allow_ptrace << " creations "
-                                    << spec.notify_creations << " opens " << spec.notify_opens);
+                                    << spec.notify_creations << " opens " << spec.notify_opens
+                                    << " no user notif " << spec.no_user_notif);
     auto built_in = PrepareSeccomp(spec);
     auto fresh = CompileSeccompFilter(spec);
     ASSERT_TRUE(built_in.ok()) << built_in.status().ToString();
@@ -153,15 +155,26 @@ bool KernelCachesAllow(const std::vector<sock_filter>& insns, uint32_t nr, uint3
 TEST(SeccompProgram, KernelSkipsTheFilterForEveryAllowThatIgnoresArguments) {
   for (const SeccompSpec& spec : AllSeccompSpecs()) {
     const SeccompProgram p = Compile(spec);
-    std::vector<std::string> read_args = {
-        "clone",      "ioctl",    "personality",           "socket",
-        "socketpair", "execveat", "landlock_restrict_self"};
-    if (spec.notify_creations && !spec.notify_opens) {
-      read_args.push_back("openat");
+    // The mode-setting calls read their mode (a set-id bit is trapped): a chmod, an open or a
+    // mknod pays for the filter unless a trap takes every one of them anyway.
+    std::vector<std::string> read_args = {"clone",
+                                          "ioctl",
+                                          "personality",
+                                          "socket",
+                                          "socketpair",
+                                          "execveat",
+                                          "landlock_restrict_self",
+                                          "fchmod",
+                                          "fchmodat",
+                                          "fchmodat2"};
+    if (!spec.notify_opens) read_args.push_back("openat");
+    if (!spec.notify_creations) read_args.push_back("mknodat");
 #if defined(__x86_64__)
-      read_args.push_back("open");
+    read_args.push_back("chmod");
+    if (!spec.notify_opens) read_args.push_back("open");
+    if (!spec.notify_creations) read_args.push_back("mknod");
+    if (!spec.notify_creations && !spec.notify_opens) read_args.push_back("creat");
 #endif
-    }
     std::vector<std::string> uncached;
     for (int nr = 0; nr < NativeSyscallLimit(); ++nr) {
       const std::string name = NativeSyscallName(nr);
@@ -182,8 +195,9 @@ TEST(SeccompProgram, KernelSkipsTheFilterForEveryAllowThatIgnoresArguments) {
     }
     std::sort(read_args.begin(), read_args.end());
     std::sort(uncached.begin(), uncached.end());
-    EXPECT_EQ(uncached, read_args) << "ptrace " << spec.allow_ptrace << " creations "
-                                   << spec.notify_creations << " opens " << spec.notify_opens;
+    EXPECT_EQ(uncached, read_args)
+        << "ptrace " << spec.allow_ptrace << " creations " << spec.notify_creations << " opens "
+        << spec.notify_opens << " no user notif " << spec.no_user_notif;
     // The same number from a foreign ABI is never cached as allowed: it is killed.
     const uint32_t foreign =
         NativeAuditArch() == AUDIT_ARCH_X86_64 ? AUDIT_ARCH_I386 : AUDIT_ARCH_ARM;
@@ -381,12 +395,19 @@ TEST(SeccompSocket, OnlyUnixAndInetFamilies) {
 
 // Without the creation and open traps, memfd_create alone is trapped (the supervisor makes the
 // memfd sealed against execution).
-TEST(SeccompNotify, DisabledTrapsOnlyMemfdCreate) {
+// Without creation or open traps, memfd_create is trapped, and a mode with a set-id bit.
+TEST(SeccompNotify, DisabledTrapsOnlyMemfdCreateAndSetidModes) {
+  const std::vector<std::string> mode_setters = {
+      "chmod", "fchmod", "fchmodat", "fchmodat2", "open", "openat", "creat", "mknod", "mknodat"};
   for (int nr = 0; nr < NativeSyscallLimit(); ++nr) {
-    for (uint64_t flags : U{uint64_t{0}, uint64_t{O_CREAT}, ~0ull}) {
+    const std::string name = NativeSyscallName(nr);
+    const bool sets_modes =
+        std::find(mode_setters.begin(), mode_setters.end(), name) != mode_setters.end();
+    for (uint64_t flags : U{uint64_t{0}, uint64_t{O_CREAT}, uint64_t{O_CREAT | 0755}, ~0ull}) {
       const bool trapped =
           (Eval(Default(), nr, {flags, flags, flags, flags}) & SECCOMP_RET_ACTION_FULL) == kNotify;
-      EXPECT_EQ(trapped, NativeSyscallName(nr) == "memfd_create") << NativeSyscallName(nr);
+      EXPECT_EQ(trapped, name == "memfd_create" || (sets_modes && flags == ~0ull))
+          << name << " " << std::hex << flags;
     }
   }
 }
@@ -406,8 +427,23 @@ TEST(SeccompProgram, RefusesDescriptorExecAndLandlockLogFlags) {
     }
     EXPECT_EQ(Eval(p, "landlock_restrict_self", {3, 0}), kAllow);  // control
     EXPECT_EQ(Eval(p, "landlock_restrict_self", {3, 8}), kAllow);  // TSYNC (ABI 8)
-    EXPECT_EQ(Eval(p, "memfd_create", {0x1000, 0}), kNotify);
+    // Sealed by the guard agent; without user notification (gVisor) not made at all.
+    EXPECT_EQ(Eval(p, "memfd_create", {0x1000, 0}),
+              spec.no_user_notif ? SeccompRetErrno(ENOSYS) : kNotify);
   }
+}
+
+// A kernel without user notification gets a filter that traps nothing (it could not load one
+// that does) and still refuses what every filter refuses.
+TEST(SeccompProgram, WithoutUserNotificationNothingIsTrapped) {
+  SeccompSpec spec;
+  spec.no_user_notif = true;
+  const SeccompProgram p = Compile(spec);
+  EXPECT_FALSE(SeccompNeedsListener(p));
+  EXPECT_EQ(Eval(p, "memfd_create", {0x1000, 0}), SeccompRetErrno(ENOSYS));
+  EXPECT_EQ(Eval(p, "getpid", {}), kAllow);  // control
+  EXPECT_EQ(Eval(p, "execveat", {3, 0x1000, 0x2000, 0x3000, AT_EMPTY_PATH}),
+            SeccompRetErrno(EPERM));
 }
 
 TEST(SeccompNotify, CreationsTrapOnlyWhenCreating) {
@@ -435,7 +471,7 @@ TEST(SeccompNotify, CreationsTrapOnlyWhenCreating) {
     EXPECT_EQ(Eval(p, name), kNotify) << name;
   }
 #endif
-  EXPECT_EQ(Eval(p, "openat2", {cwd, 0x1000, 0x2000, 24}), kNotify);
+  EXPECT_EQ(Eval(p, "openat2", {cwd, 0x1000, 0x2000, 24}), SeccompRetErrno(ENOSYS));
   for (const char* name : {"mkdirat", "mknodat", "symlinkat", "linkat", "renameat2"}) {
     EXPECT_EQ(Eval(p, name), kNotify) << name;
   }
@@ -467,6 +503,76 @@ TEST(SeccompNotify, OpensTrapEveryOpen) {
   const SeccompProgram both = Compile(spec);
   EXPECT_EQ(Eval(both, "openat", {0, 0, O_RDONLY}), kNotify);
   EXPECT_EQ(Eval(both, "mkdirat"), kNotify);
+}
+
+// No privilege bits leave a run: in every program a mode with S_ISUID or S_ISGID is trapped
+// (refused without user notification), whichever call carries it; any other mode is left to
+// the kernel; extended attributes are refused as on a file system without them; openat2,
+// whose mode the filter cannot see, answers ENOSYS unless every open is trapped.
+TEST(SeccompPrivilegeBits, SetidModesAreTrappedOthersAreNot) {
+  const uint64_t cwd = static_cast<uint64_t>(AT_FDCWD);
+  const uint64_t tmpfile = O_TMPFILE | O_WRONLY;
+  for (const SeccompSpec& spec : AllSeccompSpecs()) {
+    SCOPED_TRACE(testing::Message() << "creations " << spec.notify_creations << " opens "
+                                    << spec.notify_opens << " no user notif " << spec.no_user_notif);
+    const SeccompProgram p = Compile(spec);
+    const uint32_t setid = spec.no_user_notif ? SeccompRetErrno(EPERM) : kNotify;
+    // What a creation without a set-id bit gets: the creation traps' verdict, or the kernel.
+    const uint32_t create = spec.notify_creations || spec.notify_opens ? kNotify : kAllow;
+    const uint32_t node = spec.notify_creations ? kNotify : kAllow;
+    for (uint64_t mode : U{04755, 02755, 06755, 04000, 02000, (1ull << 32) | 04644}) {
+      EXPECT_EQ(Eval(p, "fchmod", {3, mode}), setid) << std::oct << mode;
+      EXPECT_EQ(Eval(p, "fchmodat", {cwd, 0x1000, mode}), setid) << std::oct << mode;
+      EXPECT_EQ(Eval(p, "fchmodat2", {cwd, 0x1000, mode, AT_SYMLINK_NOFOLLOW}), setid);
+      EXPECT_EQ(Eval(p, "mknodat", {cwd, 0x1000, S_IFREG | mode, 0}),
+                node == kNotify ? kNotify : setid);
+      if (!spec.notify_opens) {
+        EXPECT_EQ(Eval(p, "openat", {cwd, 0x1000, O_CREAT | O_WRONLY, mode}),
+                  create == kNotify ? kNotify : setid);
+        EXPECT_EQ(Eval(p, "openat", {cwd, 0x1000, tmpfile, mode}), setid) << std::oct << mode;
+      }
+#if defined(__x86_64__)
+      EXPECT_EQ(Eval(p, "chmod", {0x1000, mode}), setid) << std::oct << mode;
+      EXPECT_EQ(Eval(p, "creat", {0x1000, mode}), create == kNotify ? kNotify : setid);
+      EXPECT_EQ(Eval(p, "mknod", {0x1000, S_IFREG | mode, 0}), node == kNotify ? kNotify : setid);
+      if (!spec.notify_opens) {
+        EXPECT_EQ(Eval(p, "open", {0x1000, O_CREAT | O_WRONLY, mode}),
+                  create == kNotify ? kNotify : setid);
+        EXPECT_EQ(Eval(p, "open", {0x1000, tmpfile, mode}), setid);
+      }
+#endif
+    }
+    // Controls: other modes, and a set-id bit where the mode is not used or in another argument.
+    for (uint64_t mode : U{0, 0644, 0755, 01777, 07777 & ~06000u, (1ull << 32) | 0755}) {
+      EXPECT_EQ(Eval(p, "fchmod", {3, mode}), kAllow) << std::oct << mode;
+      EXPECT_EQ(Eval(p, "fchmodat", {cwd, 0x1000, mode}), kAllow) << std::oct << mode;
+      EXPECT_EQ(Eval(p, "fchmodat2", {cwd, 0x1000, mode, 0}), kAllow) << std::oct << mode;
+      EXPECT_EQ(Eval(p, "mknodat", {cwd, 0x1000, S_IFREG | mode, 0}), node);
+      if (!spec.notify_opens) {
+        EXPECT_EQ(Eval(p, "openat", {cwd, 0x1000, tmpfile, mode}), kAllow) << std::oct << mode;
+      }
+#if defined(__x86_64__)
+      EXPECT_EQ(Eval(p, "chmod", {0x1000, mode}), kAllow) << std::oct << mode;
+#endif
+    }
+    EXPECT_EQ(Eval(p, "fchmodat", {04755, 04755, 0644, 04755}), kAllow);
+    if (!spec.notify_opens) {
+      // Without O_CREAT or O_TMPFILE the mode argument means nothing.
+      EXPECT_EQ(Eval(p, "openat", {cwd, 0x1000, O_RDWR, 04755}), kAllow);
+      EXPECT_EQ(Eval(p, "openat2", {cwd, 0x1000, 0x2000, 24}), SeccompRetErrno(ENOSYS));
+    } else {
+      EXPECT_EQ(Eval(p, "openat2", {cwd, 0x1000, 0x2000, 24}), kNotify);
+    }
+    // mkdir keeps only the permission and sticky bits of its mode: not trapped for them.
+    EXPECT_EQ(Eval(p, "mkdirat", {cwd, 0x1000, 06755}), node);
+    for (const char* name : {"setxattr", "lsetxattr", "fsetxattr", "setxattrat"}) {
+      EXPECT_EQ(Eval(p, name, {0x1000, 0x2000, 0x3000, 20, 0}), SeccompRetErrno(EOPNOTSUPP))
+          << name;
+    }
+    for (const char* name : {"getxattr", "listxattr", "removexattr", "fremovexattr"}) {
+      EXPECT_EQ(Eval(p, name, {0x1000, 0x2000, 0x3000, 20}), kAllow) << name;
+    }
+  }
 }
 
 TEST(SeccompPtrace, AllowPtraceIsTheOnlyWidening) {
@@ -516,9 +622,12 @@ TEST(SeccompSummary, CountsEveryKnownSyscallOnce) {
   const SeccompSummary t = SummarizeSeccomp(Compile(spec));
   EXPECT_EQ(static_cast<int>(t.notified_names.size()), t.notified);
   EXPECT_TRUE(has(t.notified_names, "mkdirat"));
-  EXPECT_TRUE(has(t.notified_names, "openat2"));
   EXPECT_FALSE(has(t.notified_names, "openat"));  // zeroed flags: no O_CREAT
   EXPECT_EQ(t.denied, s.denied);
+  for (const char* n : {"openat2", "setxattr", "fsetxattr"}) {
+    EXPECT_TRUE(has(s.denied_names, n)) << n;
+    EXPECT_TRUE(has(t.denied_names, n)) << n;
+  }
 }
 
 TEST(SeccompSummary, BrokenProgramCountsAsKilled) {

@@ -221,5 +221,20 @@ TEST(WorkspaceFile, MalformedFileIsAnErrorNotIgnored) {
   EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":1: invalid TOML"));
 }
 
+// The reader refuses what is not a small regular file (cli: common/untrusted_file.h); its word,
+// which names what the file is and the fix, reaches the user after the file's path.
+TEST(WorkspaceFile, TheReadersRefusalIsTheErrorAfterThePath) {
+  EXPECT_EQ(WorkspaceFilePath(testing::kWorkspace), kFile);
+  FileReader reader = [](const std::string& path) -> Result<std::string> {
+    if (path == kFile) {
+      return Error(Code::kFailedPrecondition, "a FIFO, not a regular file: remove it (rm X)");
+    }
+    return NotFound(path + ": no such file");
+  };
+  Result<Policy> r = LoadPolicy(RunFlags(), testing::TestContext(), reader);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(ErrorOf(r), kFile + ": a FIFO, not a regular file: remove it (rm X)");
+}
+
 }  // namespace
 }  // namespace ward::policy

@@ -1,0 +1,32 @@
+#include "enforce/root_layout.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/unique_fd.h"
+
+namespace ward::enforce {
+
+bool ListDir(int dirfd, Listing* out) {
+  UniqueFd dir(openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return false;
+  alignas(8) char buf[8192];
+  while (true) {
+    long n = syscall(SYS_getdents64, dir.get(), buf, sizeof buf);
+    if (n < 0) return false;
+    if (n == 0) return true;
+    for (long off = 0; off < n;) {
+      const auto* e = reinterpret_cast<const struct dirent64*>(buf + off);
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+        out->emplace_back(e->d_name, e->d_type);
+      }
+      off += e->d_reclen;
+    }
+  }
+}
+
+}  // namespace ward::enforce
