@@ -832,10 +832,19 @@ std::vector<std::vector<std::string>> ProtectedComponents(const std::vector<std:
 void CheckWorkspace(const RunRequest& req, const enforce::LaunchPlan& plan,
                     const CreationJournal& journal, const struct timespec& start,
                     EventSink* events, Outcome* out) {
-  if (plan.mount.protect.roots.empty()) return;
+  // In review mode the run wrote the overlay's upper layer (or the copy), never the host's
+  // workspace: that is for `ward apply` to check, not this.
+  std::vector<std::string> roots;
+  for (const std::string& r : plan.mount.protect.roots) {
+    if (req.workspace_layer.kind == enforce::WorkspaceLayer::Kind::kDirect ||
+        r != plan.mount.workdir) {
+      roots.push_back(r);
+    }
+  }
+  if (roots.empty()) return;
   QuarantineStore store(req.state_dir.empty() ? audit::DefaultStateDir() : req.state_dir);
   WorkspaceCheckInput in;
-  in.roots = plan.mount.protect.roots;
+  in.roots = roots;
   in.protected_relpaths = plan.mount.protect.relpaths;
   in.journal = plan.seccomp_spec.notify_creations ? &journal : nullptr;
   in.start = start;
