@@ -238,6 +238,17 @@ GitDirEntry ClassifyGitDirEntry(std::string_view relpath) {
   if (c.empty()) return GitDirEntry::kInert;
   // A linked worktree's administrative directory is a git directory of its own, nested here.
   if (c.size() >= 3 && c[0] == "worktrees") c.erase(c.begin(), c.begin() + 2);
+  // So is a submodule's, below modules/ under its name, which may have slashes in it: judged by
+  // what it ends in.
+  if (c.size() >= 3 && c[0] == "modules") {
+    for (size_t i = 2; i < c.size(); ++i) {
+      if (c[i] != "hooks") continue;
+      std::string rest;
+      for (size_t k = i; k < c.size(); ++k) rest += (rest.empty() ? "" : "/") + c[k];
+      return ClassifyGitDirEntry(rest);
+    }
+    c.erase(c.begin(), c.end() - 1);
+  }
   if (c.empty()) return GitDirEntry::kInert;
   const std::string& first = c.front();
   if (first == "hooks") {

@@ -15,6 +15,8 @@
 #include "common/linux.h"
 #include "common/unique_fd.h"
 #include "enforce/beneath.h"
+#include "policy/host_executed.h"
+#include "policy/paths.h"
 #include "supervisor/review_diff.h"
 
 namespace ward::supervisor {
@@ -29,18 +31,10 @@ const char* const kAlwaysProtected[] = {
 
 // What git needs inside its directory to work, and which changes nothing git executes or where
 // it reads config and hooks from.
-const char* const kGitInert[] = {"objects", "refs",     "logs",       "index",         "HEAD",
-                                 "packed-refs", "ORIG_HEAD", "FETCH_HEAD", "COMMIT_EDITMSG"};
-
-std::vector<std::string> Split(const std::string& rel) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i < rel.size()) {
-    size_t j = rel.find('/', i);
-    if (j == std::string::npos) j = rel.size();
-    if (j > i) out.push_back(rel.substr(i, j - i));
-    i = j + 1;
-  }
+// Components [from, to) joined with "/".
+std::string JoinFrom(const std::vector<std::string>& c, size_t from, size_t to) {
+  std::string out;
+  for (size_t i = from; i < to && i < c.size(); ++i) out += (out.empty() ? "" : "/") + c[i];
   return out;
 }
 
@@ -241,7 +235,7 @@ class Applier {
   }
 
   Status WriteOne(const ReviewChange& c) {
-    std::vector<std::string> comps = Split(c.path);
+    std::vector<std::string> comps = policy::PathComponents(c.path);
     const std::string name = comps.back();
     const std::string parent_rel = JoinComponents(comps, comps.size() - 1);
     const std::string q = QuotePath(c.path);
@@ -382,30 +376,26 @@ class Applier {
 
 bool IsHostExecutedPath(const std::vector<std::string>& c, EntryType type, int git_dir_at,
                         const std::vector<std::string>& protected_relpaths, std::string* rule) {
-  // The profile's protected names, wherever they are.
-  for (const std::string& rel : protected_relpaths) {
-    const std::vector<std::string> p = Split(rel);
-    if (p.empty() || p.size() > c.size()) continue;
-    for (size_t i = 0; i + p.size() <= c.size(); ++i) {
-      if (std::equal(p.begin(), p.end(), c.begin() + static_cast<long>(i))) {
-        if (rule) *rule = "protected name " + rel;
-        return true;
-      }
-    }
+  // The host-executed rule (policy/host_executed.h): the protected names, wherever they are...
+  std::vector<std::vector<std::string>> names;
+  for (const std::string& rel : protected_relpaths) names.push_back(policy::PathComponents(rel));
+  size_t end = 0;
+  if (int at = policy::MatchProtectedName(c, names, &end); at >= 0) {
+    if (rule) *rule = "protected name " + JoinFrom(c, static_cast<size_t>(at), end);
+    return true;
   }
-  // A ".git" that is not a directory points git at another git directory.
+  // ...a ".git" that is not a directory, which points git at another git directory...
   if (!c.empty() && c.back() == ".git" && type != EntryType::kDir) {
     if (rule) *rule = "a .git file or link redirects git";
     return true;
   }
+  // ...and what in a git directory makes git run code or read config and hooks elsewhere.
   if (git_dir_at >= 0 && static_cast<size_t>(git_dir_at) + 1 < c.size()) {
-    const std::string& first = c[static_cast<size_t>(git_dir_at) + 1];
-    for (const char* inert : kGitInert) {
-      if (first == inert) return false;
+    const std::string inside = JoinFrom(c, static_cast<size_t>(git_dir_at) + 1, c.size());
+    if (policy::ClassifyGitDirEntry(inside) != policy::GitDirEntry::kInert) {
+      if (rule) *rule = "a git directory's " + inside;
+      return true;
     }
-    if (rule) *rule = "inside a git directory, only objects, refs, logs, index, HEAD and git's "
-                      "own state files are data";
-    return true;
   }
   return false;
 }

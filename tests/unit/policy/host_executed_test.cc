@@ -26,6 +26,11 @@ TEST(HostExecuted, InsideAGitDirOnlyWhatRunsCodeIsFlagged) {
   EXPECT_EQ(ClassifyGitDirEntry("worktrees/w/config.worktree"), GitDirEntry::kConfig);
   EXPECT_EQ(ClassifyGitDirEntry("commondir"), GitDirEntry::kCommonDir);
   EXPECT_EQ(ClassifyGitDirEntry("worktrees/w/commondir"), GitDirEntry::kCommonDir);
+  EXPECT_EQ(ClassifyGitDirEntry("modules/m/config"), GitDirEntry::kConfig);
+  EXPECT_EQ(ClassifyGitDirEntry("modules/a/b/hooks/pre-push"), GitDirEntry::kHook);
+  EXPECT_EQ(ClassifyGitDirEntry("modules/a/b/commondir"), GitDirEntry::kCommonDir);
+  EXPECT_EQ(ClassifyGitDirEntry("modules/m/objects/ab/cd"), GitDirEntry::kInert);
+  EXPECT_EQ(ClassifyGitDirEntry("modules/m/hooks/x.sample"), GitDirEntry::kInert);
   for (const char* inert : {"objects/ab/cdef", "refs/heads/main", "HEAD", "index", "index.lock",
                             "logs/HEAD", "packed-refs", "COMMIT_EDITMSG", "ORIG_HEAD",
                             "rebase-merge/done", "info/exclude", "worktrees/w/HEAD",

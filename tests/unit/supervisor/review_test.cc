@@ -35,11 +35,13 @@ TEST(ReviewHostExecutedTest, InsideAGitDirectoryOnlyGitsDataIsInert) {
   // .git at index 0: components after it.
   for (const char* inert : {".git/objects/ab/cdef", ".git/refs/heads/main", ".git/logs/HEAD",
                             ".git/index", ".git/HEAD", ".git/packed-refs", ".git/ORIG_HEAD",
-                            ".git/FETCH_HEAD", ".git/COMMIT_EDITMSG"}) {
+                            ".git/FETCH_HEAD", ".git/COMMIT_EDITMSG", ".git/info/exclude",
+                            ".git/modules/m/objects/ab"}) {
     EXPECT_FALSE(HostExecuted(inert, EntryType::kFile, 0)) << inert;
   }
-  for (const char* risky : {".git/config.worktree", ".git/commondir", ".git/info/attributes",
-                            ".git/worktrees/w/commondir", ".git/hooks.d/x", ".git/modules/m/config"}) {
+  for (const char* risky : {".git/config", ".git/config.worktree", ".git/commondir",
+                            ".git/worktrees/w/commondir", ".git/modules/m/config",
+                            ".git/modules/a/b/hooks/pre-push"}) {
     EXPECT_TRUE(HostExecuted(risky, EntryType::kFile, 0)) << risky;
   }
   // A bare repository found by its shape (the caller says where it is).
