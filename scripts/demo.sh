@@ -12,6 +12,7 @@ echo "-----BEGIN OPENSSH PRIVATE KEY----- demo-canary-7c1e -----END OPENSSH PRIV
   > "$demo/home/.ssh/id_ed25519"
 chmod 700 "$demo/home/.ssh"; chmod 600 "$demo/home/.ssh/id_ed25519"
 echo 'console.log("hello")' > "$demo/project/index.js"
+git -C "$demo/project" init -q 2>/dev/null || mkdir -p "$demo/project/.git/hooks"
 # A host to try: the npm registry this machine is configured with (or a documentation address).
 host=$(npm config get registry 2>/dev/null | sed -E 's#^[a-z]+://([^/:]+).*#\1#')
 [ -n "$host" ] || host=192.0.2.1

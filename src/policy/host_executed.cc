@@ -230,7 +230,7 @@ bool BeginsProtectedName(std::string_view component,
 }  // namespace
 
 bool IsGitDirShape(const DirShape& s) {
-  return s.head_file && ((s.objects_dir && s.refs_dir) || s.commondir_file);
+  return s.named_dot_git || (s.head_file && ((s.objects_dir && s.refs_dir) || s.commondir_file));
 }
 
 GitDirEntry ClassifyGitDirEntry(std::string_view relpath) {
@@ -354,7 +354,7 @@ const std::vector<std::string>& GitDirProtectedRelpaths() {
 
 std::string HostExecutedRuleText() {
   return "host-executed content: the git directory of any repository (found by its structure: "
-         "HEAD with objects and refs, or commondir) may keep git's data, but its hooks, its "
+         "HEAD with objects and refs, or commondir; or named .git) may keep git's data, but its hooks, its "
          "config (unless every key is inert), config.worktree and commondir make the host's git "
          "run code; so do the protected names (.envrc, editor and agent settings, .ward.toml, "
          "...) at any depth. Existing ones are read-only during a run and absent ones at a "

@@ -2,7 +2,9 @@
 // tools would later run or take their instructions from. One rule, two parts:
 //
 //  - the git directory of any repository, at any depth, recognised by its structure (a HEAD
-//    file and objects/refs, or a commondir file), not by the name ".git" alone. Inside it git
+//    file and objects/refs, or a commondir file), not by the name ".git" alone; and any
+//    directory named ".git", which git would make a repository of as it stands (`git init`
+//    keeps the hooks it finds there). Inside it git
 //    may keep what it needs to work (objects, refs, the index, logs, locks, merge and rebase
 //    state); what changes what git executes or where it reads config and hooks from is
 //    host-executed: hooks, config (unless every key in it is inert), config.worktree and a
@@ -26,10 +28,11 @@ struct DirShape {
   bool objects_dir = false;     // objects/
   bool refs_dir = false;        // refs/
   bool commondir_file = false;  // commondir, a regular file
+  bool named_dot_git = false;   // the directory's own name is ".git"
 };
 
 // Whether a directory with this shape is a git directory (what git's own discovery accepts:
-// HEAD, and objects and refs here or through commondir).
+// HEAD, and objects and refs here or through commondir), or one named ".git".
 bool IsGitDirShape(const DirShape& shape);
 
 enum class GitDirEntry {

@@ -329,7 +329,8 @@ class Check {
     return policy::IsGitDirShape({.head_file = is("HEAD", S_IFREG),
                                   .objects_dir = is("objects", S_IFDIR),
                                   .refs_dir = is("refs", S_IFDIR),
-                                  .commondir_file = is("commondir", S_IFREG)});
+                                  .commondir_file = is("commondir", S_IFREG),
+                                  .named_dot_git = Name(rel) == ".git"});
   }
 
   // --- acting -------------------------------------------------------------------------------

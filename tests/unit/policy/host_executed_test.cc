@@ -14,6 +14,8 @@ TEST(HostExecuted, GitDirIsFoundByStructureNotByName) {
   EXPECT_TRUE(IsGitDirShape({.head_file = true, .commondir_file = true}));
   EXPECT_FALSE(IsGitDirShape({.head_file = true, .objects_dir = true}));
   EXPECT_FALSE(IsGitDirShape({.objects_dir = true, .refs_dir = true}));
+  // A bare ".git" that `git init` would make a repository of, hooks and all.
+  EXPECT_TRUE(IsGitDirShape({.named_dot_git = true}));
 }
 
 TEST(HostExecuted, InsideAGitDirOnlyWhatRunsCodeIsFlagged) {
