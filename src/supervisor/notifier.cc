@@ -391,6 +391,12 @@ void Notifier::HandOverCallerFd(pid_t tid, int fdnum, const TrappedCall& call,
 void Notifier::CreateEntry(const TrappedCall& call, const ViewEntry& entry, mode_t mode,
                            const Answer& answer) {
   if (IsProtected(entry.dir.get(), entry.name)) {
+    // As the kernel would: a name that exists is EEXIST before any read-only mount is asked
+    // (`mkdir -p` of a protected directory that is there goes on).
+    struct stat st;
+    if (fstatat(entry.dir.get(), entry.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      return answer.Error(EEXIST);
+    }
     return RefuseProtected(answer, call.syscall, call.path, entry);
   }
   enforce::GuardRequest r;
