@@ -849,6 +849,9 @@ void CheckWorkspace(const RunRequest& req, const enforce::LaunchPlan& plan,
   in.journal = plan.seccomp_spec.notify_creations ? &journal : nullptr;
   in.start = start;
   in.session = req.approvals.session.empty() ? audit::NewSessionId() : req.approvals.session;
+  for (int i = 0; i < out->mounts.nbases && i < enforce::MountReport::kMaxBases; ++i) {
+    in.guarded_bases.insert({out->mounts.base_dev[i], out->mounts.base_ino[i]});
+  }
   in.store = &store;
   out->workspace = CheckWorkspaceAfterRun(in);
   if (!events) return;

@@ -179,11 +179,18 @@ class Check {
         std::vector<std::string>(comps.begin() + at, comps.begin() + static_cast<long>(end)), end);
     struct statx isx;
     if (!Stat(root, item, &isx)) return true;
-    const bool whole = S_ISDIR(isx.stx_mode) ? Born(isx) : Changed(isx);
+    const bool guarded = AtGuardedBase(root, JoinComponents(comps, static_cast<size_t>(at)));
+    bool whole = S_ISDIR(isx.stx_mode) || guarded ? Born(isx) : Changed(isx);
+    // Where the guard kept the name, the run could make only what bind(2) makes: a file, a
+    // directory or a link made there meanwhile is the host's.
+    if (guarded && GuardRan() && (S_ISREG(isx.stx_mode) || S_ISDIR(isx.stx_mode) ||
+                                  S_ISLNK(isx.stx_mode))) {
+      whole = false;
+    }
     const std::string reason = "a protected name (" + name + "): host tools read it or run it";
     if (whole) {
       Quarantine(root, item, "protected", reason);
-    } else if (item != rel && Changed(sx)) {
+    } else if (item != rel && !guarded && Changed(sx)) {
       Quarantine(root, rel, "protected", reason);
     }
     return true;
@@ -235,10 +242,18 @@ class Check {
 
   void ExamineGitDir(size_t root, const std::string& gd, int depth) {
     if (!examined_.insert({root, gd}).second || depth > kMaxModuleDepth) return;
-    ExamineHooks(root, gd);
-    ExamineConfig(root, Join(gd, "config"));
-    ExamineOther(root, gd, "config.worktree");
-    ExamineOther(root, gd, "commondir");
+    // A repository whose git directory sits at a guarded base existed when the run started: its
+    // hooks, config, config.worktree and commondir were read-only, absent ones uncreatable, and
+    // what changed there meanwhile is the host's. Without the guard, absent ones could be made.
+    const bool guarded = Name(gd) == ".git" && AtGuardedBase(root, Parent(gd)) && !MadeThisRun(root, gd);
+    if (!guarded || !GuardRan()) {
+      born_only_ = guarded;
+      ExamineHooks(root, gd);
+      ExamineConfig(root, Join(gd, "config"));
+      ExamineOther(root, gd, "config.worktree");
+      ExamineOther(root, gd, "commondir");
+      born_only_ = false;
+    }
     for (const std::string& w : List(root, Join(gd, "worktrees"))) {
       ExamineOther(root, gd, "worktrees/" + w + "/commondir");
       ExamineOther(root, gd, "worktrees/" + w + "/config.worktree");
@@ -251,14 +266,14 @@ class Check {
     struct statx sx;
     if (!Stat(root, hooks, &sx)) return;
     if (!S_ISDIR(sx.stx_mode)) {
-      if (Changed(sx)) Quarantine(root, hooks, "hook", "git's hooks directory, made a link or file");
+      if (Made(sx)) Quarantine(root, hooks, "hook", "git's hooks directory, made a link or file");
       return;
     }
     for (const std::string& name : List(root, hooks)) {
       const std::string rel = Join(hooks, name);
       struct statx hx;
       if (policy::ClassifyGitDirEntry("hooks/" + name) != policy::GitDirEntry::kHook) continue;
-      if (Stat(root, rel, &hx) && Changed(hx)) {
+      if (Stat(root, rel, &hx) && Made(hx)) {
         Quarantine(root, rel, "hook", "a git hook (" + name + "): the host's git runs it");
       }
     }
@@ -266,7 +281,7 @@ class Check {
 
   void ExamineConfig(size_t root, const std::string& rel) {
     struct statx sx;
-    if (!Stat(root, rel, &sx) || !Changed(sx)) return;
+    if (!Stat(root, rel, &sx) || !Made(sx)) return;
     std::string text;
     if (!S_ISREG(sx.stx_mode) || !ReadSmall(root, rel, kMaxConfigBytes, &text)) {
       Quarantine(root, rel, "git-config", "a git config that is not a small regular file");
@@ -290,7 +305,7 @@ class Check {
   void ExamineOther(size_t root, const std::string& gd, const std::string& inside) {
     const std::string rel = Join(gd, inside);
     struct statx sx;
-    if (!Stat(root, rel, &sx) || !Changed(sx)) return;
+    if (!Stat(root, rel, &sx) || !Made(sx)) return;
     const policy::GitDirEntry kind = policy::ClassifyGitDirEntry(inside);
     if (kind == policy::GitDirEntry::kCommonDir) {
       std::string content;
@@ -420,6 +435,27 @@ class Check {
     return n == 0;
   }
 
+  bool GuardRan() const { return in_.journal != nullptr; }
+
+  // A directory the guard made, or moved into place, during the run (a .git that was not there).
+  bool MadeThisRun(size_t root, const std::string& rel) {
+    if (!in_.journal) return false;
+    UniqueFd dir = OpenPath(root, rel);
+    struct stat st;
+    return dir && fstat(dir.get(), &st) == 0 && in_.journal->MadeThisRun(st.st_dev, st.st_ino);
+  }
+
+  // What the check counts as the run's in the git directory being examined.
+  bool Made(const struct statx& sx) const { return born_only_ ? Born(sx) : Changed(sx); }
+
+  // Whether the directory root/rel is one where the mount layer kept the protected names.
+  bool AtGuardedBase(size_t root, const std::string& rel) {
+    if (in_.guarded_bases.empty()) return false;
+    UniqueFd dir = OpenPath(root, rel);
+    struct stat st;
+    return dir && fstat(dir.get(), &st) == 0 && in_.guarded_bases.count({st.st_dev, st.st_ino});
+  }
+
   // Changed by the run: the inode's change time, which no process sets, is after its start.
   bool Changed(const struct statx& sx) const { return AtOrAfter(sx.stx_ctime, in_.start); }
   // Made by the run: its birth time where the file system keeps one, else its change time.
@@ -439,6 +475,7 @@ class Check {
   std::vector<std::vector<std::string>> protected_;      // the names other than git's
   std::vector<std::vector<std::string>> all_protected_;  // all of them (the journal's triggers)
   std::set<Place> candidates_, git_dirs_, examined_, taken_;
+  bool born_only_ = false;  // the git directory being examined is a guarded one
   WorkspaceCheckOutcome out_;
 };
 

@@ -10,7 +10,11 @@
 // by the sandbox.
 #pragma once
 
+#include <sys/types.h>
+
 #include <ctime>
+#include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -22,9 +26,16 @@ namespace ward::supervisor {
 struct WorkspaceCheckInput {
   std::vector<std::string> roots;                  // writable roots (host paths)
   std::vector<std::string> protected_relpaths;     // the profile's protected names
-  const CreationJournal* journal = nullptr;        // null or overflowed: walk the roots
+  // What the creation guard made; null when there was no guard (then the roots are walked, as
+  // they are when the journal overflowed).
+  const CreationJournal* journal = nullptr;
   struct timespec start = {};                      // the run's start (CLOCK_REALTIME)
   std::string session;                             // the run's session id
+  // The directories where the mount layer kept the protected names read-only (a writable
+  // root's top, repositories found below it: MountReport's bases). There the sandbox changed
+  // nothing that exists, so only what was made during the run counts: a host edit meanwhile
+  // (git config on the host) is not the run's.
+  std::set<std::pair<dev_t, ino_t>> guarded_bases;
   QuarantineStore* store = nullptr;
 };
 

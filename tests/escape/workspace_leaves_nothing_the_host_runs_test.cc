@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
@@ -128,6 +130,28 @@ TEST_F(WorkspaceLeavesNothing, HooksInADotGitThatIsNoRepositoryYetAreQuarantined
             0);
   ASSERT_EQ(HostGit(ws_, {"commit", "-q", "--allow-empty", "-m", "y"}).status, 0);
   EXPECT_TRUE(Marked());  // control: restored, git runs it
+}
+
+// What the host changes while a run lasts is not the run's: the existing repository's config and
+// an existing .envrc were read-only inside, so the check leaves the host's edits alone.
+TEST_F(WorkspaceLeavesNothing, HostEditsDuringTheRunAreNotQuarantined) {
+  ASSERT_EQ(HostGit(ws_, {"init", "-q"}).status, 0);
+  WriteFile(ws_ + "/.envrc", "export A=1\n");
+  sleep(1);  // past the file system's timestamp granularity: the run starts after these
+  std::thread host([&] {
+    usleep(400 * 1000);
+    HostGit(ws_, {"config", "core.pager", "less"});
+    WriteFile(ws_ + "/.envrc", "export A=2\n");
+    WriteFile(ws_ + "/.git/hooks/pre-push", "#!/bin/sh\n", 0755);
+  });
+  RunResult r = Shell("sleep 1.5; mkdir -p s && echo x > s/.envrc");
+  host.join();
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(ReadFile(ws_ + "/.envrc"), "export A=2\n");
+  EXPECT_NE(ReadFile(ws_ + "/.git/config").find("pager = less"), std::string::npos);
+  EXPECT_TRUE(PathExists(ws_ + "/.git/hooks/pre-push"));
+  EXPECT_FALSE(PathExists(ws_ + "/s/.envrc"));  // control: what the run made is taken
+  EXPECT_EQ(Quarantined().size(), 1u) << r.err;
 }
 
 // Auto-run files are host-executed wherever they appear, not only at the workspace's top.
