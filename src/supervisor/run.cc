@@ -831,7 +831,7 @@ std::vector<std::vector<std::string>> ProtectedComponents(const std::vector<std:
 // root goes to the quarantine, and the audit trail and the outcome say what went where.
 void CheckWorkspace(const RunRequest& req, const enforce::LaunchPlan& plan,
                     const CreationJournal& journal, const struct timespec& start,
-                    EventSink* events, Outcome* out) {
+                    std::set<std::string> existed, EventSink* events, Outcome* out) {
   // In review mode the run wrote the overlay's upper layer (or the copy), never the host's
   // workspace: that is for `ward apply` to check, not this.
   std::vector<std::string> roots;
@@ -848,6 +848,7 @@ void CheckWorkspace(const RunRequest& req, const enforce::LaunchPlan& plan,
   in.protected_relpaths = plan.mount.protect.relpaths;
   in.journal = plan.seccomp_spec.notify_creations ? &journal : nullptr;
   in.start = start;
+  in.existed = std::move(existed);
   in.session = req.approvals.session.empty() ? audit::NewSessionId() : req.approvals.session;
   for (int i = 0; i < out->mounts.nbases && i < enforce::MountReport::kMaxBases; ++i) {
     in.guarded_bases.insert({out->mounts.base_dev[i], out->mounts.base_ino[i]});
@@ -1049,6 +1050,11 @@ Outcome Run(const RunRequest& req) {
   }
   if (req.on_started) req.on_started(*plan, out.notes, features);
   CreationJournal journal(ProtectedComponents(plan->mount.protect.relpaths));
+  // Without the guard, the check tells what the run made at a protected name by what was there.
+  std::set<std::string> existed;
+  if (!plan->seccomp_spec.notify_creations) {
+    existed = ProtectedNamesNow(plan->mount.protect.roots, plan->mount.protect.relpaths);
+  }
   // The run ends on init's report, before init's own exit; the cgroup is removed after it.
   UniqueFd init_pidfd(cgroup ? dup(sb->pidfd.get()) : -1);
   {
@@ -1060,7 +1066,7 @@ Outcome Run(const RunRequest& req) {
     session.Serve();
   }
   // Every process of the sandbox is dead now: nothing races the check.
-  CheckWorkspace(req, *plan, journal, run_start, events, &out);
+  CheckWorkspace(req, *plan, journal, run_start, std::move(existed), events, &out);
   sys::SetEffectiveCapabilities(true);
   CollectLimits(req, events, *plan, cgroup.get(), init_pidfd.get(), &out);
   if (cgroup) TraceMark("cgroup removed");

@@ -180,7 +180,9 @@ class Check {
     struct statx isx;
     if (!Stat(root, item, &isx)) return true;
     const bool guarded = AtGuardedBase(root, JoinComponents(comps, static_cast<size_t>(at)));
-    bool whole = S_ISDIR(isx.stx_mode) || guarded ? Born(isx) : Changed(isx);
+    bool whole = guarded          ? !Existed(root, item) && Born(isx)
+                 : S_ISDIR(isx.stx_mode) ? Born(isx)
+                                         : Changed(isx);
     // Where the guard kept the name, the run could make only what bind(2) makes: a file, a
     // directory or a link made there meanwhile is the host's.
     if (guarded && GuardRan() && (S_ISREG(isx.stx_mode) || S_ISDIR(isx.stx_mode) ||
@@ -266,14 +268,14 @@ class Check {
     struct statx sx;
     if (!Stat(root, hooks, &sx)) return;
     if (!S_ISDIR(sx.stx_mode)) {
-      if (Made(sx)) Quarantine(root, hooks, "hook", "git's hooks directory, made a link or file");
+      if (Made(root, hooks, sx)) Quarantine(root, hooks, "hook", "git's hooks directory, made a link or file");
       return;
     }
     for (const std::string& name : List(root, hooks)) {
       const std::string rel = Join(hooks, name);
       struct statx hx;
       if (policy::ClassifyGitDirEntry("hooks/" + name) != policy::GitDirEntry::kHook) continue;
-      if (Stat(root, rel, &hx) && Made(hx)) {
+      if (Stat(root, rel, &hx) && Made(root, rel, hx)) {
         Quarantine(root, rel, "hook", "a git hook (" + name + "): the host's git runs it");
       }
     }
@@ -281,7 +283,7 @@ class Check {
 
   void ExamineConfig(size_t root, const std::string& rel) {
     struct statx sx;
-    if (!Stat(root, rel, &sx) || !Made(sx)) return;
+    if (!Stat(root, rel, &sx) || !Made(root, rel, sx)) return;
     std::string text;
     if (!S_ISREG(sx.stx_mode) || !ReadSmall(root, rel, kMaxConfigBytes, &text)) {
       Quarantine(root, rel, "git-config", "a git config that is not a small regular file");
@@ -305,7 +307,7 @@ class Check {
   void ExamineOther(size_t root, const std::string& gd, const std::string& inside) {
     const std::string rel = Join(gd, inside);
     struct statx sx;
-    if (!Stat(root, rel, &sx) || !Made(sx)) return;
+    if (!Stat(root, rel, &sx) || !Made(root, rel, sx)) return;
     const policy::GitDirEntry kind = policy::ClassifyGitDirEntry(inside);
     if (kind == policy::GitDirEntry::kCommonDir) {
       std::string content;
@@ -446,7 +448,9 @@ class Check {
   }
 
   // What the check counts as the run's in the git directory being examined.
-  bool Made(const struct statx& sx) const { return born_only_ ? Born(sx) : Changed(sx); }
+  bool Made(size_t root, const std::string& rel, const struct statx& sx) const {
+    return born_only_ ? !Existed(root, rel) && Born(sx) : Changed(sx);
+  }
 
   // Whether the directory root/rel is one where the mount layer kept the protected names.
   bool AtGuardedBase(size_t root, const std::string& rel) {
@@ -461,6 +465,11 @@ class Check {
   // Made by the run: its birth time where the file system keeps one, else its change time.
   bool Born(const struct statx& sx) const {
     return (sx.stx_mask & STATX_BTIME) ? AtOrAfter(sx.stx_btime, in_.start) : Changed(sx);
+  }
+
+  // Stood there when the run started (taken without a guard only).
+  bool Existed(size_t root, const std::string& rel) const {
+    return in_.existed.count(Join(roots_[root].path, rel)) > 0;
   }
 
   bool Taken(size_t root, const std::string& rel) const {
@@ -483,6 +492,28 @@ class Check {
 
 WorkspaceCheckOutcome CheckWorkspaceAfterRun(const WorkspaceCheckInput& in) {
   return Check(in).Run();
+}
+
+std::set<std::string> ProtectedNamesNow(const std::vector<std::string>& roots,
+                                        const std::vector<std::string>& relpaths) {
+  std::set<std::string> out;
+  for (const std::string& root : roots) {
+    for (const std::string& rel : relpaths) {
+      const std::string path = Join(root, rel);
+      struct stat st;
+      if (lstat(path.c_str(), &st) != 0) continue;
+      out.insert(path);
+      if (!S_ISDIR(st.st_mode)) continue;
+      UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      DIR* d = dir ? fdopendir(dir.release()) : nullptr;
+      if (!d) continue;
+      while (struct dirent* e = readdir(d)) {
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) out.insert(Join(path, e->d_name));
+      }
+      closedir(d);
+    }
+  }
+  return out;
 }
 
 }  // namespace ward::supervisor

@@ -36,6 +36,11 @@ struct WorkspaceCheckInput {
   // nothing that exists, so only what was made during the run counts: a host edit meanwhile
   // (git config on the host) is not the run's.
   std::set<std::pair<dev_t, ino_t>> guarded_bases;
+  // Without the guard: the paths that stood at the protected names (and directly inside the
+  // ones that are directories) when the run started. The mount layer kept those read-only and
+  // in place, so there a file made during the run is told from one that was there by its path,
+  // not by a time or an inode (some file systems keep no birth time; some renumber inodes).
+  std::set<std::string> existed;
   QuarantineStore* store = nullptr;
 };
 
@@ -47,5 +52,9 @@ struct WorkspaceCheckOutcome {
 };
 
 WorkspaceCheckOutcome CheckWorkspaceAfterRun(const WorkspaceCheckInput& in);
+
+// WorkspaceCheckInput::existed, taken before the run starts.
+std::set<std::string> ProtectedNamesNow(const std::vector<std::string>& roots,
+                                        const std::vector<std::string>& relpaths);
 
 }  // namespace ward::supervisor

@@ -131,7 +131,7 @@ TEST_F(OuterWallTest, ExistingProtectedContentStaysReadOnly) {
     EXPECT_FALSE(Has(r.out, denied)) << denied << "\n" << r.out;
   }
   EXPECT_TRUE(Has(r.err, "Read-only file system")) << r.err;
-  EXPECT_TRUE(Has(r.out, "W:hook=echo original")) << r.out;
+  EXPECT_TRUE(Has(r.out, "W:hook=echo original")) << r.out << r.err;
   EXPECT_TRUE(Has(r.out, "W:config=[core]")) << r.out;
   EXPECT_TRUE(Has(r.out, "W:envrc=export A=1")) << r.out;
 }
