@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -610,19 +609,7 @@ class Builder {
       if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR) return true;  // not visible
       return error_->Set("mount", errno, "resolving mask ", m.target.c_str());
     }
-    std::vector<std::string> names;
-    if (pattern.find_first_of("*?[") == std::string::npos) {
-      names.push_back(pattern);
-    } else {
-      Listing entries;
-      if (!ListDir(parent.get(), &entries)) return true;
-      for (auto& [name, type] : entries) {
-        if (name == "." || name == "..") continue;
-        if (fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) == 0)
-          names.push_back(std::move(name));
-      }
-    }
-    for (const std::string& name : names) {
+    for (const std::string& name : MaskNames(parent.get(), pattern)) {
       struct stat st;
       if (fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       // A symlink cannot be covered; whatever it points to is decided by its own path.

@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -569,17 +568,7 @@ class PathBuilder {
     }
     struct stat pst;
     if (fstat(parent.get(), &pst) != 0 || !S_ISDIR(pst.st_mode)) return true;
-    std::vector<std::string> names;
-    if (pattern.find_first_of("*?[") == std::string::npos) {
-      names.push_back(pattern);
-    } else {
-      Listing entries;
-      if (!ListDir(parent.get(), &entries)) return true;
-      for (auto& [name, type] : entries) {
-        if (fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) == 0) names.push_back(name);
-      }
-    }
-    for (const std::string& name : names) {
+    for (const std::string& name : MaskNames(parent.get(), pattern)) {
       struct stat st;
       if (fstatat(parent.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       if (S_ISLNK(st.st_mode)) continue;  // decided by its own path

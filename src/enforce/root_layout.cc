@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,6 +28,17 @@ bool ListDir(int dirfd, Listing* out) {
       off += e->d_reclen;
     }
   }
+}
+
+std::vector<std::string> MaskNames(int dirfd, const std::string& pattern) {
+  if (pattern.find_first_of("*?[") == std::string::npos) return {pattern};
+  std::vector<std::string> names;
+  Listing entries;
+  if (!ListDir(dirfd, &entries)) return names;
+  for (auto& [name, type] : entries) {
+    if (fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) == 0) names.push_back(std::move(name));
+  }
+  return names;
 }
 
 }  // namespace ward::enforce

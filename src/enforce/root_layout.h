@@ -28,4 +28,9 @@ using Listing = std::vector<std::pair<std::string, unsigned char>>;
 // From getdents64 into a buffer on the stack: no allocation per entry, no 32 KB DIR buffer.
 bool ListDir(int dirfd, Listing* out);
 
+// The names a deny rule's last component names in the directory `dirfd`: itself, or, for a
+// glob (* ? [), the entries it matches (a leading dot only explicitly). Empty when the
+// directory cannot be listed.
+std::vector<std::string> MaskNames(int dirfd, const std::string& pattern);
+
 }  // namespace ward::enforce
