@@ -267,8 +267,9 @@ Result<std::unique_ptr<SessionLog>> SessionLog::Create(const Options& options) {
   log->reserved_end_ = reserve;
   log->cannot_preallocate_ = reserve == 0 && options.reserve_bytes > 0;
   log->state_dir_ = options.state_dir;
-  // In use while this lock is held: a later session never gives this reserve back.
-  if (reserve > 0) ::flock(log->log_fd_.get(), LOCK_SH | LOCK_NB);
+  // In use while this lock is held: a later session never gives this reserve back, and the
+  // retention prune never removes the session (retention.h). Held with or without a reserve.
+  ::flock(log->log_fd_.get(), LOCK_SH | LOCK_NB);
   return log;
 }
 

@@ -318,6 +318,8 @@ void AddAuditCommand(CLI::App& app, int* exit_code) {
   verify->add_flag("--all", o->all, "Every session");
   verify->add_flag("--json", o->json, "One JSON array");
   verify->callback([o, exit_code] { *exit_code = RunVerify(*o); });
+
+  AddAuditPruneCommand(*audit, exit_code, [o] { return StateDir(*o); });
 }
 
 }  // namespace ward::cli

@@ -2,6 +2,9 @@
 // A subcommand's callback stores its exit status in *exit_code.
 #pragma once
 
+#include <functional>
+#include <string>
+
 namespace CLI {
 class App;
 }
@@ -21,6 +24,14 @@ void AddApprovalsCommand(CLI::App& app, int* exit_code);  // approvals, approve,
 void AddQuarantineCommand(CLI::App& app, int* exit_code);
 // diff, apply, discard (review mode); argv is recorded in the audit trail.
 void AddReviewCommands(CLI::App& app, int* exit_code, int argc, char** argv);
+
+void AddProfilesCommand(CLI::App& app, int* exit_code);  // profiles list, profiles show
+void AddInitCommand(CLI::App& app, int* exit_code);
+// `ward audit prune`, on the `audit` subcommand; state_dir() is its --state-dir or the default.
+void AddAuditPruneCommand(CLI::App& audit, int* exit_code, std::function<std::string()> state_dir);
+// After a run's audit session is closed: when the automatic prune is due (one stat), starts it
+// in a detached process and returns.
+void StartAuditPruneIfDue(const std::string& state_dir);
 
 // Whether this build's `ward run` takes --label (execs of `serve` and `mcp` are then tagged
 // sandbox=/exec=).

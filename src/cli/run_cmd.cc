@@ -661,6 +661,7 @@ int RunCommand(RunCommandOptions& opts) {
         Status closed = log->Close();
         TraceMark("audit session closed");
         if (!closed.ok()) ReportAuditFailure(closed, *log, opts, &out);
+        if (closed.ok()) StartAuditPruneIfDue(AuditStateDir(opts));
       }
     }
   }

@@ -197,8 +197,7 @@ Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts) {
   // The workspace first: a refused one is not read at all (nor its .ward.toml), and its reason
   // is the first thing said (before, say, the audit directory that lies in a HOME).
   WARD_ASSIGN_OR_RETURN(std::string anyway, CheckWorkspaceChoice(opts, ctx));
-  const char* xdg = getenv("XDG_CONFIG_HOME");
-  ctx.config_dir = (xdg && *xdg == '/') ? std::string(xdg) + "/ward" : ctx.home + "/.config/ward";
+  ctx.config_dir = UserConfigDir();
   const std::string workspace_file = policy::WorkspaceFilePath(ctx.workspace);
   Result<policy::Policy> pol = policy::LoadPolicy(opts.flags, ctx, [&](const std::string& path) {
     return path == workspace_file ? ReadWorkspaceFile(path) : ReadHostFile(path);
@@ -208,6 +207,11 @@ Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts) {
   // Credentials need egress: their hosts join the allow list (supervisor/credentials.h).
   supervisor::AllowCredentialHosts(&pol.value());
   return pol;
+}
+
+std::string UserConfigDir() {
+  const char* xdg = getenv("XDG_CONFIG_HOME");
+  return (xdg && *xdg == '/') ? std::string(xdg) + "/ward" : CallerHome() + "/.config/ward";
 }
 
 }  // namespace ward::cli

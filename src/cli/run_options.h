@@ -34,6 +34,10 @@ void AddTerminalOptions(CLI::App* app, RunOptions* opts);
 // The caller's environment as (name, value) pairs.
 std::vector<std::pair<std::string, std::string>> CallerEnvironment();
 
+// Where the user's own profiles (profiles/NAME.toml) and config.toml live: $XDG_CONFIG_HOME/ward
+// when XDG_CONFIG_HOME is absolute, else $HOME/.config/ward.
+std::string UserConfigDir();
+
 // Loads the effective policy for these options (profiles, .ward.toml, flags), resolving the
 // workspace and the caller's HOME. Errors name the file, line and key.
 Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts);
