@@ -11,12 +11,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "audit/sessions.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
 #include "policy/loader.h"
+#include "policy/workspace_choice.h"
 
 namespace ward::cli {
 namespace init_cmd {
@@ -113,6 +115,21 @@ Status WriteStarter(const std::string& path, const std::string& text, bool force
   return Ok();
 }
 
+std::string CanonicalPath(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) ? std::string(buf) : path;
+}
+
+// A directory `ward run` refuses as a workspace (policy/workspace_choice.h) gets no workspace
+// file either: why, and what to do instead.
+std::optional<std::string> RefusedWorkspace(const std::string& ws) {
+  const char* home = getenv("HOME");
+  std::optional<policy::WorkspaceRefusal> refused = policy::RefuseWorkspace(
+      ws, home && *home == '/' ? CanonicalPath(home) : "", CanonicalPath);
+  if (!refused) return std::nullopt;
+  return refused->why + "; " + refused->advice;
+}
+
 int RunInit(const InitOptions& o) {
   char buf[PATH_MAX];
   const std::string dir = o.workdir.empty() ? "." : o.workdir;
@@ -122,6 +139,10 @@ int RunInit(const InitOptions& o) {
     return kExitFailed;
   }
   const std::string ws = buf;
+  if (std::optional<std::string> refused = RefusedWorkspace(ws)) {
+    std::fprintf(stderr, "ward init: %s\n", audit::SanitizeForTerminal(*refused).c_str());
+    return kExitFailed;
+  }
   const std::string path = policy::WorkspaceFilePath(ws);
   const std::string text = StarterText(ws);
   if (Status loads = CheckLoads(ws, text); !loads.ok()) {

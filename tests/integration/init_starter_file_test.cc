@@ -91,5 +91,14 @@ TEST_F(InitTest, RefusesToOverwriteWithoutForce) {
   EXPECT_NE(ReadFile(ws_ + "/.ward.toml").find("169.254.169.254"), std::string::npos);
 }
 
+TEST_F(InitTest, AWorkspaceWardRefusesGetsNoFile) {
+  RunOptions o = Defaults();
+  o.cwd = home_;
+  RunResult r = RunWard({"init"}, o);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err.rfind("ward init: the workspace is your HOME itself (", 0), 0u) << r.err;
+  EXPECT_FALSE(PathExists(home_ + "/.ward.toml"));
+}
+
 }  // namespace
 }  // namespace ward::test
