@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 
 #include "audit/record.h"
 #include "audit/retention.h"
+#include "audit/session_log.h"
 #include "audit/sessions.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
@@ -130,6 +132,14 @@ int RunPrune(const PruneOptions& o, const std::string& state) {
                  audit::SanitizeForTerminal(limits.status().ToString()).c_str());
     return limits.status().code() == Code::kInvalidArgument && !o.older_than.empty() ? kExitUsage
                                                                                      : kExitFailed;
+  }
+  struct stat st {};
+  if (::stat(audit::SessionsDir(state).c_str(), &st) != 0 && errno == ENOENT) {
+    if (!o.automatic) {
+      std::printf("no sessions in %s\n",
+                  audit::SanitizeForTerminal(audit::SessionsDir(state)).c_str());
+    }
+    return kExitOk;
   }
   Result<UniqueFd> lock = audit::LockPrune(state, /*wait=*/!o.automatic);
   if (!lock.ok()) {
