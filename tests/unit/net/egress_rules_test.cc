@@ -193,7 +193,6 @@ TEST(EgressRulesTest, BadPatternsNameTheOrigin) {
                           "example.com:99999",
                           "http://x",
                           "",
-                          "*",
                           "foo.*.com",
                           "*.*.example.com",
                           "example.com:",
