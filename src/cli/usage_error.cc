@@ -42,11 +42,13 @@ std::string Nearest(std::string_view word, const std::vector<std::string>& candi
       best_word = c;
     }
   }
-  if (best == 0 || best > std::max<size_t>(2, word.size() / 3)) return "";
+  if (best > std::max<size_t>(2, word.size() / 3)) return "";
   return best_word;
 }
 
+// For an option: a one-letter one ("-X") is near every other one-letter option, so it gets none.
 std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates) {
+  if (word.size() <= 2) return "";
   std::string n = Nearest(word, candidates);
   return n.empty() ? "" : " (did you mean " + n + "?)";
 }
