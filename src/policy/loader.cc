@@ -773,6 +773,13 @@ class Loader {
                                   "you mean");
   }
 
+  // A credential's hosts receive its secret: never every host, whatever the run allows.
+  Status CheckSecretHost(const Item& it) {
+    if (!AllowsAnything(it.value)) return Ok();
+    return ErrorAt(it.origin, Quote(it.value) + " would send the secret to " +
+                                  WhatItAllows(it.value) + "; name the hosts that need it");
+  }
+
   Status ApplyNetwork(const toml::node& v, const Source& src, const Origin& o, bool narrow) {
     WARD_ASSIGN_OR_RETURN(const toml::table* t, SubTable(v, o));
     WARD_TRY(CheckKeys(*t, src, "network", {"allow", "deny"}, narrow ? kNarrowOnly : ""));
@@ -1071,6 +1078,7 @@ class Loader {
           WARD_ASSIGN_OR_RETURN(std::vector<Item> items, StringList(fv, src, fo));
           for (const Item& h : items) {
             WARD_TRY(CheckHost(h));
+            WARD_TRY(CheckSecretHost(h));
             c.hosts.push_back(h.value);
           }
         } else if (field == "inject") {
@@ -1245,6 +1253,7 @@ class Loader {
         Item h{hosts.substr(start, comma - start), o};
         if (h.value.empty()) return ErrorAt(o, "empty host in " + Quote(spec));
         WARD_TRY(CheckHost(h));
+        WARD_TRY(CheckSecretHost(h));
         c.hosts.push_back(h.value);
         start = comma + 1;
       }

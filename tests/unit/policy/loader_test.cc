@@ -276,6 +276,13 @@ TEST(Loader, AllowPatternsForEveryHostNeedAllowNetAnything) {
     EXPECT_TRUE(WithFlags([&](RunFlags& f) { f.allow_net = {p}; }).ok()) << p;
   }
   EXPECT_TRUE(WithFlags([](RunFlags& f) { f.deny_net = {"*"}; }).ok());
+  // A secret never goes to every host, whatever the run allows.
+  ExpectError(WithFlags([](RunFlags& f) {
+                f.credential_env = {"TOKEN=*.com"};
+                f.allow_net_anything = true;
+              }),
+              {"command line: --credential-env: '*.com' would send the secret to every host "
+               "under the top-level domain '.com'; name the hosts that need it"});
 }
 
 // ---------------------------------------------------------------------------------------------
