@@ -21,6 +21,7 @@
 
 #include "common/events.h"
 #include "harness.h"
+#include "pty_session.h"
 #include "supervisor/approvals.h"
 #include "supervisor/approvals_socket.h"
 #include "supervisor/runtime_dir.h"
@@ -202,6 +203,29 @@ TEST_F(ApprovalsEverySessionTest, WatchAnswersEachRequestOfEverySession) {
   nlohmann::json j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j.size(), 1u);
   EXPECT_EQ(j[0]["id"], c);
+}
+
+// On a terminal, as a user answers: the question waits for the keystroke; Ctrl-D ends the watch.
+TEST_F(ApprovalsEverySessionTest, WatchAsksOnTheTerminalAndCtrlDEndsIt) {
+  RunOptions o;
+  o.env["XDG_RUNTIME_DIR"] = runtime_->path();
+  PtySession term({WardBin(), "approvals", "watch"}, o);
+  ASSERT_TRUE(term.WaitForText("Ctrl-D ends", std::chrono::seconds(10))) << term.output();
+  uint64_t id = Ask("sess-a", "/data/typed.csv");
+  ASSERT_TRUE(term.WaitForText("skip [s]? ", std::chrono::seconds(10))) << term.output();
+  EXPECT_NE(term.output().find("session sess-a request " + std::to_string(id) +
+                               ": file read /data/typed.csv  (/usr/bin/cat, pid 4242)"),
+            std::string::npos)
+      << term.output();
+  EXPECT_TRUE(Decisions("sess-a").empty()) << "nothing is answered before the user types";
+  term.Type("d\n");
+  ASSERT_TRUE(term.WaitForText("denied request " + std::to_string(id) + " (session sess-a)",
+                               std::chrono::seconds(10)))
+      << term.output();
+  term.Type("\x04");
+  EXPECT_EQ(term.Finish(std::chrono::seconds(10)), 0) << term.output();
+  ASSERT_EQ(Decisions("sess-a").size(), 1u);
+  EXPECT_FALSE(Decisions("sess-a")[0].allow);
 }
 
 TEST_F(ApprovalsEverySessionTest, WatchPrintsRequestsThatComeLater) {
