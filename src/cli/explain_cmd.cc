@@ -58,8 +58,8 @@ void AddExplainCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<ExplainOptions>();
   CLI::App* sub = app.add_subcommand(
       "explain", "Describe what `ward run` with these options would enforce, and how");
-  AddRunOptions(sub, &opts->run);
-  AddTerminalOptions(sub, &opts->run);
+  AddTerminalOptions(sub, &opts->run);  // before: grouped with the run options
+  AddRunOptions(sub, &opts->run, RunOptionHelp::kExplain);
   sub->add_flag("--json", opts->json, "Machine-readable output");
   sub->add_option("command", opts->command, "COMMAND [ARGS...] (after --)");
   sub->positionals_at_end();

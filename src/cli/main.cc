@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "cli/commands.h"
+#include "cli/usage_error.h"
 #include "common/heap.h"
 #include "common/trace.h"
 #include "enforce/launcher.h"
@@ -75,9 +76,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     ward::enforce::DiscardPreclonedInit();
-    int rc = app.exit(e);
     // Usage errors of `ward run` are setup failures of ward itself: 125, like env(1) uses 125.
-    return rc == 0 ? 0 : 125;
+    return ward::cli::ReportParseError(app, e, argc, argv);
   }
   ward::enforce::DiscardPreclonedInit();  // when the run was refused before it took init
   ward::TraceMark("exit");

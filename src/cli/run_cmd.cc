@@ -692,6 +692,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   CLI::App* sub = app.add_subcommand("run", "Run COMMAND inside the sandbox");
   AddRunOptions(sub, &opts->run);
   AddTerminalOptions(sub, &opts->run);
+  AddCreateOption(sub, &opts->run);
   sub->add_option("--json-status", opts->json_status_fd,
                   "Write the outcome as one JSON object to file descriptor FD (open for writing)")
       ->check(CLI::Range(0, INT_MAX));

@@ -1,23 +1,59 @@
 #include "cli/run_options.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <optional>
 #include <sstream>
 
+#include "common/unique_fd.h"
 #include "common/untrusted_file.h"
+#include "policy/paths.h"
 #include "policy/workspace_choice.h"
 #include "supervisor/credentials.h"
 
 namespace ward::cli {
+namespace {
 
-void AddRunOptions(CLI::App* app, RunOptions* o) {
+// The run options that change what `ward why` answers: where a path is visible, which host is
+// reachable.
+constexpr const char* kWhyOptions[] = {"--profile", "--write",     "--read",
+                                       "--deny",    "--workdir",   "--allow-net",
+                                       "--deny-net", "--workspace-anyway", "--allow-net-anything"};
+// The run options that change nothing `ward explain` describes.
+constexpr const char* kNotExplained[] = {"--approver-secret-env", "--approver-secret-file"};
+
+void GroupRunOptions(CLI::App* app, RunOptionHelp help) {
+  if (help == RunOptionHelp::kOwn) return;
+  const std::string group = help == RunOptionHelp::kWhy
+                                ? "Run options (the answer is for a run given these)"
+                                : "Run options (what `ward run` would be given)";
+  for (CLI::Option* opt : app->get_options()) {
+    const std::string name = "--" + (opt->get_lnames().empty() ? "" : opt->get_lnames().front());
+    if (name == "--help") continue;
+    bool shown = true;
+    if (help == RunOptionHelp::kWhy) {
+      shown = std::find(std::begin(kWhyOptions), std::end(kWhyOptions), name) !=
+              std::end(kWhyOptions);
+    } else {
+      shown = std::find(std::begin(kNotExplained), std::end(kNotExplained), name) ==
+              std::end(kNotExplained);
+    }
+    opt->group(shown ? group : "");  // "": accepted, not shown
+  }
+}
+
+}  // namespace
+
+void AddRunOptions(CLI::App* app, RunOptions* o, RunOptionHelp help) {
   auto& f = o->flags;
   app->add_option("-p,--profile", f.profile, "Profile NAME or FILE (default: default)");
   app->add_option("-w,--write", f.write, "Make PATH visible read-write (repeatable)")
@@ -79,6 +115,14 @@ void AddRunOptions(CLI::App* app, RunOptions* o) {
   app->add_flag("--workspace-anyway", f.workspace_anyway,
                 "Accept a workspace ward refuses (/, a system directory, /tmp, /home or your "
                 "HOME itself); recorded in the audit trail");
+  app->add_flag("--allow-net-anything", f.allow_net_anything,
+                "Accept -n patterns that allow every host (*, *.com, 0.0.0.0/0, ::/0)");
+  GroupRunOptions(app, help);
+}
+
+void AddCreateOption(CLI::App* app, RunOptions* o) {
+  app->add_flag("--create", o->create_missing,
+                "Make a missing -w directory (only under your HOME or the workspace)");
 }
 
 void AddTerminalOptions(CLI::App* app, RunOptions* o) {
@@ -182,6 +226,81 @@ Result<std::string> ReadHostFile(const std::string& path) {
   return ss.str();
 }
 
+// Whether `path` (canonical) lies in the caller's HOME or the workspace.
+bool InHomeOrWorkspace(const std::string& path, const policy::Policy& pol) {
+  return policy::PathIsWithin(path, Canonical(pol.home)) ||
+         policy::PathIsWithin(path, pol.workspace);
+}
+
+// The longest prefix of `path` that exists, and the components below it.
+std::pair<std::string, std::vector<std::string>> SplitAtExisting(const std::string& path) {
+  std::vector<std::string> missing;
+  std::string head = path;
+  struct stat st;
+  while (head != "/" && lstat(head.c_str(), &st) != 0) {
+    size_t slash = head.find_last_of('/');
+    missing.insert(missing.begin(), head.substr(slash + 1));
+    head = slash == 0 ? "/" : head.substr(0, slash);
+  }
+  return {head, missing};
+}
+
+// --create: makes the directories of a missing -w path below its existing part, which must be
+// in the caller's HOME or the workspace. Each step is made and opened beneath the one before
+// it, never following a symlink, so that nothing put in the way (the workspace is the
+// sandbox's to write) takes the creation elsewhere.
+Status CreateWritableDir(const std::string& path, const policy::Policy& pol) {
+  auto [head, missing] = SplitAtExisting(path);
+  const std::string base = Canonical(head);
+  if (!InHomeOrWorkspace(base, pol)) {
+    return Error(Code::kPermissionDenied,
+                 "-w " + path + ": no such directory, and --create makes directories only under "
+                                "your HOME or the workspace; create it yourself (mkdir -p " +
+                     ShellWord(path) + ") if you mean it");
+  }
+  UniqueFd dir(open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return ErrnoError("--create: opening " + base, errno);
+  char shown[PATH_MAX];
+  ssize_t n = readlink(("/proc/self/fd/" + std::to_string(dir.get())).c_str(), shown,
+                       sizeof shown - 1);
+  if (n < 0 || std::string(shown, static_cast<size_t>(n)) != base) {
+    return Error(Code::kFailedPrecondition,
+                 "--create: " + base + " changed while ward looked at it; nothing was made");
+  }
+  for (const std::string& name : missing) {
+    if (mkdirat(dir.get(), name.c_str(), 0777) != 0 && errno != EEXIST) {
+      return ErrnoError("--create: mkdir " + path, errno);
+    }
+    UniqueFd next(openat(dir.get(), name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!next) return ErrnoError("--create: " + path, errno);
+    dir = std::move(next);
+  }
+  std::fprintf(stderr, "ward: made %s (--create)\n", path.c_str());
+  return Ok();
+}
+
+// A -w or -r path of the command line that does not exist: made (-w with --create), or
+// refused with the fix. Paths from profiles are optional and skipped when absent.
+Status PrepareCommandLinePaths(const RunOptions& opts, const policy::Policy& pol) {
+  for (const policy::PathRule& r : pol.paths) {
+    if (r.optional || r.origin.source != "command line") continue;
+    struct stat st;
+    if (stat(r.path.c_str(), &st) == 0 || errno != ENOENT) continue;  // others: the plan says
+    const bool write = r.access == policy::Access::kWrite;
+    if (write && opts.create_missing) {
+      WARD_TRY(CreateWritableDir(r.path, pol));
+      continue;
+    }
+    std::string fix = "create it (mkdir -p " + ShellWord(r.path) + ")";
+    if (write && InHomeOrWorkspace(Canonical(SplitAtExisting(r.path).first), pol)) {
+      fix += " or add --create to have ward make it";
+    }
+    return NotFound(std::string(write ? "-w " : "-r ") + r.path +
+                    ": no such file or directory; " + fix);
+  }
+  return Ok();
+}
+
 }  // namespace
 
 Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts) {
@@ -203,6 +322,7 @@ Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts) {
     return path == workspace_file ? ReadWorkspaceFile(path) : ReadHostFile(path);
   });
   if (!pol.ok()) return pol;
+  WARD_TRY(PrepareCommandLinePaths(opts, *pol));
   pol->workspace_anyway = anyway;
   // Credentials need egress: their hosts join the allow list (supervisor/credentials.h).
   supervisor::AllowCredentialHosts(&pol.value());

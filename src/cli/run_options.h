@@ -23,11 +23,18 @@ struct RunOptions {
   std::string approver_secret_env;   // --approver-secret-env VAR
   std::string approver_secret_file;  // --approver-secret-file FILE
   bool raw_terminal = false;         // --raw-terminal: the command's output unfiltered
+  bool create_missing = false;       // --create (ward run): make a missing -w directory
   // How to accept a refused workspace, in its refusal ("" = "add --workspace-anyway ...").
   std::string workspace_anyway_hint;
 };
 
-void AddRunOptions(CLI::App* app, RunOptions* opts);
+// How a subcommand shows the run options in its --help (each accepts them all, so that a run's
+// own command line can be pasted): as its own options (run, and the commands that start runs),
+// or in a group of their own, only those that change what `explain` or `why` answer.
+enum class RunOptionHelp { kOwn, kExplain, kWhy };
+void AddRunOptions(CLI::App* app, RunOptions* opts, RunOptionHelp help = RunOptionHelp::kOwn);
+// --create: `ward run` only (the others never make anything).
+void AddCreateOption(CLI::App* app, RunOptions* opts);
 // The options about the user's terminal: `ward run` and `ward explain` only.
 void AddTerminalOptions(CLI::App* app, RunOptions* opts);
 
@@ -39,7 +46,8 @@ std::vector<std::pair<std::string, std::string>> CallerEnvironment();
 std::string UserConfigDir();
 
 // Loads the effective policy for these options (profiles, .ward.toml, flags), resolving the
-// workspace and the caller's HOME. Errors name the file, line and key.
+// workspace and the caller's HOME. Errors name the file, line and key. A -w or -r path that does
+// not exist is refused with the fix, or (-w with --create) made.
 Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts);
 
 }  // namespace ward::cli

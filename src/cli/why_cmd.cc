@@ -14,6 +14,7 @@
 #include "cli/run_options.h"
 #include "enforce/plan.h"
 #include "net/egress_rules.h"
+#include "net/idna.h"
 #include "policy/decide.h"
 #include "policy/json.h"
 
@@ -79,6 +80,18 @@ std::vector<std::string> NestedRepoRoots(const policy::Policy& pol, const std::s
   return roots;
 }
 
+// The flag that would allow a denied host: "-n HOST" (with the port when it is not one the bare
+// name allows); "" when the host is allowed, or denied by a rule (a deny rule wins over every
+// -n, and is there on purpose) or not a valid name.
+std::string AllowWith(const net::EgressRules::Decision& d, const std::string& host,
+                      uint16_t port) {
+  if (d.allowed || !d.rule.empty() || !net::ParseHost(host).ok()) return "";
+  const bool v6 = host.find(':') != std::string::npos;
+  const std::string shown = v6 ? "[" + host + "]" : host;
+  if (port == 80 || port == 443) return "-n " + (v6 ? shown + ":" + std::to_string(port) : host);
+  return "-n " + shown + ":" + std::to_string(port);
+}
+
 int RunWhy(const WhyOptions& opts) {
   Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
   if (!pol.ok()) {
@@ -131,13 +144,16 @@ int RunWhy(const WhyOptions& opts) {
       }
       net::EgressRules::Decision d = egress->CheckName(host, port);
       all_ok = all_ok && d.allowed;
+      const std::string allow_with = AllowWith(d, host, port);
       nlohmann::json j = {{"target", t},          {"host", host},   {"port", port},
                           {"allowed", d.allowed}, {"rule", d.rule}, {"reason", d.reason}};
       if (!d.rule.empty()) j["origin"] = policy::OriginToJson(d.origin);
+      if (!allow_with.empty()) j["allow_with"] = allow_with;
       out.push_back(j);
       if (!opts.json) {
         std::printf("%s:%u: %s\n  why: %s\n", host.c_str(), port, d.allowed ? "allowed" : "denied",
                     d.reason.c_str());
+        if (!allow_with.empty()) std::printf("  allow with: %s\n", allow_with.c_str());
       }
     }
   }
@@ -151,7 +167,7 @@ void AddWhyCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<WhyOptions>();
   CLI::App* sub = app.add_subcommand(
       "why", "Say which rule decides a PATH (what the sandbox sees there) or a HOST[:PORT]");
-  AddRunOptions(sub, &opts->run);
+  AddRunOptions(sub, &opts->run, RunOptionHelp::kWhy);
   sub->add_flag("--json", opts->json, "Machine-readable output");
   sub->add_option("target", opts->targets, "PATH or HOST[:PORT] (repeatable)")->required();
   sub->callback([opts, exit_code] { *exit_code = RunWhy(*opts); });

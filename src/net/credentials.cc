@@ -196,6 +196,10 @@ Result<std::unique_ptr<CredentialBroker>> CredentialBroker::Create(
       switch (rule->kind) {
         case HostRule::Kind::kExact:
         case HostRule::Kind::kWildcard:
+          if (rule->name.empty()) {
+            return InvalidArgument(what + ": host " + h.pattern +
+                                   ": a secret goes to named hosts, not to every host");
+          }
           if (std::find(ca.permitted_names.begin(), ca.permitted_names.end(), rule->name) ==
               ca.permitted_names.end()) {
             ca.permitted_names.push_back(rule->name);

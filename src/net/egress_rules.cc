@@ -39,7 +39,12 @@ Status ParseHostPart(std::string_view h, HostRule* r) {
     r->kind = HostRule::Kind::kNet;
     return Ok();
   }
-  if (h == "*") return InvalidArgument("'*' would allow every host; list the hosts");
+  // Every name. The policy loader accepts it only with --allow-net-anything (policy/loader.h).
+  if (h == "*" || h == "*.*") {
+    r->kind = HostRule::Kind::kWildcard;
+    r->name.clear();
+    return Ok();
+  }
   if (h.size() >= 2 && h.substr(0, 2) == "*.") {
     std::string_view suffix = h.substr(2);
     if (suffix.find('*') != std::string_view::npos) {
@@ -153,6 +158,7 @@ bool HostRule::MatchesName(std::string_view n) const {
     case Kind::kExact:
       return n == name;
     case Kind::kWildcard:
+      if (name.empty()) return true;  // "*"
       return n.size() > name.size() + 1 && n.substr(n.size() - name.size()) == name &&
              n[n.size() - name.size() - 1] == '.';
     default:

@@ -181,6 +181,35 @@ std::string FormatMs(uint64_t ms) {
 std::string AccessText(std::optional<Access> a) { return a ? AccessName(*a) : "none"; }
 int AccessRank(std::optional<Access> a) { return !a ? 0 : (*a == Access::kRead ? 1 : 2); }
 
+// Whether a host pattern (HOST[:PORT], [V6]:PORT, ADDR/LEN) allows every host, or every host
+// under a top-level domain: "*", "*.*", "*.com", "0.0.0.0/0", "::/0".
+bool AllowsAnything(std::string_view pattern) {
+  std::string_view host = pattern;
+  if (!host.empty() && host.front() == '[') {
+    size_t close = host.find(']');
+    if (close == std::string_view::npos) return false;
+    std::string_view rest = host.substr(close + 1);
+    host = host.substr(1, close - 1);
+    if (!rest.empty() && rest.front() == '/') return rest == "/0";  // "[::]/0"
+  } else if (std::count(host.begin(), host.end(), ':') < 2) {
+    host = host.substr(0, host.find(':'));  // one colon: the port
+  }
+  if (host.size() >= 2 && host.substr(host.size() - 2) == "/0") return true;
+  if (host == "*") return true;
+  if (host.substr(0, 2) != "*.") return false;
+  std::string_view suffix = host.substr(2);
+  if (!suffix.empty() && suffix.back() == '.') suffix.remove_suffix(1);
+  return suffix.find('.') == std::string_view::npos;  // "*.*", "*.com"
+}
+
+// What a pattern AllowsAnything accepts allows, in words.
+std::string WhatItAllows(std::string_view pattern) {
+  if (pattern.find('/') != std::string_view::npos) return "every address";
+  std::string_view host = pattern.substr(0, pattern.find(':'));
+  if (host == "*" || host == "*.*") return "every host";
+  return "every host under the top-level domain " + Quote(host.substr(1));
+}
+
 // ~ expansion, cwd-relative resolution (command line only) and lexical normalisation.
 Result<std::string> ExpandPath(std::string_view p, const std::string& home, const std::string* cwd,
                                const Origin& o) {
@@ -198,7 +227,9 @@ Result<std::string> ExpandPath(std::string_view p, const std::string& home, cons
     abs = JoinPath(*cwd, p);
   } else {
     return ErrorAt(
-        o, "relative path " + Quote(p) + ": paths in profiles must be absolute or start with ~/");
+        o, "relative path " + Quote(p) +
+               ": paths in profiles must be absolute or start with ~/ (relative paths are for "
+               "a workspace's .ward.toml, where they name paths in the workspace)");
   }
   return NormalizePath(abs);
 }
@@ -452,6 +483,12 @@ class Loader {
                              " profiles: " + Join(stack_, " -> ") + " -> " + id);
     }
     WARD_ASSIGN_OR_RETURN(toml::table tbl, Parse(r.src, r.text));
+    if (tbl.empty()) {
+      return ErrorAt(Origin{id, 0, ""},
+                     "the profile defines nothing (the file is empty or holds only comments); it "
+                     "probably lacks extends = \"default\" (a profile builds on the default "
+                     "one and adds to it)");
+    }
 
     stack_.push_back(id);
     if (const toml::node* ext = tbl.get("extends")) {
@@ -570,6 +607,22 @@ class Loader {
     return path;
   }
 
+  // A deny rule of the workspace file: a relative path names a path in the workspace (a committed
+  // file must be portable across checkouts), and may not leave it with "..".
+  Result<std::string> WorkspaceDenyPattern(const Item& it) {
+    const std::string& s = it.value;
+    if (s.empty() || s[0] == '/' || s[0] == '~') return DenyPattern(it, nullptr);
+    WARD_ASSIGN_OR_RETURN(std::string path, DenyPattern(it, &ctx_.workspace));
+    if (path == ctx_.workspace || !PathIsWithin(path, ctx_.workspace)) {
+      return ErrorAt(it.origin, Quote(s) +
+                                    ": a relative path in .ward.toml names a path inside the "
+                                    "workspace, and this one leaves it (or is the workspace "
+                                    "itself); write a path below the workspace, or an absolute "
+                                    "one");
+    }
+    return path;
+  }
+
   Result<std::string> RelPath(const Item& it) {
     const std::string& s = it.value;
     if (s[0] == '/' || s[0] == '~') {
@@ -619,7 +672,8 @@ class Loader {
       Origin no = At(src, n->source(), "filesystem.deny");
       WARD_ASSIGN_OR_RETURN(std::vector<Item> items, StringList(*n, src, no));
       for (const Item& it : items) {
-        WARD_ASSIGN_OR_RETURN(std::string path, DenyPattern(it, nullptr));
+        WARD_ASSIGN_OR_RETURN(std::string path,
+                              narrow ? WorkspaceDenyPattern(it) : DenyPattern(it, nullptr));
         policy_.deny.push_back(DenyRule{path, it.origin});
       }
     }
@@ -708,6 +762,24 @@ class Loader {
     return Ok();
   }
 
+  // An allow rule that matches every host, or every host of a top-level domain ("*", "*.*",
+  // "*.com", "0.0.0.0/0", "::/0"), is no list at all: refused unless the run says
+  // --allow-net-anything.
+  Status CheckAllowIsNarrow(const Item& it) {
+    if (flags_.allow_net_anything || !AllowsAnything(it.value)) return Ok();
+    return ErrorAt(it.origin, Quote(it.value) + " would allow " + WhatItAllows(it.value) +
+                                  "; list the hosts the command needs, or add "
+                                  "--allow-net-anything to the command line if that is what "
+                                  "you mean");
+  }
+
+  // A credential's hosts receive its secret: never every host, whatever the run allows.
+  Status CheckSecretHost(const Item& it) {
+    if (!AllowsAnything(it.value)) return Ok();
+    return ErrorAt(it.origin, Quote(it.value) + " would send the secret to " +
+                                  WhatItAllows(it.value) + "; name the hosts that need it");
+  }
+
   Status ApplyNetwork(const toml::node& v, const Source& src, const Origin& o, bool narrow) {
     WARD_ASSIGN_OR_RETURN(const toml::table* t, SubTable(v, o));
     WARD_TRY(CheckKeys(*t, src, "network", {"allow", "deny"}, narrow ? kNarrowOnly : ""));
@@ -723,6 +795,7 @@ class Loader {
       WARD_ASSIGN_OR_RETURN(std::vector<Item> items, StringList(*n, src, no));
       for (const Item& it : items) {
         WARD_TRY(CheckHost(it));
+        if (list == &policy_.network.allow) WARD_TRY(CheckAllowIsNarrow(it));
         list->push_back(HostRule{it.value, it.origin});
       }
     }
@@ -733,12 +806,17 @@ class Loader {
   Result<uint64_t> SizeValue(const toml::node& n, const Origin& o) {
     if (const auto* i = n.as_integer()) {
       if (i->get() <= 0) return ErrorAt(o, "must be a positive number of bytes");
-      return static_cast<uint64_t>(i->get());
+      const uint64_t bytes = static_cast<uint64_t>(i->get());
+      Status bare = CheckBareSize(std::to_string(bytes), bytes);
+      if (!bare.ok()) return ErrorAt(o, bare.message());
+      return bytes;
     }
     WARD_ASSIGN_OR_RETURN(std::string s, StringOf(n, o));
     Result<uint64_t> r = ParseSize(s);
     if (!r.ok()) return ErrorAt(o, r.status().message());
     if (*r == 0) return ErrorAt(o, "must be larger than zero");
+    Status bare = CheckBareSize(s, *r);
+    if (!bare.ok()) return ErrorAt(o, bare.message());
     return *r;
   }
 
@@ -1000,6 +1078,7 @@ class Loader {
           WARD_ASSIGN_OR_RETURN(std::vector<Item> items, StringList(fv, src, fo));
           for (const Item& h : items) {
             WARD_TRY(CheckHost(h));
+            WARD_TRY(CheckSecretHost(h));
             c.hosts.push_back(h.value);
           }
         } else if (field == "inject") {
@@ -1110,6 +1189,7 @@ class Loader {
         Item it{h, cli(flag)};
         if (h.empty()) return ErrorAt(it.origin, "empty host pattern");
         WARD_TRY(CheckHost(it));
+        if (out == &policy_.network.allow) WARD_TRY(CheckAllowIsNarrow(it));
         out->push_back(HostRule{h, it.origin});
       }
     }
@@ -1173,6 +1253,7 @@ class Loader {
         Item h{hosts.substr(start, comma - start), o};
         if (h.value.empty()) return ErrorAt(o, "empty host in " + Quote(spec));
         WARD_TRY(CheckHost(h));
+        WARD_TRY(CheckSecretHost(h));
         c.hosts.push_back(h.value);
         start = comma + 1;
       }
@@ -1193,6 +1274,8 @@ class Loader {
       Result<uint64_t> r = ParseSize(**raw);
       if (!r.ok()) return ErrorAt(cli(flag), r.status().message());
       if (*r == 0) return ErrorAt(cli(flag), "must be larger than zero");
+      Status bare = CheckBareSize(**raw, *r);
+      if (!bare.ok()) return ErrorAt(cli(flag), bare.message());
       *field = *r;
       l.origins[key] = cli(flag);
     }

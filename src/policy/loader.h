@@ -14,6 +14,7 @@
 
 #include "common/status.h"
 #include "policy/policy.h"
+#include "policy/units.h"  // ParseSize, ParseDurationMs: used with the loader by its callers
 
 namespace ward::policy {
 
@@ -34,6 +35,8 @@ struct RunFlags {
   std::optional<std::string> proxy_connections;                                // raw CLI string
   std::optional<bool> approvals;                                               // --ask
   bool no_audit = false;                                                       // --no-audit
+  // --allow-net-anything: accept allow rules that match every host ("*", "*.com", "0.0.0.0/0").
+  bool allow_net_anything = false;
   // --workspace-anyway: accept a workspace policy/workspace_choice.h refuses. Not read by the
   // loader: the CLI checks the workspace before loading (a refused one is not read at all).
   bool workspace_anyway = false;
@@ -57,12 +60,5 @@ std::string WorkspaceFilePath(const std::string& workspace);
 // Loads, merges and validates. Every error is kInvalidArgument (or the reader's own error) with
 // a message "FILE:LINE: KEY: what is wrong" whenever a file is involved.
 Result<Policy> LoadPolicy(const RunFlags& flags, const Context& ctx, const FileReader& reader);
-
-// Sizes: "8G", "512M", "1.5G", "64k", "1024" (bytes; binary multiples k/M/G/T, case-insensitive,
-// optionally followed by "B" or "iB").
-Result<uint64_t> ParseSize(std::string_view text);
-
-// Durations: "500ms", "30s", "10m", "1h", "1h30m", "2d"; a bare number means seconds.
-Result<uint64_t> ParseDurationMs(std::string_view text);
 
 }  // namespace ward::policy

@@ -1,11 +1,12 @@
-// ParseSize and ParseDurationMs (declared in loader.h): strict, overflow-checked, and
-// exception-free, since they parse untrusted profile and command-line text.
+// ParseSize, ParseDurationMs and CheckBareSize: strict, overflow-checked, and exception-free,
+// since they parse untrusted profile and command-line text.
+#include "policy/units.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
-#include "policy/loader.h"
 
 namespace ward::policy {
 namespace {
@@ -168,6 +169,17 @@ Result<uint64_t> ParseDurationMs(std::string_view text) {
     first = false;
   }
   return total;
+}
+
+Status CheckBareSize(std::string_view written, uint64_t bytes) {
+  if (bytes >= kSmallestBareSize || written.empty()) return Ok();
+  for (char c : written) {
+    if (!IsDigit(c)) return Ok();  // it has a unit (or a fraction of one): the figure is meant
+  }
+  std::string n(written.substr(0, 20));
+  return InvalidArgument(n + " without a unit means " + n +
+                         " bytes, too little to be meant; write " + n + "M for MiB or " + n +
+                         "G for GiB (or " + n + "B if you do mean bytes)");
 }
 
 }  // namespace ward::policy

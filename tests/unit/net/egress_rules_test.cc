@@ -49,6 +49,20 @@ void ExpectNames(const EgressRules& rules, const std::vector<NameCase>& cases) {
   }
 }
 
+// "*" (or "*.*") matches every name; the policy loader accepts it only with
+// --allow-net-anything. IP literals still need an address rule.
+TEST(EgressRulesTest, StarMatchesEveryNameButNoAddress) {
+  for (const char* star : {"*", "*.*"}) {
+    EgressRules rules = Compile({star});
+    ExpectNames(rules, {{"example.com", 443, true}, {"a.b.example.org", 80, true},
+                        {"example.com", 22, false}});
+    EXPECT_TRUE(rules.CheckDnsName("anything.example").allowed);
+    EXPECT_FALSE(rules.CheckName("192.0.2.1", 443).allowed);
+  }
+  EgressRules denied = Compile({"*.example.com"}, {"*"});
+  EXPECT_FALSE(denied.CheckName("www.example.com", 443).allowed);
+}
+
 TEST(EgressRulesTest, ExactWildcardAndApex) {
   EgressRules rules = Compile({"example.com", "*.github.com"});
   EXPECT_FALSE(rules.empty());
@@ -193,7 +207,6 @@ TEST(EgressRulesTest, BadPatternsNameTheOrigin) {
                           "example.com:99999",
                           "http://x",
                           "",
-                          "*",
                           "foo.*.com",
                           "*.*.example.com",
                           "example.com:",

@@ -2,8 +2,11 @@
 // checked for the file, the line and the key in its message).
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <algorithm>
 
+#include "common/sha256.h"
 #include "policy/loader.h"
 #include "policy_test_util.h"
 
@@ -46,7 +49,7 @@ void ExpectError(const Result<Policy>& r, std::initializer_list<const char*> fra
 // Parsing
 
 TEST(Loader, MinimalProfileKeepsTheModelDefaults) {
-  Result<Policy> r = LoadText("");
+  Result<Policy> r = LoadText("description = \"minimal\"\n");
   ASSERT_TRUE(r.ok()) << ErrorOf(r);
   EXPECT_EQ(r->profile, ProfilePath("t"));
   EXPECT_EQ(r->workspace, testing::kWorkspace);
@@ -60,9 +63,7 @@ TEST(Loader, MinimalProfileKeepsTheModelDefaults) {
   ASSERT_EQ(r->sources.size(), 1u);
   EXPECT_EQ(r->sources[0].origin, "file");
   EXPECT_EQ(r->sources[0].name, ProfilePath("t"));
-  // sha256("") is well known.
-  EXPECT_EQ(r->sources[0].sha256,
-            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(r->sources[0].sha256, Sha256Hex("description = \"minimal\"\n"));
 }
 
 TEST(Loader, EveryKeyIsParsedWithItsOrigin) {
@@ -218,13 +219,70 @@ hosts = ["c.example.com"]
 
 TEST(Loader, ValuesMayUseIntegersForSizesAndDurations) {
   Result<Policy> r = LoadText(
-      "[limits]\nmemory = 4096\ntimeout = 90\ncpu = 2\n"
+      "[limits]\nmemory = 4194304\ntimeout = 90\ncpu = 2\n"
       "[approvals]\ntimeout = 5\n");
   ASSERT_TRUE(r.ok()) << ErrorOf(r);
-  EXPECT_EQ(r->limits.memory_bytes, 4096u);
+  EXPECT_EQ(r->limits.memory_bytes, 4194304u);
   EXPECT_EQ(r->limits.timeout_ms, 90000u);
   EXPECT_DOUBLE_EQ(*r->limits.cpu_cores, 2.0);
   EXPECT_EQ(r->approvals.timeout_ms, 5000u);
+}
+
+TEST(Loader, AnEmptyProfileSaysItProbablyLacksExtends) {
+  for (const char* text : {"", "# only a comment\n\n"}) {
+    ExpectError(LoadText(text), {"t.toml: the profile defines nothing (the file is empty or holds "
+                                 "only comments); it probably lacks extends = \"default\""});
+  }
+}
+
+// The policy of the default profile with these flags.
+Result<Policy> WithFlags(const std::function<void(RunFlags&)>& set) {
+  MemFs fs;
+  RunFlags f;
+  set(f);
+  return Load(fs, f);
+}
+
+TEST(Loader, SizesWithoutAUnitBelowAMiBAreRefused) {
+  const char* means = "5 without a unit means 5 bytes, too little to be meant; write 5M for MiB "
+                      "or 5G for GiB (or 5B if you do mean bytes)";
+  ExpectError(LoadText("[limits]\nmemory = 5\n"), {"t.toml:2: limits.memory: ", means});
+  ExpectError(LoadText("[limits]\nmemory = \"5\"\n"), {"t.toml:2: limits.memory: ", means});
+  ExpectError(LoadText("[limits]\ntmp_size = 5\n"), {"limits.tmp_size: ", means});
+  ExpectError(LoadText("[limits]\nfile_size = \"5\"\n"), {"limits.file_size: ", means});
+  ExpectError(WithFlags([](RunFlags& f) { f.memory = "5"; }), {"command line: --memory: ", means});
+  // A unit says the figure is meant; a bare number of a MiB or more is taken as bytes.
+  for (const char* ok : {"\"512k\"", "\"100B\"", "1048576", "\"1048576\""}) {
+    Result<Policy> r = LoadText(std::string("[limits]\nfile_size = ") + ok + "\n");
+    EXPECT_TRUE(r.ok()) << ok << ": " << ErrorOf(r);
+  }
+}
+
+TEST(Loader, AllowPatternsForEveryHostNeedAllowNetAnything) {
+  for (const char* p : {"*", "*.*", "*.com", "*.com.", "*:443", "0.0.0.0/0", "::/0", "[::]/0",
+                        "0.0.0.0/0:443"}) {
+    ExpectError(WithFlags([&](RunFlags& f) { f.allow_net = {p}; }),
+                {"command line: --allow-net: ", "would allow every", "--allow-net-anything"});
+    EXPECT_TRUE(WithFlags([&](RunFlags& f) {
+                  f.allow_net = {p};
+                  f.allow_net_anything = true;
+                }).ok())
+        << p;
+  }
+  ExpectError(LoadText("[network]\nallow = [\"*.org\"]\n"),
+              {"t.toml:2: network.allow: '*.org' would allow every host under the top-level "
+               "domain '.org'"});
+  for (const char* p : {"*.example.com", "example.com", "10.0.0.0/8", "*.co.uk", "[::1]:3000"}) {
+    EXPECT_TRUE(WithFlags([&](RunFlags& f) { f.allow_net = {p}; }).ok()) << p;
+  }
+  EXPECT_TRUE(WithFlags([](RunFlags& f) { f.deny_net = {"*"}; }).ok());
+  // A secret never goes to every host, whatever the run allows.
+  ExpectError(WithFlags([](RunFlags& f) {
+                f.credential_env = {"TOKEN=*.com"};
+                f.allow_net_anything = true;
+              }),
+              {"command line: --credential-env: '*.com' would send the secret to every host "
+               "under the top-level domain '.com'; name the hosts that need it"});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -393,7 +451,7 @@ TEST(Loader, ExtendsDepthIsLimited) {
   for (int i = 0; i < 9; ++i) {
     fs.AddProfile("p" + std::to_string(i), "extends = \"p" + std::to_string(i + 1) + "\"\n");
   }
-  fs.AddProfile("p9", "");
+  fs.AddProfile("p9", "description = \"last\"\n");
   RunFlags flags;
   flags.profile = "p1";  // p1 .. p9: 9 profiles
   ExpectError(Load(fs, flags), {"deeper than 8"});
@@ -837,7 +895,7 @@ TEST(Flags, Errors) {
 
 // limits.proxy_connections: the per-sandbox cap on connections to the egress proxy.
 TEST(Limits, ProxyConnectionsKeyFlagAndDefault) {
-  Result<Policy> r = LoadText("");
+  Result<Policy> r = LoadText("description = \"minimal\"\n");
   ASSERT_TRUE(r.ok()) << ErrorOf(r);
   EXPECT_FALSE(r->limits.proxy_connections.has_value());  // the proxy's default then applies
   EXPECT_EQ(kDefaultProxyConnections, 128u);
