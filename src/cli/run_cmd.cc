@@ -308,6 +308,11 @@ Status CheckWardDirsHidden(const RunCommandOptions& opts, const policy::Policy& 
     dirs.push_back({"the audit directory", opts.audit_dir,
                     "choose another --audit-dir, or run with --no-audit"});
   }
+  supervisor::PrivateDir config{"ward's configuration directory (your profiles and settings)",
+                                UserConfigDir(),
+                                "make it read-only inside (-r instead of -w), or deny it"};
+  config.writable_only = true;
+  dirs.push_back(std::move(config));
   return supervisor::CheckOutOfView(pol, dirs);
 }
 

@@ -45,16 +45,20 @@ std::string ResolvedOnHost(const std::string& path) {
 
 // How the sandbox of `policy` would see `dir` (a normalised absolute path): "" when it does
 // not, else the rule or mount that shows it.
-std::string SeenVia(const policy::Policy& policy, const std::string& dir, bool contents_too) {
+std::string SeenVia(const policy::Policy& policy, const std::string& dir, const PrivateDir& pd) {
+  using V = policy::PathDecision::Visibility;
+  const V at_least = pd.writable_only ? V::kWrite : V::kRead;
   policy::PathDecision d = policy::DecidePath(policy, dir);
-  if (d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file) return d.via;
-  if (!contents_too) return "";
+  if (d.visibility >= at_least && d.host_file) return d.via;
+  if (!pd.contents_too) return "";
   // A bind of something inside it shows that part (DecidePath asks about the directory only).
-  if (policy.workspace_access && !policy.workspace.empty() &&
+  const policy::Access ws_least = pd.writable_only ? policy::Access::kWrite : policy::Access::kRead;
+  if (policy.workspace_access && *policy.workspace_access >= ws_least && !policy.workspace.empty() &&
       policy::PathIsWithin(policy::NormalizePath(policy.workspace), dir)) {
     return "the workspace " + policy.workspace + " is inside it";
   }
   for (const policy::PathRule& r : policy.paths) {
+    if (pd.writable_only && r.access != policy::Access::kWrite) continue;
     if (!r.path.empty() && r.path[0] == '/' &&
         policy::PathIsWithin(policy::NormalizePath(r.path), dir)) {
       return "the rule " + r.path + " (" + r.origin.ToString() + ") is inside it";
@@ -105,11 +109,13 @@ Status CheckOutOfView(const policy::Policy& policy, const std::vector<PrivateDir
     const size_t forms = resolved == literal ? 1 : 2;
     for (size_t i = 0; i < forms; ++i) {
       const std::string& p = i == 0 ? literal : resolved;
-      std::string via = SeenVia(policy, p, d.contents_too);
+      std::string via = SeenVia(policy, p, d);
       if (via.empty()) continue;
       return Error(Code::kFailedPrecondition,
-                   d.what + " " + d.path + " would be visible inside the sandbox (" + via +
-                       "): a sandbox must never reach ward's own sockets or records; " +
+                   d.what + " " + d.path + (d.writable_only ? " would be writable" : " would be visible") +
+                       " inside the sandbox (" + via +
+                       (d.writable_only ? "): a sandbox must never change what decides its next run; "
+                                        : "): a sandbox must never reach ward's own sockets or records; ") +
                        FixFor(policy, d));
     }
   }

@@ -22,6 +22,9 @@ struct PrivateDir {
   // for a path the user chose that holds other things (`ward serve --socket`'s directory):
   // only what shows the path itself counts.
   bool contents_too = true;
+  // Only a view that can write it counts: the user's profiles and settings may be read inside a
+  // run (`-r ~/.config`), but a run that could change them would widen the next one.
+  bool writable_only = false;
 };
 
 // The runtime directory this process would use, /run/user/<uid>/ward (where a run with another

@@ -179,6 +179,36 @@ TEST_F(WardSocketsTest, ARunThatWouldSeeWardsRuntimeOrStateDirectoryIsRefused) {
   }
 }
 
+// ward's configuration directory (the user's profiles and settings) decides the next run: a run
+// that could write it is refused, naming the directory; reading it stays allowed (the control:
+// the same directory with -r is read inside).
+TEST_F(WardSocketsTest, ARunThatCouldWriteWardsConfigurationIsRefused) {
+  const std::string config_home = root_->path() + "/config";
+  const std::string profiles = config_home + "/ward/profiles";
+  MakeDirs(profiles, 0755);
+  WriteFile(profiles + "/mine.toml", "extends = \"default\"\n", 0644);
+  RunOptions o = Env(runtime_a_, state_);
+  o.env["XDG_CONFIG_HOME"] = config_home;
+  RunResult control = Probe({"read", profiles + "/mine.toml"}, {"-r", config_home}, o);
+  ASSERT_EQ(control.status, 0) << control.err;
+  EXPECT_NE(control.out.find("extends"), std::string::npos) << control.out;
+  for (const std::string& w : {config_home, config_home + "/ward", profiles}) {
+    RunResult r = Probe({"write", profiles + "/mine.toml"}, {"-w", w}, o);
+    EXPECT_EQ(r.status, 125) << w << " " << r.out << r.err;
+    EXPECT_NE(r.err.find(config_home + "/ward would be writable inside the sandbox"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(ReadFile(profiles + "/mine.toml"), "extends = \"default\"\n");
+  }
+  // The control: for a run whose configuration lives elsewhere, the same directory is only a
+  // directory, and the same write lands.
+  RunOptions elsewhere = o;
+  elsewhere.env["XDG_CONFIG_HOME"] = root_->path() + "/other-config";
+  RunResult wrote = Probe({"write", profiles + "/mine.toml", "changed"}, {"-w", config_home}, elsewhere);
+  EXPECT_EQ(wrote.status, 0) << wrote.err;
+  EXPECT_EQ(ReadFile(profiles + "/mine.toml"), "changed");
+}
+
 // Run 1 (XDG_RUNTIME_DIR=A, --ask) waits on a question. Run 2 (XDG_RUNTIME_DIR=B, so its own view
 // check does not know A; workspace A) reaches run 1's socket and answers "approve": refused,
 // the question stays pending, and the refusal is in run 1's audit trail. The host's approve is
