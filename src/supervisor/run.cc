@@ -1078,6 +1078,7 @@ Outcome Run(const RunRequest& req) {
   CollectLimits(req, events, *plan, cgroup.get(), init_pidfd.get(), &out);
   if (cgroup) TraceMark("cgroup removed");
   out.denials = denials.Finish();
+  TraceMark("denials gathered");
   out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   if (!out.rusage_from_init) getrusage(RUSAGE_CHILDREN, &out.rusage);
   return out;
