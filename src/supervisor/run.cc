@@ -1077,6 +1077,7 @@ Outcome Run(const RunRequest& req) {
   sys::SetEffectiveCapabilities(true);
   CollectLimits(req, events, *plan, cgroup.get(), init_pidfd.get(), &out);
   if (cgroup) TraceMark("cgroup removed");
+  TraceMark("run over");
   out.denials = denials.Finish();
   TraceMark("denials gathered");
   out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
