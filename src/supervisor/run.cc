@@ -137,7 +137,6 @@ class Session {
       notifier_->Stop();
       out_->notifications = notifier_->handled();
       out_->protected_denials = notifier_->denied();
-      out_->protected_refused = notifier_->protected_refusals();
     }
     if (approvals_) approvals_->Stop();
   }
