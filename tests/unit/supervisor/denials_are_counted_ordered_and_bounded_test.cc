@@ -53,6 +53,35 @@ TEST(DenialOf, TheRecordsOwnAllowWithWins) {
   EXPECT_EQ(DenialOf("net.deny", data)->allow_with, "-n x.example --ask");
 }
 
+// The records as the proxy and the stub write them with their own words (host normalised,
+// allow_with): copied, not re-derived.
+TEST(DenialOf, TheStubsNormalisedHostAndFlagAreCopied) {
+  std::optional<Denial> d = DenialOf("dns.deny", {{"name", "Reg.Example.ORG."},
+                                                  {"host", "reg.example.org"},
+                                                  {"rcode", "NXDOMAIN"},
+                                                  {"rule", ""},
+                                                  {"why", "reg.example.org not allowed"},
+                                                  {"allow_with", "-n reg.example.org"}});
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->target, "reg.example.org");
+  EXPECT_EQ(d->allow_with, "-n reg.example.org");
+}
+
+TEST(DenialOf, FileApprovalRefusalsAreReads) {
+  std::optional<Denial> asked = DenialOf(
+      "syscall.deny",
+      {{"syscall", "openat"}, {"path", "/srv/data"}, {"rule", "approvals"}, {"detail", "denied"}});
+  ASSERT_TRUE(asked);
+  EXPECT_EQ(asked->kind, "file.read");
+  EXPECT_EQ(asked->allow_with, "-r /srv/data");
+  EXPECT_FALSE(asked->on_purpose);
+  std::optional<Denial> listed = DenialOf(
+      "syscall.deny", {{"syscall", "openat"}, {"path", "/home/u/.ssh/id"}, {"rule", "filesystem.deny"}});
+  ASSERT_TRUE(listed);
+  EXPECT_TRUE(listed->on_purpose);
+  EXPECT_EQ(listed->allow_with, "");
+}
+
 TEST(DenialOf, OnlyNxdomainIsADnsDenial) {
   EXPECT_FALSE(DenialOf("dns.deny", {{"name", "a.example"}, {"rcode", "REFUSED"}}));
   std::optional<Denial> d =
