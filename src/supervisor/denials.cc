@@ -155,7 +155,9 @@ Denial SyscallDenial(const nlohmann::json& data) {
 }
 
 // file.deny: a write or creation the guard saw refused (read-only, or outside the writable roots).
-Denial FileDenial(const nlohmann::json& data) {
+std::optional<Denial> FileDenial(const nlohmann::json& data) {
+  // The policy allows the write: the file's own permissions refused it, not ward.
+  if (data.is_object() && data.value("policy_allows", false)) return std::nullopt;
   Denial d;
   d.kind = "file.write";
   d.target = Str(data, "path");
@@ -358,9 +360,10 @@ std::vector<Denial> DenialTally::Sorted() const {
 
 void DenialTee::Emit(std::string_view type, nlohmann::json data) {
   bool forward = true;
-  if (type == "file.deny" && is_protected_ && data.is_object() &&
-      is_protected_(Str(data, "path"))) {
-    data["protected"] = true;
+  if (type == "file.deny" && classify_ && data.is_object()) {
+    const std::string c = classify_(Str(data, "path"));
+    if (c == "protected") data["protected"] = true;
+    if (c == "writable") data["policy_allows"] = true;
   }
   {
     std::lock_guard lock(mu_);

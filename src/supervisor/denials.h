@@ -64,10 +64,12 @@ class DenialTee final : public EventSink {
  public:
   static constexpr uint64_t kMaxRecordsPerType = 1000;
   explicit DenialTee(EventSink* next) : next_(next) {}
-  // Tells which refused writes (file.deny) fell on a protected path: those are recorded as such
-  // (refused on purpose; no -w is suggested for them). Set before the first event.
-  void ClassifyWrites(std::function<bool(const std::string&)> is_protected) {
-    is_protected_ = std::move(is_protected);
+  // What the policy says of a refused write's path (file.deny), recorded with it: "protected"
+  // (refused on purpose; no -w is suggested), "writable" (the policy allows the write: the
+  // file's own permissions refused it, not ward; not a denial), or "". Set before the first
+  // event.
+  void ClassifyWrites(std::function<std::string(const std::string&)> classify) {
+    classify_ = std::move(classify);
   }
   void Emit(std::string_view type, nlohmann::json data) override;
   // Emits `denials.unrecorded` for the records held back; returns the run's denials.
@@ -75,7 +77,7 @@ class DenialTee final : public EventSink {
 
  private:
   EventSink* next_;
-  std::function<bool(const std::string&)> is_protected_;
+  std::function<std::string(const std::string&)> classify_;
   std::mutex mu_;
   DenialTally tally_;
   std::map<std::string, uint64_t, std::less<>> bulk_seen_;  // file.deny records seen

@@ -1027,8 +1027,11 @@ Outcome Run(const RunRequest& req) {
   }
   // Every event passes the tee that gathers the run's denials on its way to the trail (if any).
   DenialTee denials(events);
-  denials.ClassifyWrites([&req](const std::string& path) {
-    return policy::DecidePath(req.policy, path).is_protected;
+  denials.ClassifyWrites([&req](const std::string& path) -> std::string {
+    const policy::PathDecision d = policy::DecidePath(req.policy, path);
+    if (d.is_protected) return "protected";
+    if (d.visibility == policy::PathDecision::Visibility::kWrite) return "writable";
+    return "";
   });
   events = &denials;
   // The redactor knows every secret before the first record (on_started, then the session).

@@ -110,6 +110,15 @@ TEST_F(DenialSummary, RefusedCreationIsAFileWriteDenial) {
   EXPECT_NE(shown.out.find(R"("path":"/usr/ward-denial-probe")"), std::string::npos) << shown.out;
 }
 
+// A write the policy allows but the directory's own mode refuses is not ward's refusal: no line.
+TEST_F(DenialSummary, APermissionErrorWhereThePolicyAllowsWritesIsNotWards) {
+  RunResult r = Shell("mkdir ro && chmod 555 ro && touch ro/x 2>/dev/null; echo rc=$?; "
+                      "chmod 755 ro",
+                      {}, WithState());
+  EXPECT_TRUE(r.out == "rc=1\n" || r.out == "rc=0\n") << r.out << r.err;
+  EXPECT_EQ(r.err.find("ward: blocked"), std::string::npos) << r.err;
+}
+
 // --quiet: nothing of the summary (the trail still has the denial).
 TEST_F(DenialSummary, QuietPrintsNoSummary) {
   RunResult r = Shell("touch /usr/ward-denial-probe 2>/dev/null; echo x > .envrc; echo ok",

@@ -108,6 +108,9 @@ TEST(DenialOf, ProtectedAndGuardRefusals) {
   nlohmann::json prot = FileDeny("/ws/.git/hooks/x");
   prot["protected"] = true;
   EXPECT_EQ(DenialOf("file.deny", prot)->kind, "protected");
+  nlohmann::json perms = FileDeny("/ws/ro/x");
+  perms["policy_allows"] = true;  // the file's own permissions refused it, not ward
+  EXPECT_FALSE(DenialOf("file.deny", perms));
   EXPECT_FALSE(DenialOf("net.allow", NetDeny("a", 1)));
   EXPECT_FALSE(DenialOf("session.end", {}));
 }
