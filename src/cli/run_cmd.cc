@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
 #include <functional>
 #include <mutex>
@@ -379,15 +380,32 @@ void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
   }
 }
 
+// `s` as one shell word (single-quoted unless it is plainly safe).
+std::string QuotedForShell(const std::string& s) {
+  bool plain = !s.empty();
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("/._-+:@,=").find(c) ==
+                                                            std::string_view::npos) {
+      plain = false;
+    }
+  }
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 // The number of summary lines before "and N more".
 constexpr size_t kSummaryLines = 10;
 
 // The end-of-run summary on ward's stderr: one line per distinct target that was refused, most
 // frequent first, and where the rest are ("and N more"); nothing when nothing was denied.
-void PrintDenialSummary(const supervisor::Outcome& out, const std::string& session_id) {
+void PrintDenialSummary(const supervisor::Outcome& out, const std::string& session_id,
+                        const std::string& audit_dir) {
+  const std::string state = audit_dir.empty() ? "" : " --state-dir " + QuotedForShell(audit_dir);
   const std::string more = session_id.empty()
                                ? "--json-status has them all (this run kept no audit trail)"
-                               : "ward audit show " + session_id + " --denials";
+                               : "ward audit" + state + " show " + session_id + " --denials";
   for (const std::string& line : supervisor::SummaryLines(out.denials, kSummaryLines, more)) {
     std::fprintf(stderr, "%s\n", line.c_str());
   }
@@ -734,7 +752,7 @@ int RunCommand(RunCommandOptions& opts) {
   }
   if (!opts.quiet) {
     TraceMark("summary start");
-    PrintDenialSummary(out, audit_session);
+    PrintDenialSummary(out, audit_session, opts.audit_dir);
     if (!command_note.empty()) std::fprintf(stderr, "%s\n", command_note.c_str());
     TraceMark("summary printed");
   }
