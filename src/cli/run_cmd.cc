@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
 #include <functional>
 #include <mutex>
@@ -29,7 +30,9 @@
 #include "libssl/loader.h"
 #include "policy/decide.h"
 #include "policy/env.h"
+#include "supervisor/command_lookup.h"
 #include "supervisor/credentials.h"
+#include "supervisor/denials.h"
 #include "supervisor/explain.h"
 #include "supervisor/private_dirs.h"
 #include "supervisor/review_changes.h"
@@ -118,6 +121,8 @@ struct RunCommandOptions {
   std::string workspace_mode = "direct";
   // Internal: the review session a `ward serve` sandbox keeps across its execs.
   std::string review_session;
+  // --quiet: no end-of-run summary of what was blocked (and no note of a different binary).
+  bool quiet = false;
 };
 
 // A run in review mode: its session (made for this run, or a `ward serve` sandbox's) and the
@@ -368,6 +373,7 @@ void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
   nlohmann::json quarantined = nlohmann::json::array();
   for (const supervisor::QuarantineItem& q : o.workspace.quarantined) quarantined.push_back(q.ToJson());
   j["quarantined"] = std::move(quarantined);
+  j["denials"] = supervisor::DenialsToJson(o.denials);
   std::string s = j.dump() + "\n";
   const char* p = s.data();
   size_t n = s.size();
@@ -379,19 +385,79 @@ void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
   }
 }
 
-// One line per protected path the run could not create: what, the rule, how to change it.
-void ReportProtectedRefusals(const supervisor::Outcome& out) {
-  for (const std::string& p : out.protected_refused) {
-    std::fprintf(stderr,
-                 "ward: protected: %s was not created (the profile's `protected` names, which "
-                 "host tools read or run, are read-only and cannot be made inside a run); "
-                 "make it outside the sandbox, or see `ward why %s`\n",
-                 audit::SanitizeForTerminal(p).c_str(), audit::SanitizeForTerminal(p).c_str());
+// `s` as one shell word (single-quoted unless it is plainly safe).
+std::string QuotedForShell(const std::string& s) {
+  bool plain = !s.empty();
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("/._-+:@,=").find(c) ==
+                                                            std::string_view::npos) {
+      plain = false;
+    }
   }
-  if (out.protected_denials > static_cast<int>(out.protected_refused.size())) {
-    std::fprintf(stderr, "ward: protected: %d refusals in all (the audit trail has each one)\n",
-                 out.protected_denials);
+  if (plain) return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The number of summary lines before "and N more".
+constexpr size_t kSummaryLines = 10;
+
+// The end-of-run summary on ward's stderr: one line per distinct target that was refused, most
+// frequent first, and where the rest are ("and N more"); nothing when nothing was denied.
+void PrintDenialSummary(const supervisor::Outcome& out, const std::string& session_id,
+                        const std::string& audit_dir) {
+  const std::string state = audit_dir.empty() ? "" : " --state-dir " + QuotedForShell(audit_dir);
+  const std::string more = session_id.empty()
+                               ? "--json-status has them all (this run kept no audit trail)"
+                               : "ward audit" + state + " show " + session_id + " --denials";
+  for (const std::string& line : supervisor::SummaryLines(out.denials, kSummaryLines, more)) {
+    std::fprintf(stderr, "%s\n", line.c_str());
   }
+}
+
+// What the command's name finds on the host's PATH and on the sandbox's (within the policy's
+// view). Looked up while sandbox init builds the root, when the supervisor only waits.
+supervisor::CommandLookup LookUpRunCommand(const supervisor::RunRequest& req) {
+  if (req.argv.empty()) return {};
+  std::string inside_path;
+  for (const std::string& e : req.env) {
+    if (e.starts_with("PATH=")) inside_path = e.substr(5);
+  }
+  const char* host_path = getenv("PATH");
+  return supervisor::LookUpCommand(req.policy, req.argv[0], inside_path,
+                                   host_path == nullptr ? "" : host_path);
+}
+
+// After the run: a command missing inside but on the host becomes a "command" denial (and a
+// record); one that found another binary inside is said once per pair (a marker in the state
+// directory). Returns that line, or "".
+std::string NoteRunCommand(const supervisor::RunRequest& req,
+                           const supervisor::CommandLookup& found, bool quiet,
+                           audit::SessionLog* log, supervisor::Outcome* out) {
+  const bool not_found =
+      out->kind == supervisor::Outcome::Kind::kExecFailed && out->err == ENOENT;
+  if (found.kind == supervisor::CommandLookup::Kind::kHiddenHere && not_found) {
+    nlohmann::json data = {{"argv0", req.argv[0]},
+                           {"host_path", found.host},
+                           {"allow_with", found.allow_with}};
+    if (std::optional<supervisor::Denial> d = supervisor::DenialOf("command.hidden", data)) {
+      d->count = 1;
+      out->denials.insert(out->denials.begin(), std::move(*d));
+    }
+    if (log) log->Emit("command.hidden", std::move(data));
+    return "";
+  }
+  if (found.kind != supervisor::CommandLookup::Kind::kDifferentHere || quiet ||
+      out->kind == supervisor::Outcome::Kind::kRefused) {
+    return "";
+  }
+  const std::string key = req.argv[0] + '\0' + found.inside + '\0' + found.host;
+  if (!supervisor::FirstNotice(audit::DefaultStateDir(), key)) return "";
+  return "ward: '" + audit::SanitizeForTerminal(req.argv[0]) + "' here is " +
+         audit::SanitizeForTerminal(found.inside) + "; on the host it is " +
+         audit::SanitizeForTerminal(found.host) + " (hidden here) — add: " +
+         audit::SanitizeForTerminal(found.allow_with) + " (said once)";
 }
 
 // What the check after the run moved to the quarantine, and how to review and restore it.
@@ -438,6 +504,9 @@ int RunCommand(RunCommandOptions& opts) {
     opts.audit_reserve_bytes = *reserve;
   }
   supervisor::Outcome out;
+  supervisor::CommandLookup command_found;  // the command on the host's PATH and inside
+  std::string command_note;                 // said after the summary, once
+  std::string audit_session;  // the trail the summary points to ("" without one)
   std::optional<RunReview> review;  // review mode (--workspace=overlay|copy)
   std::unique_ptr<audit::SessionLog> log;
   std::optional<StartRecordFirst> events;  // log's sink during the run (after log: dies first)
@@ -544,6 +613,7 @@ int RunCommand(RunCommandOptions& opts) {
       // ward's own directories out of the view: checked while init builds the root. A run
       // refused for it writes no session (the trail could be where the sandbox would see it).
       req.check_after_clone = [&] {
+        command_found = LookUpRunCommand(req);
         Status hidden = CheckWardDirsHidden(opts, req.policy);
         if (!hidden.ok()) audit_tried = true;
         return hidden;
@@ -626,6 +696,8 @@ int RunCommand(RunCommandOptions& opts) {
       // Everything inside is gone: what the run left in the session's tree is final.
       if (review) review->changed = RunLeftChanges(review->session);
       if (events) events->Wait();
+      command_note = NoteRunCommand(req, command_found, opts.quiet, log.get(), &out);
+      audit_session = log ? session_id : "";
       if (!log && !audit_tried && req.open_audit &&
           out.kind == supervisor::Outcome::Kind::kRefused) {
         // Refused before the clone: the trail still records what was refused and why.
@@ -684,7 +756,12 @@ int RunCommand(RunCommandOptions& opts) {
       std::fprintf(stderr, "ward: limit: %s\n", hit.message.c_str());
     }
   }
-  ReportProtectedRefusals(out);
+  if (!opts.quiet) {
+    TraceMark("summary start");
+    PrintDenialSummary(out, audit_session, opts.audit_dir);
+    if (!command_note.empty()) std::fprintf(stderr, "%s\n", command_note.c_str());
+    TraceMark("summary printed");
+  }
   ReportWorkspaceCheck(out);
   if (opts.json_status_fd >= 0) WriteJsonStatus(opts.json_status_fd, out);
   return out.exit_code;
@@ -737,6 +814,9 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "SIZE of disk space kept ahead of the audit log, so that a sandbox that fills "
                   "the file system cannot stop the trail (default 1M; 0: none, refused when the "
                   "sandbox can write that file system)");
+  sub->add_flag("-q,--quiet", opts->quiet,
+                "No end-of-run summary of what ward blocked (the audit trail and --json-status "
+                "still have it)");
   sub->add_flag("--audit-fsync", opts->audit_fsync,
                 "fsync the audit log when the run ends (survives a host crash; slower)");
   sub->add_option("command", opts->command, "COMMAND [ARGS...] (after --)");

@@ -27,6 +27,7 @@
 #include "net/egress_rules.h"
 #include "net/proxy.h"
 #include "net/resolver.h"
+#include "policy/decide.h"
 #include "policy/paths.h"
 #include "supervisor/approvals_run.h"
 #include "supervisor/credentials.h"
@@ -136,7 +137,6 @@ class Session {
       notifier_->Stop();
       out_->notifications = notifier_->handled();
       out_->protected_denials = notifier_->denied();
-      out_->protected_refused = notifier_->protected_refusals();
     }
     if (approvals_) approvals_->Stop();
   }
@@ -1025,6 +1025,15 @@ Outcome Run(const RunRequest& req) {
       audit->on_failure([audit_stop](const Status& st) { audit_stop->Fail(st); });
     }
   }
+  // Every event passes the tee that gathers the run's denials on its way to the trail (if any).
+  DenialTee denials(events);
+  denials.ClassifyWrites([&req](const std::string& path) -> std::string {
+    const policy::PathDecision d = policy::DecidePath(req.policy, path);
+    if (d.is_protected) return "protected";
+    if (d.visibility == policy::PathDecision::Visibility::kWrite) return "writable";
+    return "";
+  });
+  events = &denials;
   // The redactor knows every secret before the first record (on_started, then the session).
   if (add_secret) {
     for (const std::string& secret : creds.secrets) add_secret(secret);
@@ -1070,6 +1079,9 @@ Outcome Run(const RunRequest& req) {
   sys::SetEffectiveCapabilities(true);
   CollectLimits(req, events, *plan, cgroup.get(), init_pidfd.get(), &out);
   if (cgroup) TraceMark("cgroup removed");
+  TraceMark("run over");
+  out.denials = denials.Finish();
+  TraceMark("denials gathered");
   out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   if (!out.rusage_from_init) getrusage(RUSAGE_CHILDREN, &out.rusage);
   return out;
