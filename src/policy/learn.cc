@@ -1,0 +1,435 @@
+#include "policy/learn.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "policy/paths.h"
+
+namespace ward::policy {
+namespace {
+
+// What a flag of allow_with adds to a profile.
+struct FlagMeaning {
+  const char* section;
+  const char* key;
+  const char* flag;  // the short spelling the proposal prints
+  enum class Value { kPath, kHost, kLimit } value;
+};
+
+std::optional<FlagMeaning> MeaningOf(std::string_view flag) {
+  using V = FlagMeaning::Value;
+  static const std::pair<std::string_view, FlagMeaning> kFlags[] = {
+      {"-r", {"filesystem", "read", "-r", V::kPath}},
+      {"--read", {"filesystem", "read", "-r", V::kPath}},
+      {"-w", {"filesystem", "write", "-w", V::kPath}},
+      {"--write", {"filesystem", "write", "-w", V::kPath}},
+      {"-n", {"network", "allow", "-n", V::kHost}},
+      {"--allow-net", {"network", "allow", "-n", V::kHost}},
+      {"--memory", {"limits", "memory", "--memory", V::kLimit}},
+      {"--pids", {"limits", "pids", "--pids", V::kLimit}},
+      {"--cpu", {"limits", "cpu", "--cpu", V::kLimit}},
+      {"--timeout", {"limits", "timeout", "--timeout", V::kLimit}},
+      {"--tmp-size", {"limits", "tmp_size", "--tmp-size", V::kLimit}},
+      {"--file-size", {"limits", "file_size", "--file-size", V::kLimit}},
+      {"--proxy-connections", {"limits", "proxy_connections", "--proxy-connections", V::kLimit}},
+  };
+  for (const auto& [name, meaning] : kFlags) {
+    if (name == flag) return meaning;
+  }
+  return std::nullopt;
+}
+
+// allow_with split like a POSIX shell splits words (quotes and backslashes), without expansion.
+std::optional<std::vector<std::string>> ShellWords(std::string_view s) {
+  std::vector<std::string> words;
+  std::string cur;
+  bool in_word = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == ' ' || c == '\t') {
+      if (in_word) words.push_back(std::move(cur));
+      cur.clear();
+      in_word = false;
+    } else if (c == '\'') {
+      size_t end = s.find('\'', i + 1);
+      if (end == std::string_view::npos) return std::nullopt;
+      cur.append(s.substr(i + 1, end - i - 1));
+      i = end;
+      in_word = true;
+    } else if (c == '"') {
+      size_t j = i + 1;
+      for (; j < s.size() && s[j] != '"'; ++j) {
+        if (s[j] == '\\' && j + 1 < s.size()) ++j;
+        cur += s[j];
+      }
+      if (j >= s.size()) return std::nullopt;
+      i = j;
+      in_word = true;
+    } else if (c == '\\' && i + 1 < s.size()) {
+      cur += s[++i];
+      in_word = true;
+    } else {
+      cur += c;
+      in_word = true;
+    }
+  }
+  if (in_word) words.push_back(std::move(cur));
+  return words;
+}
+
+// Whether a value may go into the profile as it is: printable ASCII without the characters a
+// TOML string or a shell word would have to escape. Names and paths come from the sandbox; one
+// ward cannot write plainly is left to the user rather than encoded.
+bool PlainValue(std::string_view v) {
+  if (v.empty() || v[0] == '-') return false;
+  for (unsigned char c : v) {
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+// A path of allow_with as the profile writes it: ~/... below HOME, else absolute and
+// normalised. nullopt with *why when ward will not propose it.
+std::optional<std::string> ProfilePath(const std::string& raw, const LearnInput& in,
+                                       std::string* why) {
+  std::string abs;
+  if (raw == "~" || raw.rfind("~/", 0) == 0) {
+    if (in.home.empty()) {
+      *why = "a path below HOME, and HOME is not known";
+      return std::nullopt;
+    }
+    abs = JoinPath(in.home, raw.size() > 2 ? raw.substr(2) : "");
+  } else if (raw[0] == '/') {
+    abs = raw;
+  } else if (!in.cwd.empty()) {
+    abs = JoinPath(in.cwd, raw);
+  } else {
+    *why = "a relative path, and the directory it is relative to is not known";
+    return std::nullopt;
+  }
+  abs = NormalizePath(abs);
+  if (abs == "/" || (!in.home.empty() && abs == NormalizePath(in.home))) {
+    *why = "it would show " + std::string(abs == "/" ? "the whole file system" : "all of HOME");
+    return std::nullopt;
+  }
+  if (PathIsWithin(abs, "/proc") || PathIsWithin(abs, "/dev")) {
+    *why = "/proc and /dev are the sandbox's own";
+    return std::nullopt;
+  }
+  if (HasGlob(abs)) {
+    *why = "a pattern, not a path";
+    return std::nullopt;
+  }
+  if (!in.home.empty() && PathIsWithin(abs, NormalizePath(in.home))) {
+    return "~/" + abs.substr(NormalizePath(in.home).size() + 1);
+  }
+  return abs;
+}
+
+// A host of allow_with, when it names exactly one host (and port): never a pattern or a range.
+std::optional<std::string> ProfileHost(const std::string& raw, std::string* why) {
+  if (raw.find('*') != std::string::npos || raw.find('/') != std::string::npos) {
+    *why = "it is a pattern or an address range, not one host";
+    return std::nullopt;
+  }
+  return raw;
+}
+
+// The absolute form of a proposed path, to see which one covers another.
+std::string AbsoluteOf(const std::string& value, const std::string& home) {
+  if (value.rfind("~/", 0) == 0) return NormalizePath(JoinPath(home, value.substr(2)));
+  return value;
+}
+
+bool MoreFrequent(const LearnDenial& a, const LearnDenial& b) {
+  if (a.count != b.count) return a.count > b.count;
+  if (a.kind != b.kind) return a.kind < b.kind;
+  return a.target < b.target;
+}
+
+// One rule absorbs another's denials.
+void Absorb(LearnRule* into, LearnRule&& from) {
+  for (LearnDenial& d : from.needed_by) into->needed_by.push_back(std::move(d));
+  std::sort(into->needed_by.begin(), into->needed_by.end(), MoreFrequent);
+  into->count += from.count;
+}
+
+// A path rule covered by another (at or below its path; a write covers reads and writes, a
+// read covers reads) is merged into it: one line, every denial it answers.
+void MergeCoveredPaths(std::vector<LearnRule>* rules, const std::string& home) {
+  auto covers = [&](const LearnRule& outer, const LearnRule& inner) {
+    if (outer.section != "filesystem" || inner.section != "filesystem") return false;
+    if (outer.key == "read" && inner.key == "write") return false;
+    return PathIsWithin(AbsoluteOf(inner.value, home), AbsoluteOf(outer.value, home));
+  };
+  // Writes first, shorter paths first: the widest rule takes what it covers.
+  std::vector<size_t> order(rules->size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const LearnRule& x = (*rules)[a];
+    const LearnRule& y = (*rules)[b];
+    if (x.key != y.key) return x.key == "write";
+    return AbsoluteOf(x.value, home).size() < AbsoluteOf(y.value, home).size();
+  });
+  std::vector<bool> gone(rules->size(), false);
+  for (size_t oi = 0; oi < order.size(); ++oi) {
+    size_t o = order[oi];
+    if (gone[o]) continue;
+    for (size_t ii = 0; ii < order.size(); ++ii) {
+      size_t i = order[ii];
+      if (i == o || gone[i] || !covers((*rules)[o], (*rules)[i])) continue;
+      Absorb(&(*rules)[o], std::move((*rules)[i]));
+      gone[i] = true;
+    }
+  }
+  std::vector<LearnRule> kept;
+  for (size_t i = 0; i < rules->size(); ++i) {
+    if (!gone[i]) kept.push_back(std::move((*rules)[i]));
+  }
+  *rules = std::move(kept);
+}
+
+int SectionRank(const LearnRule& r) {
+  if (r.section == "filesystem") return r.key == "read" ? 0 : 1;
+  if (r.section == "network") return 2;
+  return 3;
+}
+
+std::string TimesWord(uint64_t n) {
+  if (n == 1) return "once";
+  if (n == 2) return "twice";
+  return std::to_string(n) + " times";
+}
+
+// Text from the run (a target, a rule) inside a TOML comment: printable ASCII as is, every
+// other byte as \xNN, so a name cannot end the comment or carry a terminal sequence.
+std::string CommentText(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c <= 0x7e) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+// A TOML basic string (the base profile's name or path: the caller's own words).
+std::string TomlString(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+std::string DenialWords(const LearnDenial& d) {
+  return CommentText(d.kind) + " " + CommentText(d.target) + " (" + TimesWord(d.count) + ")";
+}
+
+// What needed a rule: its three most frequent denials, then how many more.
+std::string NeededByComment(const LearnRule& r) {
+  std::string s;
+  size_t shown = std::min<size_t>(r.needed_by.size(), 3);
+  for (size_t i = 0; i < shown; ++i) s += (i ? "; " : "") + DenialWords(r.needed_by[i]);
+  if (r.needed_by.size() > shown) {
+    s += "; and " + std::to_string(r.needed_by.size() - shown) + " more";
+  }
+  return s;
+}
+
+std::string CommandLine(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const std::string& a : argv) s += (s.empty() ? "" : " ") + ShellQuote(a);
+  return s;
+}
+
+// A rule's value in the profile: limits that are plain numbers stay numbers.
+std::string TomlValue(const LearnRule& r) {
+  if (r.section == "limits" && (r.key == "pids" || r.key == "proxy_connections" || r.key == "cpu")) {
+    bool number = !r.value.empty();
+    for (char c : r.value) number = number && ((c >= '0' && c <= '9') || c == '.');
+    if (number) return r.value;
+  }
+  return TomlString(r.value);
+}
+
+}  // namespace
+
+std::string ShellQuote(const std::string& word) {
+  bool plain = !word.empty();
+  for (unsigned char c : word) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              std::string_view("-_./:=@%+,~").find(static_cast<char>(c)) != std::string_view::npos;
+    plain = plain && ok;
+  }
+  // A leading '~' is left to ward, which reads -r/-w ~/... itself; quoting keeps the shell off it
+  // only where it would change the word.
+  if (plain) return word;
+  std::string q = "'";
+  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+LearnProposal ProposeFromDenials(const LearnInput& in) {
+  LearnProposal p;
+  std::vector<LearnDenial> denials = in.denials;
+  std::stable_sort(denials.begin(), denials.end(), MoreFrequent);
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> index;
+  std::map<std::string, std::string> limit_values;  // a limit's first proposed value
+  for (const LearnDenial& d : denials) {
+    if (d.on_purpose) {
+      p.on_purpose.push_back({d, d.rule});
+      continue;
+    }
+    if (d.allow_with.empty()) {
+      p.not_proposable.push_back({d, d.rule.empty() ? "ward suggests no flag for it"
+                                                    : d.rule + "; ward suggests no flag for it"});
+      continue;
+    }
+    std::optional<std::vector<std::string>> words = ShellWords(d.allow_with);
+    std::vector<LearnRule> from_this;
+    std::string why;
+    if (!words || words->empty()) why = "its suggestion is not a list of flags";
+    for (size_t i = 0; why.empty() && i < words->size(); ++i) {
+      std::string flag = (*words)[i];
+      std::string value;
+      size_t eq = flag.find('=');
+      if (flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+        value = flag.substr(eq + 1);
+        flag.resize(eq);
+      } else if (i + 1 < words->size()) {
+        value = (*words)[++i];
+      }
+      std::optional<FlagMeaning> m = MeaningOf(flag);
+      if (!m) {
+        why = "its suggestion " + flag + " is not a flag ward learn writes into a profile";
+        break;
+      }
+      if (!PlainValue(value)) {
+        why = "the value of " + flag + " has characters ward learn does not write for you";
+        break;
+      }
+      std::optional<std::string> v;
+      if (m->value == FlagMeaning::Value::kPath) {
+        v = ProfilePath(value, in, &why);
+      } else if (m->value == FlagMeaning::Value::kHost) {
+        v = ProfileHost(value, &why);
+      } else {
+        v = value;
+      }
+      if (!v) break;
+      if (m->value == FlagMeaning::Value::kLimit) {
+        auto [it, fresh] = limit_values.emplace(m->key, *v);
+        if (!fresh && it->second != *v) {
+          why = std::string("limits.") + m->key + " = " + it->second + " is proposed already";
+          break;
+        }
+      }
+      LearnRule r;
+      r.section = m->section;
+      r.key = m->key;
+      r.value = *v;
+      r.flag = m->flag;
+      from_this.push_back(std::move(r));
+    }
+    if (!why.empty()) {
+      p.not_proposable.push_back({d, why});
+      continue;
+    }
+    for (LearnRule& r : from_this) {
+      auto key = std::make_tuple(r.section, r.key, r.value);
+      auto it = index.find(key);
+      if (it == index.end()) {
+        index.emplace(key, p.rules.size());
+        r.needed_by.push_back(d);
+        r.count = d.count;
+        p.rules.push_back(std::move(r));
+      } else {
+        LearnRule& have = p.rules[it->second];
+        have.needed_by.push_back(d);
+        have.count += d.count;
+      }
+    }
+  }
+  MergeCoveredPaths(&p.rules, in.home);
+  std::stable_sort(p.rules.begin(), p.rules.end(), [](const LearnRule& a, const LearnRule& b) {
+    if (SectionRank(a) != SectionRank(b)) return SectionRank(a) < SectionRank(b);
+    if (a.count != b.count) return a.count > b.count;
+    return a.value < b.value;
+  });
+  return p;
+}
+
+std::string ProposalProfileText(const LearnProposal& p, const LearnInput& in) {
+  const std::string cmd = CommentText(CommandLine(in.command));
+  std::string t;
+  t += "# Proposed by `ward learn` after one run of: " + cmd + "\n";
+  t += "# Each rule was needed by that run; the comment after it says what needed it and how\n";
+  t += "# often. Read them before you use it: ward run -p THIS_FILE -- " + cmd + "\n";
+  t += "extends = " + TomlString(in.base_profile) + "\n";
+  std::string section;
+  std::string key;
+  auto close_list = [&] {
+    if (!key.empty() && section != "limits") t += "]\n";
+    key.clear();
+  };
+  for (const LearnRule& r : p.rules) {
+    if (r.section != section) {
+      close_list();
+      section = r.section;
+      t += "\n[" + section + "]\n";
+    }
+    const std::string comment = "  # " + NeededByComment(r) + "\n";
+    if (section == "limits") {
+      t += r.key + " = " + TomlValue(r) + comment;
+      key = r.key;
+      continue;
+    }
+    if (r.key != key) {
+      close_list();
+      key = r.key;
+      t += key + " = [\n";
+    }
+    t += "  " + TomlValue(r) + "," + comment;
+  }
+  close_list();
+  if (!p.on_purpose.empty()) {
+    t += "\n# Needed, refused on purpose (ward learn never proposes these):\n";
+    for (const LearnLeftOut& l : p.on_purpose) {
+      t += "#   " + DenialWords(l.denial) + ": " + CommentText(l.why) + "\n";
+    }
+  }
+  if (!p.not_proposable.empty()) {
+    t += "\n# Refused, with nothing ward learn proposes for it:\n";
+    for (const LearnLeftOut& l : p.not_proposable) {
+      t += "#   " + DenialWords(l.denial) + ": " + CommentText(l.why) + "\n";
+    }
+  }
+  return t;
+}
+
+std::string ProposalFlags(const LearnProposal& p, const LearnInput& in) {
+  std::string s = "ward run";
+  if (in.base_profile != "default") s += " -p " + ShellQuote(in.base_profile);
+  for (const LearnRule& r : p.rules) s += " " + r.flag + " " + ShellQuote(r.value);
+  return s + " -- " + CommandLine(in.command);
+}
+
+}  // namespace ward::policy
