@@ -26,6 +26,7 @@ void AddOtherCommands(CLI::App& app, int* exit_code, int argc, char** argv) {
   ward::cli::AddHookCommand(app, exit_code);
   ward::cli::AddApprovalsCommand(app, exit_code);
   ward::cli::AddQuarantineCommand(app, exit_code);
+  ward::cli::AddLearnCommand(app, exit_code);
   ward::cli::AddReviewCommands(app, exit_code, argc, argv);
 }
 

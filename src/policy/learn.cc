@@ -130,6 +130,23 @@ std::optional<std::string> ProfilePath(const std::string& raw, const LearnInput&
   return abs;
 }
 
+// The deny rule a path lies at or below ("" when none).
+std::string DenyRuleOver(const std::string& abs, const std::vector<std::string>& deny_paths) {
+  for (const std::string& d : deny_paths) {
+    if (!HasGlob(d)) {
+      if (PathIsWithin(abs, d)) return d;
+      continue;
+    }
+    const std::string parent = ParentPath(d);
+    if (PathDepthBelow(abs, parent) < 1) continue;
+    const std::string rest = abs.substr(parent == "/" ? 1 : parent.size() + 1);
+    if (MatchComponent(d.substr(parent == "/" ? 1 : parent.size() + 1), rest.substr(0, rest.find('/')))) {
+      return d;
+    }
+  }
+  return "";
+}
+
 // A host of allow_with, when it names exactly one host (and port): never a pattern or a range.
 std::optional<std::string> ProfileHost(const std::string& raw, std::string* why) {
   if (raw.find('*') != std::string::npos || raw.find('/') != std::string::npos) {
@@ -335,6 +352,13 @@ LearnProposal ProposeFromDenials(const LearnInput& in) {
         v = value;
       }
       if (!v) break;
+      if (m->value == FlagMeaning::Value::kPath) {
+        const std::string deny = DenyRuleOver(AbsoluteOf(*v, in.home), in.deny_paths);
+        if (!deny.empty()) {
+          why = "filesystem.deny " + deny;
+          break;
+        }
+      }
       if (m->value == FlagMeaning::Value::kLimit) {
         auto [it, fresh] = limit_values.emplace(m->key, *v);
         if (!fresh && it->second != *v) {
@@ -348,6 +372,10 @@ LearnProposal ProposeFromDenials(const LearnInput& in) {
       r.value = *v;
       r.flag = m->flag;
       from_this.push_back(std::move(r));
+    }
+    if (why.rfind("filesystem.deny ", 0) == 0) {
+      p.on_purpose.push_back({d, why});  // the deny list decides, whatever the denial said
+      continue;
     }
     if (!why.empty()) {
       p.not_proposable.push_back({d, why});

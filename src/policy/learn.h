@@ -28,6 +28,9 @@ struct LearnInput {
   std::vector<std::string> command;  // for the header and the equivalent flags
   std::string home;                  // absolute paths below it are written ~/...
   std::string cwd;                   // a relative path in allow_with is relative to it
+  // The run's filesystem.deny (absolute; the last component may be a glob): a path at or below
+  // one is refused on purpose, whatever the denial says, since deny beats every rule.
+  std::vector<std::string> deny_paths;
 };
 
 // A rule the proposal adds: [section] key gains value; `flag value` is the same on the
