@@ -124,6 +124,20 @@ TEST(LearnProposal, DenialsRefusedOnPurposeAreNamedWithTheirRuleAndNeverProposed
   EXPECT_EQ(ProposalFlags(p, in), "ward run -- make test");
 }
 
+// A denial the aggregator did not mark: the run's own deny list still keeps it out.
+TEST(LearnProposal, APathTheDenyListCoversIsRefusedOnPurposeWhateverTheDenialSays) {
+  LearnInput in = In({D("file.read", "/home/u/.aws/config", 1, "-r ~/.aws"),
+                      D("file.read", "/etc/ssh/ssh_host_ed25519_key", 1, "-r /etc/ssh/ssh_host_ed25519_key"),
+                      D("file.read", "/etc/ssh/ssh_config", 1, "-r /etc/ssh/ssh_config")});
+  in.deny_paths = {"/home/u/.aws", "/etc/ssh/ssh_host_*_key"};
+  LearnProposal p = ProposeFromDenials(in);
+  ASSERT_EQ(p.rules.size(), 1u);
+  EXPECT_EQ(p.rules[0].value, "/etc/ssh/ssh_config");
+  ASSERT_EQ(p.on_purpose.size(), 2u);
+  EXPECT_EQ(p.on_purpose[0].why, "filesystem.deny /etc/ssh/ssh_host_*_key");
+  EXPECT_EQ(p.on_purpose[1].why, "filesystem.deny /home/u/.aws");
+}
+
 TEST(LearnProposal, DenialsWithoutASuggestionAreListedNotGuessed) {
   LearnInput in = In({D("syscall", "ptrace", 4, "", false, "syscall.deny ptrace"),
                       D("file.read", "/x", 1, "--privileged /x"),
