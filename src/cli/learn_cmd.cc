@@ -52,6 +52,9 @@ struct SaveTarget {
   UniqueFd dir;
 };
 
+constexpr const char* kSymlinkRefused =
+    "a symbolic link; ward learn writes only a file of its own name";
+
 void Say(const std::string& line) {
   std::fprintf(stderr, "ward learn: %s\n", line.c_str());
 }
@@ -80,7 +83,11 @@ Result<SaveTarget> OpenSaveTarget(const LearnOptions& o) {
   }
   t.dir = UniqueFd(fd);
   struct stat st;
-  if (fstatat(t.dir.get(), t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !o.force) {
+  if (fstatat(t.dir.get(), t.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return t;
+  if (S_ISLNK(st.st_mode)) {
+    return Error(Code::kPermissionDenied, "--save " + o.save + ": " + kSymlinkRefused);
+  }
+  if (!o.force) {
     return Error(Code::kFailedPrecondition,
                  "--save " + o.save + ": the file exists; add --force to replace it");
   }
@@ -251,8 +258,8 @@ Status Save(const SaveTarget& t, const std::string& text, bool force) {
                    t.path + " appeared during the run; not replaced (add --force to replace it)");
     }
     if (errno == ELOOP) {
-      return Error(Code::kPermissionDenied,
-                   t.path + " is a symbolic link; ward learn writes only a file of its own name");
+      return Error(Code::kPermissionDenied, "--save " + t.path + ": " + kSymlinkRefused +
+                                                " (it appeared during the run)");
     }
     return ErrnoError("writing " + t.path, errno);
   }
