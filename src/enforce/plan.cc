@@ -415,14 +415,20 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     ops.push_back(op);
   }
   // --- egress: the proxy and the DNS stub are the only way out -----------------------------
-  plan.net.enabled = !policy.network.allow.empty() || policy.approvals.enabled;
-  if (plan.net.enabled && features.outer_wall.rfind("gvisor", 0) == 0) {
+  // Present in every run, a host allowed or not: what the command tries to reach is then
+  // answered (NXDOMAIN, 403) with the reason and recorded, instead of failing unseen.
+  const bool wants_egress = !policy.network.allow.empty() || policy.approvals.enabled;
+  const bool gvisor = features.outer_wall.rfind("gvisor", 0) == 0;
+  if (wants_egress && gvisor) {
     // The proxy's sockets are made in the namespace the supervisor creates and init joins;
     // gVisor cannot join one, and the command would find nothing listening.
     return Error(Code::kFailedPrecondition,
                  "egress (network.allow, -n) needs the sandbox's network namespace to be joined, "
                  "which gVisor cannot do: run without allowing any host inside gVisor");
   }
+  // Inside gVisor a run without egress has only its own loopback (launcher.cc:
+  // OwnNetworkNamespace), as before: nothing answers there, and nothing is recorded.
+  plan.net.enabled = !gvisor;
   if (plan.net.enabled) {
     // /etc/resolv.conf inside names the stub. Where the host's is a symlink (systemd-resolved:
     // into /run), the file goes where the link points, in ward's own tmpfs.

@@ -14,6 +14,7 @@
 #include "net/dns_message.h"
 #include "net/idna.h"
 #include "net/proxy_io.h"
+#include "net/text_util.h"
 
 namespace ward::net {
 
@@ -62,7 +63,9 @@ struct DnsCore : std::enable_shared_from_this<DnsCore> {
   // Possibly before Handle returns.
   using Reply = std::function<void(std::optional<std::string>)>;
   void Handle(std::string_view message, bool tcp, Reply reply);
-  void Deny(const DnsQuery& q, const char* rcode, std::string_view reason, std::string_view rule);
+  // `d`: the rules' decision, for a name they refused (null: refused for its type).
+  void Deny(const DnsQuery& q, const char* rcode, std::string_view reason,
+            const EgressRules::Decision* d);
   void Stop();
 
   asio::io_context& ctx;
@@ -84,14 +87,25 @@ struct DnsCore : std::enable_shared_from_this<DnsCore> {
 };
 
 void DnsCore::Deny(const DnsQuery& q, const char* rcode, std::string_view reason,
-                   std::string_view rule) {
+                   const EgressRules::Decision* d) {
   if (stopped) return;
+  // The name as the proxy's records have it (normalised), or quoted when it is not a host name.
+  auto parsed = ParseHost(q.question.name);
+  const std::string host = parsed.ok() ? parsed->ToString() : QuoteUntrusted(q.question.name, 255);
+  const std::string rule = d ? d->rule : "";
+  const std::string allow_with = d ? d->allow_with : "";
+  const std::string origin = d && !d->rule.empty() ? d->origin.ToString() : "";
+  const bool no_rule = d != nullptr && d->rule.empty() && !allow_with.empty();
+  const std::string why = RefusalSentence(host, rule, origin, no_rule, reason, allow_with);
   SafeEmit(events, "dns.deny",
            {{"name", q.question.name},
             {"type", TypeName(q.question.qtype)},
             {"rcode", rcode},
             {"reason", reason},
-            {"rule", rule}});
+            {"rule", rule},
+            {"host", host},
+            {"why", why},
+            {"allow_with", allow_with}});
 }
 
 void DnsCore::Handle(std::string_view message, bool tcp, Reply reply) {
@@ -136,7 +150,7 @@ void DnsCore::Handle(std::string_view message, bool tcp, Reply reply) {
   const uint16_t type = q.question.qtype;
   if (q.question.qclass != kDnsClassIn || (type != kDnsTypeA && type != kDnsTypeAaaa)) {
     stats.refused++;
-    Deny(q, "REFUSED", "only A and AAAA queries in class IN are answered", "");
+    Deny(q, "REFUSED", "only A and AAAA queries in class IN are answered", nullptr);
     respond(DnsRcode::kRefused);
     return;
   }
@@ -145,7 +159,7 @@ void DnsCore::Handle(std::string_view message, bool tcp, Reply reply) {
   if (!d.allowed || !host.ok() || host->is_address()) {
     // Never forwarded, never resolved: a denied name goes nowhere.
     stats.nxdomain++;
-    Deny(q, "NXDOMAIN", d.reason, d.rule);
+    Deny(q, "NXDOMAIN", d.reason, &d);
     respond(DnsRcode::kNxDomain);
     return;
   }

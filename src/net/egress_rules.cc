@@ -126,8 +126,17 @@ EgressRules::Decision Deny(const HostRule& r) {
   return {false, r.text, r.origin, "denied by " + Describe(r)};
 }
 
-EgressRules::Decision DenyNoRule(std::string reason) {
-  return {false, "", policy::Origin{}, std::move(reason)};
+EgressRules::Decision DenyNoRule(std::string reason, std::string allow_with = "") {
+  return {false, "", policy::Origin{}, std::move(reason), std::move(allow_with)};
+}
+
+// Anything outside printable ASCII becomes '?': a refusal's words end up in an HTTP status line
+// and on terminals.
+std::string Printable(std::string s) {
+  for (char& c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  }
+  return s;
 }
 
 bool IsAddressRule(const HostRule& r) {
@@ -207,7 +216,8 @@ EgressRules::Decision EgressRules::CheckHost(const Host& host, uint16_t port) co
       if (r.MatchesAddress(a) && r.MatchesPort(port, false)) return Allow(r);
     }
     return DenyNoRule("no rule allows " + a.ToUriString() + ":" + std::to_string(port) +
-                      " (IP addresses must be allowed by address or CIDR)");
+                          " (IP addresses must be allowed by address or CIDR)",
+                      AllowFlag(host, port));
   }
   for (const HostRule& r : deny_) {
     if (r.MatchesName(host.name) && r.MatchesPort(port, true)) return Deny(r);
@@ -215,7 +225,8 @@ EgressRules::Decision EgressRules::CheckHost(const Host& host, uint16_t port) co
   for (const HostRule& r : allow_) {
     if (r.MatchesName(host.name) && r.MatchesPort(port, false)) return Allow(r);
   }
-  return DenyNoRule("no rule allows " + host.name + ":" + std::to_string(port));
+  return DenyNoRule("no rule allows " + host.name + ":" + std::to_string(port),
+                    AllowFlag(host, port));
 }
 
 EgressRules::Decision EgressRules::CheckDnsName(std::string_view name) const {
@@ -228,7 +239,7 @@ EgressRules::Decision EgressRules::CheckDnsName(std::string_view name) const {
   for (const HostRule& r : allow_) {
     if (r.MatchesName(parsed->name)) return Allow(r);
   }
-  return DenyNoRule("no rule allows " + parsed->name);
+  return DenyNoRule("no rule allows " + parsed->name, AllowFlag(*parsed, 443));
 }
 
 EgressRules::Decision EgressRules::CheckAddress(const IpAddress& addr, uint16_t port) const {
@@ -243,6 +254,35 @@ EgressRules::Decision EgressRules::CheckAddress(const IpAddress& addr, uint16_t 
     if (r.MatchesAddress(a) && r.MatchesPort(port, false)) return Allow(r);
   }
   return DenyNoRule(a.ToString() + " is " + why + "; only an address or CIDR rule allows it");
+}
+
+std::string AllowFlag(const Host& host, uint16_t port) {
+  const bool default_port = port == 80 || port == 443;
+  if (host.is_address() && !host.address->is_v4() && default_port) {
+    return "-n " + host.ToString();  // a bare IPv6 address has no brackets
+  }
+  return "-n " + (default_port ? host.ToUriString() : RefusalTarget(host, port));
+}
+
+std::string RefusalTarget(const Host& host, uint16_t port) {
+  if (port == 80 || port == 443) return host.ToUriString();
+  return host.ToUriString() + ":" + std::to_string(port);
+}
+
+std::string RefusalSentence(std::string_view target, std::string_view rule,
+                            std::string_view origin, bool no_rule, std::string_view detail,
+                            std::string_view allow_with) {
+  std::string s(target);
+  if (!rule.empty()) {
+    s += " refused by network.deny rule '" + std::string(rule) + "'";
+    if (!origin.empty()) s += " (" + std::string(origin) + ")";
+  } else if (no_rule) {
+    s += " not allowed";
+  } else {
+    s += " refused: " + std::string(detail);
+  }
+  if (!allow_with.empty()) s += " (ward run " + std::string(allow_with) + ")";
+  return Printable(std::move(s));
 }
 
 }  // namespace ward::net

@@ -55,6 +55,11 @@ class EgressRules {
     std::string rule;  // the deciding pattern as written, "" when none
     policy::Origin origin;
     std::string reason;  // one line, for the 403 body, `ward why` and the audit event
+    // Denied with no rule deciding: the flag that would allow it ("-n example.com",
+    // "-n example.com:8443"). "" when allowed, when a network.deny rule decided (refused on
+    // purpose) and when no flag would help (a malformed name, port 0, a name resolving to a
+    // non-public address).
+    std::string allow_with;
   };
 
   // Before any resolution. `host` is untrusted text (CONNECT authority, Host header, SOCKS
@@ -78,5 +83,24 @@ class EgressRules {
   std::vector<HostRule> allow_;
   std::vector<HostRule> deny_;
 };
+
+// The `-n` flag that allows `host` on `port` alone: "-n example.com" for 80 and 443 (what a bare
+// pattern allows), "-n example.com:8443", "-n 10.0.0.5", "-n [fd00::1]:3000".
+std::string AllowFlag(const Host& host, uint16_t port);
+
+// How a refusal names its target: the host for 80 and 443, host:port otherwise.
+std::string RefusalTarget(const Host& host, uint16_t port);
+
+// The one sentence a refusal says wherever it is shown (the proxy's 403 status line and body,
+// the net.deny and dns.deny records' `why`, the end-of-run summary):
+//   "registry.example.org not allowed (ward run -n registry.example.org)"
+//   "evil.example refused by network.deny rule 'evil.example' (command line (--deny-net))"
+//   "example.com:443 refused: TLS server name ... does not match ..."
+// `rule`/`origin`: the network.deny rule that decided ("" when none); `no_rule`: nothing
+// decided (no allow rule names it); `detail`: the reason otherwise. Printable ASCII only: the
+// target comes from the sandbox, and the sentence goes to terminals and into a status line.
+std::string RefusalSentence(std::string_view target, std::string_view rule,
+                            std::string_view origin, bool no_rule, std::string_view detail,
+                            std::string_view allow_with);
 
 }  // namespace ward::net

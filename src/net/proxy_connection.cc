@@ -464,8 +464,10 @@ void Connection::PutBack(Side& s, const char* data, size_t n) {
   if (n > 0) s.leftover.insert(0, data, n);
 }
 
-asio::awaitable<void> Connection::SendError(int status, const std::string& body) {
-  std::string resp = "HTTP/1.1 " + std::to_string(status) + " " + StatusText(status) +
+asio::awaitable<void> Connection::SendError(int status, const std::string& body,
+                                             std::string_view phrase) {
+  std::string resp = "HTTP/1.1 " + std::to_string(status) + " " +
+                     (phrase.empty() ? std::string(StatusText(status)) : std::string(phrase)) +
                      "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
                      std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
   SetDeadline(std::chrono::duration_cast<std::chrono::milliseconds>(kWriteErrorTimeout),
@@ -501,11 +503,20 @@ asio::awaitable<void> Connection::LingerClose() {
 // ------------------------------------------------------------------ events
 
 void Connection::EmitDeny(const Target& t, std::string_view reason, std::string_view rule,
-                          std::string_view origin, std::string_view detail, nlohmann::json extra) {
+                          std::string_view origin, std::string_view detail, nlohmann::json extra,
+                          std::string_view allow_with) {
   core_->stats.denied++;
-  nlohmann::json data = {
-      {"host", t.host.ToString()}, {"port", t.port},   {"reason", reason}, {"rule", rule},
-      {"origin", origin},          {"detail", detail}, {"via", t.via}};
+  refusal_ = RefusalSentence(RefusalTarget(t.host, t.port), rule, origin, reason == "no_rule",
+                             detail, allow_with);
+  nlohmann::json data = {{"host", t.host.ToString()},
+                         {"port", t.port},
+                         {"reason", reason},
+                         {"rule", rule},
+                         {"origin", origin},
+                         {"detail", detail},
+                         {"via", t.via},
+                         {"why", refusal_},
+                         {"allow_with", allow_with}};
   for (auto& [k, v] : extra.items()) data[k] = v;
   core_->Emit("net.deny", std::move(data));
 }
@@ -542,10 +553,12 @@ void Connection::FinishUpstream() {
   core_->Emit("net.allow", std::move(data));
 }
 
-std::string Connection::DenyBody(const Target& t, std::string_view detail) {
-  // One line: what was refused, the deciding rule (in detail) and where to look further.
-  return "ward: " + t.Display() + " denied: " + std::string(detail) + "; see `ward why " +
-         t.Display() + "`\n";
+asio::awaitable<void> Connection::SendRefusal(const Target& t) {
+  // The status line is what most clients show (npm, pip, git, curl -v); the body is for those
+  // that print it.
+  const std::string line = "ward: " + refusal_;
+  // (A target is a parsed host or address, or quoted by QuoteUntrusted: printable already.)
+  co_await SendError(403, line + "\nsee: ward why " + RefusalTarget(t.host, t.port) + "\n", line);
 }
 
 asio::awaitable<void> Connection::SendFailure(Fail f, const Target& t, const std::string& detail) {
@@ -555,7 +568,7 @@ asio::awaitable<void> Connection::SendFailure(Fail f, const Target& t, const std
       CloseAll();
       break;
     case Fail::kDenied:
-      co_await SendError(403, DenyBody(t, detail));
+      co_await SendRefusal(t);
       break;
     case Fail::kTimeout:
       co_await SendError(504, "ward: " + t.Display() + ": " + detail + "\n");
@@ -583,7 +596,8 @@ asio::awaitable<Connection::Fail> Connection::Authorize(Target& t, std::string* 
   } else if (!d.allowed) {
     *detail = d.reason;
     EmitDeny(t, d.rule.empty() ? "no_rule" : "deny_rule", d.rule,
-             d.rule.empty() ? "" : d.origin.ToString(), d.reason);
+             d.rule.empty() ? "" : d.origin.ToString(), d.reason, nlohmann::json::object(),
+             d.allow_with);
     co_return Fail::kDenied;
   } else {
     t.rule = d.rule;
@@ -648,7 +662,7 @@ asio::awaitable<Connection::Fail> Connection::AskHost(Target& t, const EgressRul
                                                       std::string* detail) {
   auto deny = [&](const char* outcome, std::string why) {
     *detail = "not approved: " + why;
-    EmitDeny(t, "not_approved", "", "", *detail, {{"approval", outcome}});
+    EmitDeny(t, "not_approved", "", "", *detail, {{"approval", outcome}}, d.allow_with);
   };
   if (core_->stats.held.load() >= core_->options.max_held_connections) {
     deny("busy", "too many requests are waiting for approval (" + d.reason + ")");

@@ -146,11 +146,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<Fail> ConnectUpstream(const Target& t, std::string* detail);
   // Closes upstream_ and emits its net.allow event (once).
   void FinishUpstream();
+  // Emits net.deny and keeps its sentence (RefusalSentence) for the 403 that follows.
+  // `allow_with`: the flag that would allow t ("" when none would, or a deny rule decided).
   void EmitDeny(const Target& t, std::string_view reason, std::string_view rule,
                 std::string_view origin, std::string_view detail,
-                nlohmann::json extra = nlohmann::json::object());
+                nlohmann::json extra = nlohmann::json::object(), std::string_view allow_with = {});
   void EmitError(const Target& t, std::string_view reason, std::string_view detail);
-  static std::string DenyBody(const Target& t, std::string_view detail);
+  // The 403 of the last EmitDeny: its sentence in the status line and the body, then a line
+  // pointing at `ward why`.
+  asio::awaitable<void> SendRefusal(const Target& t);
   asio::awaitable<void> SendFailure(Fail f, const Target& t, const std::string& detail);
 
   // The first bytes of a tunnel: a TLS ClientHello naming t (required), or anything that is not
@@ -196,7 +200,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<void> EndDown(asio::error_code& ec);
   asio::awaitable<void> SendDown(const std::string& data, asio::error_code& ec);
   // An HTTP error answer with "Connection: close", then LingerClose().
-  asio::awaitable<void> SendError(int status, const std::string& body);
+  // `phrase`: the status line's reason phrase (printable ASCII); "" for the standard one.
+  asio::awaitable<void> SendError(int status, const std::string& body,
+                                  std::string_view phrase = {});
   // Half-closes, drains what the client still sends for a moment (so that closing does not
   // reset the connection before the client read our answer), then closes.
   asio::awaitable<void> LingerClose();
@@ -236,6 +242,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool chunk_down_ = false;  // the watched response goes to the client in chunks of our own
   Status down_error_;        // why the watched response could not be passed on
   std::string tls_error_;    // the last TLS failure
+  std::string refusal_;      // the sentence of the last net.deny (RefusalSentence)
 
   std::shared_ptr<ResolveWait> resolve_wait_;
   std::shared_ptr<HostHold> host_hold_;

@@ -255,7 +255,7 @@ asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
     if (hs.code() == Code::kPermissionDenied) {
       EmitDeny(t, "host_mismatch", "", "", hs.message(),
                {{"host_header", QuoteUntrusted(head.headers.Get("Host").value_or(""), 255)}});
-      co_await SendError(403, DenyBody(t, hs.message()));
+      co_await SendRefusal(t);
     } else {
       core_->stats.errors++;
       co_await SendError(400, "ward: " + hs.message() + "\n");
@@ -319,8 +319,9 @@ asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
       const EgressRules::Decision& d = *reuse_decision;
       if (!d.allowed) {
         EmitDeny(t, d.rule.empty() ? "no_rule" : "deny_rule", d.rule,
-                 d.rule.empty() ? "" : d.origin.ToString(), d.reason);
-        co_await SendError(403, DenyBody(t, d.reason));
+                 d.rule.empty() ? "" : d.origin.ToString(), d.reason, nlohmann::json::object(),
+                 d.allow_with);
+        co_await SendRefusal(t);
         co_return false;
       }
       core_->stats.allowed++;

@@ -118,8 +118,7 @@ class SystemResolver final : public Resolver {
     st_->max_pending = std::max<size_t>(options.max_pending, 1);
     st_->cache_ttl = options.cache_ttl;
     st_->cache_entries = options.cache_entries;
-    size_t threads = std::clamp<size_t>(options.threads, 1, 64);
-    for (size_t i = 0; i < threads; ++i) workers_.emplace_back(Worker, st_);
+    threads_ = std::clamp<size_t>(options.threads, 1, 64);
   }
 
   ~SystemResolver() override {
@@ -155,6 +154,11 @@ class SystemResolver final : public Resolver {
       return;
     }
     st_->waiting[host].push_back(std::move(cb));
+    // The workers start with the first name to look up: a run that reaches no host (or only
+    // overridden or cached ones) starts and joins no thread.
+    if (workers_.empty()) {
+      for (size_t i = 0; i < threads_; ++i) workers_.emplace_back(Worker, st_);
+    }
     {
       std::lock_guard<std::mutex> lock(st_->mu);
       st_->queue.push_back(host);
@@ -171,6 +175,7 @@ class SystemResolver final : public Resolver {
 
   std::shared_ptr<State> st_;
   ResolverOverrides overrides_;
+  size_t threads_ = 1;
   std::vector<std::thread> workers_;
 };
 

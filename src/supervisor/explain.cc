@@ -220,8 +220,13 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
             json::array({"the check after the run: what the run made or changed is moved to "
                           "the quarantine (ward quarantine list)"})}});
     }
+    // The proxy and the stub are there in every run; without a host they only refuse.
+    const bool egress_allowed = !egress.empty() || p.approvals.enabled;
     rules.push_back(
-        {{"rule", plan.net.enabled ? "egress through the proxy only" : "no network"},
+        {{"rule", egress_allowed ? "egress through the proxy only"
+                  : plan.net.enabled
+                      ? "no network (the proxy and the DNS stub refuse every host, and say why)"
+                      : "no network"},
          {"why", "network.allow / network.deny"},
          {"enforced_by", json::array({"network namespace: only lo",
                                       plan.landlock.abi >= 4 ? "landlock: TCP ports" : "",
@@ -269,10 +274,9 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
                              {"env_passed", env_names}};
   axes["egress_and_mediation"] = {
       {"hosts_allowed", allowed_hosts},
-      {"broker", plan.net.enabled
-                     ? (egress.empty() ? "the supervisor's egress proxy (every host asked)"
-                                       : "the supervisor's egress proxy")
-                     : "none: no network at all"},
+      {"broker", !egress.empty()         ? "the supervisor's egress proxy"
+                 : p.approvals.enabled ? "the supervisor's egress proxy (every host asked)"
+                                       : "none: no network at all"},
       {"approvals", ApprovalsText(in, p)}};
   axes["trust_direction"] = {
       {"summary",
