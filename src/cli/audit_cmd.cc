@@ -17,6 +17,7 @@
 #include "audit/sessions.h"
 #include "audit/verify.h"
 #include "cli/commands.h"
+#include "supervisor/denials.h"
 
 namespace ward::cli {
 namespace {
@@ -32,6 +33,7 @@ struct AuditOptions {
   bool all = false;
   bool follow = false;
   int lines = 20;
+  bool denials = false;  // show: the session's denials, gathered, instead of its records
 };
 
 // How many ended sessions' log reserves a `ward audit` command gives back.
@@ -134,6 +136,35 @@ Result<audit::SessionSummary> Resolve(const AuditOptions& o, const std::string& 
   return audit::ResolveSession(state, name);
 }
 
+// `show --denials`: the session's records gathered as the run's summary gathers its events
+// (supervisor/denials.h), most frequent first; --json: the same objects as --json-status.
+int PrintDenials(const AuditOptions& o, const std::vector<std::string>& lines) {
+  supervisor::DenialTally tally;
+  for (const std::string& line : lines) {
+    std::optional<nlohmann::json> rec = audit::ParseRecordLine(line);
+    if (!rec || !(*rec)["type"].is_string()) continue;
+    const nlohmann::json& data = (*rec)["data"];
+    tally.AddRecord((*rec)["type"].get_ref<const std::string&>(), data);
+  }
+  const std::vector<supervisor::Denial> ds = tally.Sorted();
+  if (o.json) {
+    std::printf("%s\n", supervisor::DenialsToJson(ds).dump().c_str());
+    return kExitOk;
+  }
+  if (ds.empty()) {
+    std::fprintf(stderr, "no denials in this session\n");
+    return kExitOk;
+  }
+  auto S = [](const std::string& s) { return audit::SanitizeForTerminal(s); };
+  fmt::print("{:>7}  {:<10}  {:<40}  {:<24}  {}\n", "COUNT", "KIND", "TARGET", "ALLOW WITH",
+             "RULE");
+  for (const supervisor::Denial& d : ds) {
+    fmt::print("{:>7}  {:<10}  {:<40}  {:<24}  {}\n", d.count, S(d.kind), S(d.target),
+               d.on_purpose ? "(refused on purpose)" : S(d.allow_with), S(d.rule));
+  }
+  return kExitOk;
+}
+
 int RunShow(const AuditOptions& o) {
   auto s = Resolve(o, o.session);
   if (!s.ok()) {
@@ -146,6 +177,7 @@ int RunShow(const AuditOptions& o) {
     PrintError(lines.status().ToString());
     return kExitFailed;
   }
+  if (o.denials) return PrintDenials(o, *lines);
   PrintHeader(o);
   for (const auto& line : *lines) {
     if (Wanted(o, line)) PrintRecord(o, line);
@@ -302,6 +334,9 @@ void AddAuditCommand(CLI::App& app, int* exit_code) {
   show->add_option("SESSION", o->session, "Session id, unique prefix, or 'last'")->required();
   show->add_option("--type", o->types, "Only this type, or a prefix ending in '.' (net.)");
   show->add_flag("--json", o->json, "The stored JSON lines, verbatim");
+  show->add_flag("--denials", o->denials,
+                 "What the session refused, gathered: one line per distinct target, counted, "
+                 "with the flag that would allow it (--json: an array)");
   show->callback([o, exit_code] { *exit_code = RunShow(*o); });
 
   CLI::App* tail = audit->add_subcommand("tail", "The last records of the newest session");

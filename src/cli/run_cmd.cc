@@ -29,7 +29,9 @@
 #include "libssl/loader.h"
 #include "policy/decide.h"
 #include "policy/env.h"
+#include "supervisor/command_lookup.h"
 #include "supervisor/credentials.h"
+#include "supervisor/denials.h"
 #include "supervisor/explain.h"
 #include "supervisor/private_dirs.h"
 #include "supervisor/review_changes.h"
@@ -118,6 +120,8 @@ struct RunCommandOptions {
   std::string workspace_mode = "direct";
   // Internal: the review session a `ward serve` sandbox keeps across its execs.
   std::string review_session;
+  // --quiet: no end-of-run summary of what was blocked (and no note of a different binary).
+  bool quiet = false;
 };
 
 // A run in review mode: its session (made for this run, or a `ward serve` sandbox's) and the
@@ -363,6 +367,7 @@ void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
   nlohmann::json quarantined = nlohmann::json::array();
   for (const supervisor::QuarantineItem& q : o.workspace.quarantined) quarantined.push_back(q.ToJson());
   j["quarantined"] = std::move(quarantined);
+  j["denials"] = supervisor::DenialsToJson(o.denials);
   std::string s = j.dump() + "\n";
   const char* p = s.data();
   size_t n = s.size();
@@ -374,19 +379,58 @@ void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
   }
 }
 
-// One line per protected path the run could not create: what, the rule, how to change it.
-void ReportProtectedRefusals(const supervisor::Outcome& out) {
-  for (const std::string& p : out.protected_refused) {
-    std::fprintf(stderr,
-                 "ward: protected: %s was not created (the profile's `protected` names, which "
-                 "host tools read or run, are read-only and cannot be made inside a run); "
-                 "make it outside the sandbox, or see `ward why %s`\n",
-                 audit::SanitizeForTerminal(p).c_str(), audit::SanitizeForTerminal(p).c_str());
+// The number of summary lines before "and N more".
+constexpr size_t kSummaryLines = 10;
+
+// The end-of-run summary on ward's stderr: one line per distinct target that was refused, most
+// frequent first, and where the rest are ("and N more"); nothing when nothing was denied.
+void PrintDenialSummary(const supervisor::Outcome& out, const std::string& session_id) {
+  const std::string more = session_id.empty()
+                               ? "--json-status has them all (this run kept no audit trail)"
+                               : "ward audit show " + session_id + " --denials";
+  for (const std::string& line : supervisor::SummaryLines(out.denials, kSummaryLines, more)) {
+    std::fprintf(stderr, "%s\n", line.c_str());
   }
-  if (out.protected_denials > static_cast<int>(out.protected_refused.size())) {
-    std::fprintf(stderr, "ward: protected: %d refusals in all (the audit trail has each one)\n",
-                 out.protected_denials);
+}
+
+// What the command's name finds on the host's PATH and on the sandbox's, compared after the run:
+// a command missing inside but on the host becomes a "command" denial (and a record); one that
+// finds another binary inside is said once per pair (a marker in the state directory).
+struct CommandNote {
+  std::string different;  // the line to print, once
+};
+CommandNote LookUpRunCommand(const supervisor::RunRequest& req, bool quiet,
+                             audit::SessionLog* log, supervisor::Outcome* out) {
+  CommandNote note;
+  if (req.argv.empty() || out->kind == supervisor::Outcome::Kind::kRefused) return note;
+  const bool not_found =
+      out->kind == supervisor::Outcome::Kind::kExecFailed && out->err == ENOENT;
+  std::string inside_path;
+  for (const std::string& e : req.env) {
+    if (e.starts_with("PATH=")) inside_path = e.substr(5);
   }
+  const char* host_path = getenv("PATH");
+  supervisor::CommandLookup found = supervisor::LookUpCommand(
+      req.policy, req.argv[0], inside_path, host_path == nullptr ? "" : host_path);
+  if (found.kind == supervisor::CommandLookup::Kind::kHiddenHere && not_found) {
+    nlohmann::json data = {{"argv0", req.argv[0]},
+                           {"host_path", found.host},
+                           {"allow_with", found.allow_with}};
+    if (std::optional<supervisor::Denial> d = supervisor::DenialOf("command.hidden", data)) {
+      d->count = 1;
+      out->denials.insert(out->denials.begin(), std::move(*d));
+    }
+    if (log) log->Emit("command.hidden", std::move(data));
+  } else if (found.kind == supervisor::CommandLookup::Kind::kDifferentHere && !quiet) {
+    const std::string key = req.argv[0] + '\0' + found.inside + '\0' + found.host;
+    if (supervisor::FirstNotice(audit::DefaultStateDir(), key)) {
+      note.different = "ward: '" + audit::SanitizeForTerminal(req.argv[0]) + "' here is " +
+                       audit::SanitizeForTerminal(found.inside) + "; on the host it is " +
+                       audit::SanitizeForTerminal(found.host) + " (hidden here) — add: " +
+                       audit::SanitizeForTerminal(found.allow_with) + " (said once)";
+    }
+  }
+  return note;
 }
 
 // What the check after the run moved to the quarantine, and how to review and restore it.
@@ -433,6 +477,8 @@ int RunCommand(RunCommandOptions& opts) {
     opts.audit_reserve_bytes = *reserve;
   }
   supervisor::Outcome out;
+  CommandNote command_note;   // said after the summary
+  std::string audit_session;  // the trail the summary points to ("" without one)
   std::optional<RunReview> review;  // review mode (--workspace=overlay|copy)
   std::unique_ptr<audit::SessionLog> log;
   std::optional<StartRecordFirst> events;  // log's sink during the run (after log: dies first)
@@ -621,6 +667,11 @@ int RunCommand(RunCommandOptions& opts) {
       // Everything inside is gone: what the run left in the session's tree is final.
       if (review) review->changed = RunLeftChanges(review->session);
       if (events) events->Wait();
+      if (!opts.quiet || opts.json_status_fd >= 0 || log) {
+        command_note = LookUpRunCommand(req, opts.quiet, log.get(), &out);
+        TraceMark("command looked up");
+      }
+      audit_session = log ? session_id : "";
       if (!log && !audit_tried && req.open_audit &&
           out.kind == supervisor::Outcome::Kind::kRefused) {
         // Refused before the clone: the trail still records what was refused and why.
@@ -678,7 +729,12 @@ int RunCommand(RunCommandOptions& opts) {
       std::fprintf(stderr, "ward: limit: %s\n", hit.message.c_str());
     }
   }
-  ReportProtectedRefusals(out);
+  if (!opts.quiet) {
+    TraceMark("summary start");
+    PrintDenialSummary(out, audit_session);
+    if (!command_note.different.empty()) std::fprintf(stderr, "%s\n", command_note.different.c_str());
+    TraceMark("summary printed");
+  }
   ReportWorkspaceCheck(out);
   if (opts.json_status_fd >= 0) WriteJsonStatus(opts.json_status_fd, out);
   return out.exit_code;
@@ -730,6 +786,9 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "SIZE of disk space kept ahead of the audit log, so that a sandbox that fills "
                   "the file system cannot stop the trail (default 1M; 0: none, refused when the "
                   "sandbox can write that file system)");
+  sub->add_flag("-q,--quiet", opts->quiet,
+                "No end-of-run summary of what ward blocked (the audit trail and --json-status "
+                "still have it)");
   sub->add_flag("--audit-fsync", opts->audit_fsync,
                 "fsync the audit log when the run ends (survives a host crash; slower)");
   sub->add_option("command", opts->command, "COMMAND [ARGS...] (after --)");

@@ -114,6 +114,11 @@ bool AsksForPrivilegeBits(const TrappedCall& call) {
   }
 }
 
+// The path a call named, as the sandbox sees it (its directory as resolved, then the name).
+std::string SeenPath(const ViewEntry& entry) {
+  return policy::NormalizePath(entry.dir_path + "/" + entry.name);
+}
+
 }  // namespace
 
 NotifierConfig NotifierConfig::From(const enforce::LaunchPlan& plan,
@@ -290,7 +295,8 @@ void Notifier::Answer::Fd(int fd, bool cloexec) const {
 }
 
 void Notifier::Answer::Refuse(const char* syscall, const std::string& path, const char* rule,
-                              int err, const std::string& detail) const {
+                              int err, const std::string& detail,
+                              const std::string& target) const {
   notifier->denied_.fetch_add(1);
   if (notifier->events_) {
     nlohmann::json data = {{"syscall", syscall},
@@ -300,6 +306,7 @@ void Notifier::Answer::Refuse(const char* syscall, const std::string& path, cons
                                      : err == EPERM ? "EPERM"
                                                     : "EACCES"}};
     if (!detail.empty()) data["detail"] = detail;
+    if (!target.empty()) data["target"] = target;
     notifier->events_->Emit("syscall.deny", std::move(data));
   }
   Error(err);
@@ -314,20 +321,37 @@ void Notifier::RefuseProtected(const Answer& answer, const char* syscall, const 
           protected_refusals_.end()) {
     protected_refusals_.push_back(path);
   }
-  answer.Refuse(syscall, named, "filesystem.protected", EROFS, "");
+  answer.Refuse(syscall, named, "filesystem.protected", EROFS, "", path);
 }
 
 // The agent's result: an error, success, or (open, memfd) the new descriptor handed over.
-void Notifier::Relay(const Answer& answer, const TrappedCall& call, int result, UniqueFd fd) {
+void Notifier::Relay(const Answer& answer, const TrappedCall& call, int result, UniqueFd fd,
+                     const std::string& seen) {
   if (agent_->lost() && result == -EACCES) {
     return answer.Refuse(call.syscall, call.path, "guard.agent", EACCES,
                          "the guard agent is gone: creations fail closed");
+  }
+  if (result == -EROFS || result == -EACCES || result == -EPERM) {
+    RecordRefusedWrite(call, -result, seen);
   }
   if (result < 0) return answer.Error(-result);
   if (fd)
     return answer.Fd(fd.get(), (call.op == TrappedOp::kOpen && (call.flags & O_CLOEXEC)) ||
                                    (call.op == TrappedOp::kMemfd && (call.flags & MFD_CLOEXEC)));
   answer.Value(0);
+}
+
+// A write or creation the agent, with the sandbox's own authority, was refused: the path is
+// read-only in the view or outside the writable roots (docs/denials.md). The tee in front of the
+// audit sink bounds how many such records reach the trail.
+void Notifier::RecordRefusedWrite(const TrappedCall& call, int err, const std::string& seen) const {
+  if (events_ == nullptr || seen.empty()) return;
+  events_->Emit("file.deny", {{"op", call.syscall},
+                              {"path", seen},
+                              {"errno", err == EROFS   ? "EROFS"
+                                        : err == EPERM ? "EPERM"
+                                                       : "EACCES"},
+                              {"rule", err == EROFS ? "read-only here" : "not writable here"}});
 }
 
 // An open with O_CREAT: the final symlink followed in the view, a protected name refused, the
@@ -354,7 +378,7 @@ void Notifier::CreateOrOpen(const SandboxView& view, pid_t tid, const TrappedCal
   UniqueFd out;
   const int result = agent_->Call(r, {entry.dir.get()}, &out);
   if (result >= 0 && (call.flags & O_CREAT)) Journal(entry.dir.get(), entry.name, false);
-  Relay(answer, call, result, std::move(out));
+  Relay(answer, call, result, std::move(out), SeenPath(entry));
 }
 
 // /dev/stdout and its kind: a descriptor the caller already holds. It gets that same open file
@@ -415,7 +439,7 @@ void Notifier::CreateEntry(const TrappedCall& call, const ViewEntry& entry, mode
   UniqueFd none;
   const int result = agent_->Call(r, {entry.dir.get()}, &none);
   if (result >= 0) Journal(entry.dir.get(), entry.name, false);
-  Relay(answer, call, result, UniqueFd());
+  Relay(answer, call, result, UniqueFd(), SeenPath(entry));
 }
 
 // link and rename: both ends resolved in the view; a protected name refused at the new end (and
@@ -461,7 +485,7 @@ void Notifier::MoveOrLink(const SandboxView& view, pid_t tid, const TrappedCall&
       Journal(second.get(), r.name2, true);
     }
   }
-  Relay(answer, call, result, UniqueFd());
+  Relay(answer, call, result, UniqueFd(), SeenPath(entry));
 }
 
 // memfd_create: made by the agent, sealed against execution (MFD_NOEXEC_SEAL, Linux 6.3+), so
@@ -483,7 +507,7 @@ void Notifier::CreateMemfd(const TrappedCall& call, const Answer& answer) {
     r.flags = static_cast<int32_t>(call.flags | MFD_CLOEXEC);  // before Linux 6.3
     result = agent_->Call(r, {}, &out);
   }
-  Relay(answer, call, result, std::move(out));
+  Relay(answer, call, result, std::move(out), "");
 }
 
 // chmod, fchmod, fchmodat and fchmodat2 with S_ISUID or S_ISGID (the filter traps no other
@@ -509,7 +533,7 @@ void Notifier::ChangeMode(pid_t tid, const TrappedCall& call, const Answer& answ
   r.mode = static_cast<uint32_t>(call.mode & 07777 & ~uint64_t{enforce::kPrivilegeModeBits});
   UniqueFd none;
   const int result = agent_->Call(r, {file.get()}, &none);
-  Relay(answer, call, result, UniqueFd());
+  Relay(answer, call, result, UniqueFd(), "");
 }
 
 // The file a chmod, fchmodat or fchmodat2 names: an O_PATH descriptor of it, or of the caller's

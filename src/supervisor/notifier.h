@@ -75,8 +75,9 @@ class Notifier {
     void Error(int err) const;
     void Value(long long val) const;
     void Fd(int fd, bool cloexec) const;  // the call returns a new descriptor for `fd`'s file
+    // An error, recorded as syscall.deny (`target`: the path as resolved in the view, if known).
     void Refuse(const char* syscall, const std::string& path, const char* rule, int err,
-                const std::string& detail) const;  // an error, recorded as syscall.deny
+                const std::string& detail, const std::string& target = "") const;
   };
 
   void Loop();
@@ -96,7 +97,10 @@ class Notifier {
   void Journal(int dirfd, const std::string& name, bool moved);
   void RefuseProtected(const Answer& answer, const char* syscall, const std::string& named,
                        const ViewEntry& entry);
-  void Relay(const Answer& answer, const TrappedCall& call, int result, UniqueFd fd);
+  // `seen`: the path the call named, as resolved in the view (for the record of a refusal).
+  void Relay(const Answer& answer, const TrappedCall& call, int result, UniqueFd fd,
+             const std::string& seen);
+  void RecordRefusedWrite(const TrappedCall& call, int err, const std::string& seen) const;
   // File approvals: true when the open was answered (or left to the creation guard: false).
   bool HandleOpen(int listener, const struct seccomp_notif& req);
   void HandleAnswers(int listener);

@@ -27,6 +27,7 @@
 #include "net/egress_rules.h"
 #include "net/proxy.h"
 #include "net/resolver.h"
+#include "policy/decide.h"
 #include "policy/paths.h"
 #include "supervisor/approvals_run.h"
 #include "supervisor/credentials.h"
@@ -1025,6 +1026,12 @@ Outcome Run(const RunRequest& req) {
       audit->on_failure([audit_stop](const Status& st) { audit_stop->Fail(st); });
     }
   }
+  // Every event passes the tee that gathers the run's denials on its way to the trail (if any).
+  DenialTee denials(events);
+  denials.ClassifyWrites([&req](const std::string& path) {
+    return policy::DecidePath(req.policy, path).is_protected;
+  });
+  events = &denials;
   // The redactor knows every secret before the first record (on_started, then the session).
   if (add_secret) {
     for (const std::string& secret : creds.secrets) add_secret(secret);
@@ -1070,6 +1077,7 @@ Outcome Run(const RunRequest& req) {
   sys::SetEffectiveCapabilities(true);
   CollectLimits(req, events, *plan, cgroup.get(), init_pidfd.get(), &out);
   if (cgroup) TraceMark("cgroup removed");
+  out.denials = denials.Finish();
   out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   if (!out.rusage_from_init) getrusage(RUSAGE_CHILDREN, &out.rusage);
   return out;

@@ -19,6 +19,7 @@
 #include "enforce/probe.h"
 #include "policy/policy.h"
 #include "supervisor/approvals_run.h"
+#include "supervisor/denials.h"
 #include "supervisor/workspace_check.h"
 
 namespace ward::supervisor {
@@ -130,6 +131,8 @@ struct Outcome {
   std::vector<std::string> protected_refused;  // the first few such paths, each once
   LimitsOutcome limits;
   WorkspaceCheckOutcome workspace;  // what the check after the run quarantined
+  // Every denial ward observed, most frequent first (denials.h); the caller may add its own.
+  std::vector<Denial> denials;
 };
 
 const char* OutcomeKindName(Outcome::Kind k);
