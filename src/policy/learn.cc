@@ -147,6 +147,27 @@ std::string DenyRuleOver(const std::string& abs, const std::vector<std::string>&
   return "";
 }
 
+// Where a write changes what the host itself runs or how it starts programs: system
+// directories, and the directories under HOME that a login, a desktop session or a shell takes
+// commands from. A write there is never proposed, whatever the run needed: a sandboxed command
+// could ask for exactly that to reach the host through the next run (the user may still add it).
+std::string HostExecutedDir(const std::string& abs, const std::string& home) {
+  static constexpr std::string_view kSystem[] = {"/etc",  "/usr",  "/bin",   "/sbin",
+                                                 "/lib",  "/lib32", "/lib64", "/libx32",
+                                                 "/boot", "/opt",  "/var/spool"};
+  static constexpr std::string_view kHome[] = {".local/bin", "bin", ".config/autostart",
+                                               ".config/systemd", ".config/environment.d"};
+  for (std::string_view d : kSystem) {
+    if (PathIsWithin(abs, d)) return std::string(d);
+  }
+  if (home.empty()) return "";
+  for (std::string_view d : kHome) {
+    const std::string full = JoinPath(NormalizePath(home), d);
+    if (PathIsWithin(abs, full)) return "~/" + std::string(d);
+  }
+  return "";
+}
+
 // A host of allow_with, when it names exactly one host (and port): never a pattern or a range.
 std::optional<std::string> ProfileHost(const std::string& raw, std::string* why) {
   if (raw.find('*') != std::string::npos || raw.find('/') != std::string::npos) {
@@ -353,9 +374,17 @@ LearnProposal ProposeFromDenials(const LearnInput& in) {
       }
       if (!v) break;
       if (m->value == FlagMeaning::Value::kPath) {
-        const std::string deny = DenyRuleOver(AbsoluteOf(*v, in.home), in.deny_paths);
+        const std::string abs = AbsoluteOf(*v, in.home);
+        const std::string deny = DenyRuleOver(abs, in.deny_paths);
         if (!deny.empty()) {
           why = "filesystem.deny " + deny;
+          break;
+        }
+        const std::string host_runs = std::string(m->key) == "write" ? HostExecutedDir(abs, in.home) : "";
+        if (!host_runs.empty()) {
+          why = "a write under " + host_runs +
+                " changes what the host runs; ward learn does not propose it (add it yourself "
+                "if you mean it)";
           break;
         }
       }

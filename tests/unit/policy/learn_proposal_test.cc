@@ -138,6 +138,28 @@ TEST(LearnProposal, APathTheDenyListCoversIsRefusedOnPurposeWhateverTheDenialSay
   EXPECT_EQ(p.on_purpose[1].why, "filesystem.deny /home/u/.aws");
 }
 
+// A run can ask for anything by failing at it: a write where the host takes what it runs from
+// is listed, never proposed. Reading there is proposed as usual.
+TEST(LearnProposal, AWriteWhereTheHostRunsProgramsIsNeverProposed) {
+  LearnInput in = In({D("file.write", "/etc/cron.d/x", 1, "-w /etc/cron.d"),
+                      D("file.write", "/usr/local/bin/x", 1, "-w /usr/local/bin"),
+                      D("file.write", "/home/u/.local/bin/x", 1, "-w ~/.local/bin"),
+                      D("file.write", "/home/u/.config/autostart/x.desktop", 1,
+                        "-w /home/u/.config/autostart"),
+                      D("command", "tool", 1, "-r ~/.local/bin")});
+  LearnProposal p = ProposeFromDenials(in);
+  ASSERT_EQ(p.rules.size(), 1u);
+  EXPECT_EQ(p.rules[0].key, "read");
+  EXPECT_EQ(p.rules[0].value, "~/.local/bin");
+  ASSERT_EQ(p.not_proposable.size(), 4u);
+  EXPECT_EQ(p.not_proposable[0].why,
+            "a write under /etc changes what the host runs; ward learn does not propose it (add "
+            "it yourself if you mean it)");
+  EXPECT_THAT(p.not_proposable[3].why, HasSubstr("a write under /usr changes what the host runs"));
+  EXPECT_THAT(p.not_proposable[1].why, HasSubstr("a write under ~/.config/autostart "));
+  EXPECT_THAT(p.not_proposable[2].why, HasSubstr("a write under ~/.local/bin "));
+}
+
 TEST(LearnProposal, DenialsWithoutASuggestionAreListedNotGuessed) {
   LearnInput in = In({D("syscall", "ptrace", 4, "", false, "syscall.deny ptrace"),
                       D("file.read", "/x", 1, "--privileged /x"),
