@@ -55,9 +55,7 @@ struct SaveTarget {
 constexpr const char* kSymlinkRefused =
     "a symbolic link; ward learn writes only a file of its own name";
 
-void Say(const std::string& line) {
-  std::fprintf(stderr, "ward learn: %s\n", line.c_str());
-}
+void Say(const std::string& line) { std::fprintf(stderr, "ward learn: %s\n", line.c_str()); }
 
 std::string Quoted(const std::string& s) { return audit::SanitizeForTerminal(s); }
 
@@ -258,8 +256,8 @@ Status Save(const SaveTarget& t, const std::string& text, bool force) {
                    t.path + " appeared during the run; not replaced (add --force to replace it)");
     }
     if (errno == ELOOP) {
-      return Error(Code::kPermissionDenied, "--save " + t.path + ": " + kSymlinkRefused +
-                                                " (it appeared during the run)");
+      return Error(Code::kPermissionDenied,
+                   "--save " + t.path + ": " + kSymlinkRefused + " (it appeared during the run)");
     }
     return ErrnoError("writing " + t.path, errno);
   }

@@ -140,7 +140,8 @@ std::string DenyRuleOver(const std::string& abs, const std::vector<std::string>&
     const std::string parent = ParentPath(d);
     if (PathDepthBelow(abs, parent) < 1) continue;
     const std::string rest = abs.substr(parent == "/" ? 1 : parent.size() + 1);
-    if (MatchComponent(d.substr(parent == "/" ? 1 : parent.size() + 1), rest.substr(0, rest.find('/')))) {
+    if (MatchComponent(d.substr(parent == "/" ? 1 : parent.size() + 1),
+                       rest.substr(0, rest.find('/')))) {
       return d;
     }
   }
@@ -152,9 +153,9 @@ std::string DenyRuleOver(const std::string& abs, const std::vector<std::string>&
 // commands from. A write there is never proposed, whatever the run needed: a sandboxed command
 // could ask for exactly that to reach the host through the next run (the user may still add it).
 std::string HostExecutedDir(const std::string& abs, const std::string& home) {
-  static constexpr std::string_view kSystem[] = {"/etc",  "/usr",  "/bin",   "/sbin",
-                                                 "/lib",  "/lib32", "/lib64", "/libx32",
-                                                 "/boot", "/opt",  "/var/spool"};
+  static constexpr std::string_view kSystem[] = {"/etc",  "/usr",   "/bin",      "/sbin",
+                                                 "/lib",  "/lib32", "/lib64",    "/libx32",
+                                                 "/boot", "/opt",   "/var/spool"};
   static constexpr std::string_view kHome[] = {".local/bin", "bin", ".config/autostart",
                                                ".config/systemd", ".config/environment.d"};
   for (std::string_view d : kSystem) {
@@ -300,7 +301,8 @@ std::string CommandLine(const std::vector<std::string>& argv) {
 
 // A rule's value in the profile: limits that are plain numbers stay numbers.
 std::string TomlValue(const LearnRule& r) {
-  if (r.section == "limits" && (r.key == "pids" || r.key == "proxy_connections" || r.key == "cpu")) {
+  if (r.section == "limits" &&
+      (r.key == "pids" || r.key == "proxy_connections" || r.key == "cpu")) {
     bool number = !r.value.empty();
     for (char c : r.value) number = number && ((c >= '0' && c <= '9') || c == '.');
     if (number) return r.value;
@@ -380,7 +382,8 @@ LearnProposal ProposeFromDenials(const LearnInput& in) {
           why = "filesystem.deny " + deny;
           break;
         }
-        const std::string host_runs = std::string(m->key) == "write" ? HostExecutedDir(abs, in.home) : "";
+        const std::string host_runs =
+            std::string(m->key) == "write" ? HostExecutedDir(abs, in.home) : "";
         if (!host_runs.empty()) {
           why = "a write under " + host_runs +
                 " changes what the host runs; ward learn does not propose it (add it yourself "

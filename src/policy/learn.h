@@ -12,11 +12,11 @@ namespace ward::policy {
 
 // One distinct denial, as `ward run --json-status` reports it.
 struct LearnDenial {
-  std::string kind;        // network, dns, file.write, file.read, protected, command, ...
-  std::string target;      // host:port, name, path, argv0, ...
-  uint64_t count = 0;      // how many times
-  std::string rule;        // the deciding rule, in words
-  std::string allow_with;  // the flag(s) that would allow it; "" when ward suggests none
+  std::string kind;         // network, dns, file.write, file.read, protected, command, ...
+  std::string target;       // host:port, name, path, argv0, ...
+  uint64_t count = 0;       // how many times
+  std::string rule;         // the deciding rule, in words
+  std::string allow_with;   // the flag(s) that would allow it; "" when ward suggests none
   bool on_purpose = false;  // refused by the deny list, a protected path or the leak rule
 };
 
@@ -36,10 +36,10 @@ struct LearnInput {
 // A rule the proposal adds: [section] key gains value; `flag value` is the same on the
 // command line.
 struct LearnRule {
-  std::string section;  // "filesystem", "network", "limits"
-  std::string key;      // "read", "write", "allow", "memory", ...
-  std::string value;    // as written in the profile (paths ~/... where they can be)
-  std::string flag;     // "-r", "-w", "-n", "--memory", ...
+  std::string section;                 // "filesystem", "network", "limits"
+  std::string key;                     // "read", "write", "allow", "memory", ...
+  std::string value;                   // as written in the profile (paths ~/... where they can be)
+  std::string flag;                    // "-r", "-w", "-n", "--memory", ...
   std::vector<LearnDenial> needed_by;  // the denials it answers, most frequent first
   uint64_t count = 0;                  // their counts, summed
 };

@@ -138,7 +138,8 @@ class GitServer {
 TEST_F(LearnTest, NpmViewLearnsTheRegistryAndConverges) {
   const std::string host = RegistryHost();
   if (host.empty()) GTEST_SKIP() << "npm has no registry configured (npm config get registry)";
-  if (!Reachable(host)) GTEST_SKIP() << "the npm registry " << host << " is not reachable from here";
+  if (!Reachable(host))
+    GTEST_SKIP() << "the npm registry " << host << " is not reachable from here";
   const std::vector<std::string> npm = {"npm", "view", "--fetch-retries=0", "is-number@7.0.0",
                                         "version"};
   RunResult r = Learn({"--save", profile_}, npm);
@@ -161,14 +162,17 @@ TEST_F(LearnTest, GitCloneLearnsTheServersAddressAndConverges) {
   // The CA is in the workspace: the only thing the clone lacks is the way to the server.
   WriteFile(ws_ + "/ca.pem", ReadFile(root_->path() + "/srv/cert.pem"));
   const std::string addr = "127.0.0.1:" + server.port();
-  const std::vector<std::string> git = {"git", "-c", "http.sslCAInfo=ca.pem", "clone", "-q",
-                                        "https://" + addr + "/repo.git", "clone"};
+  const std::vector<std::string> git = {"git",   "-c", "http.sslCAInfo=ca.pem",
+                                        "clone", "-q", "https://" + addr + "/repo.git",
+                                        "clone"};
   RunResult r = Learn({"--save", profile_}, git);
   EXPECT_NE(r.status, 0) << r.out << r.err;
-  EXPECT_THAT(r.err, HasSubstr("\n[network]\nallow = [\n  \"" + addr + "\",  # network " + addr +
-                               " ("));
-  EXPECT_THAT(r.err, HasSubstr("  ward run -n " + addr + " -- git -c http.sslCAInfo=ca.pem clone "
-                               "-q https://" + addr + "/repo.git clone\n"));
+  EXPECT_THAT(r.err,
+              HasSubstr("\n[network]\nallow = [\n  \"" + addr + "\",  # network " + addr + " ("));
+  EXPECT_THAT(r.err, HasSubstr("  ward run -n " + addr +
+                               " -- git -c http.sslCAInfo=ca.pem clone "
+                               "-q https://" +
+                               addr + "/repo.git clone\n"));
   EXPECT_FALSE(PathExists(ws_ + "/clone/.git"));
   ExpectConverged(git);
   EXPECT_TRUE(PathExists(ws_ + "/clone/.git/HEAD"));
@@ -217,8 +221,8 @@ TEST_F(LearnTest, MakeThatWritesToAReadOnlyCacheLearnsTheWriteAndConverges) {
 TEST_F(LearnTest, MakeThatFetchesLearnsTheHostWithItsPortAndConverges) {
   LocalHttp server("fetched\n");
   const std::string addr = "127.0.0.1:" + std::to_string(server.port());
-  WriteFile(ws_ + "/Makefile", "all:\n\tcurl -sSf --max-time 20 http://" + addr +
-                                   "/x -o fetched.txt\n");
+  WriteFile(ws_ + "/Makefile",
+            "all:\n\tcurl -sSf --max-time 20 http://" + addr + "/x -o fetched.txt\n");
   RunResult r = Learn({"--save", profile_}, {"make"});
   EXPECT_NE(r.status, 0) << r.out << r.err;
   EXPECT_EQ(server.hits(), 0);

@@ -11,14 +11,14 @@ namespace ward::policy {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::kHome;
 using testing::kWorkspace;
+using ::testing::Not;
 
 LearnDenial D(std::string kind, std::string target, uint64_t count, std::string allow_with,
               bool on_purpose = false, std::string rule = "") {
-  return LearnDenial{std::move(kind), std::move(target), count, std::move(rule),
-                     std::move(allow_with), on_purpose};
+  return LearnDenial{std::move(kind), std::move(target),     count,
+                     std::move(rule), std::move(allow_with), on_purpose};
 }
 
 LearnInput In(std::vector<LearnDenial> denials) {
@@ -89,10 +89,9 @@ TEST(LearnProposal, PathsBelowHomeAreWrittenWithTildeAndCoveredOnesMerge) {
 }
 
 TEST(LearnProposal, ARelativePathIsTheCallersDirectorysAndTooWideOnesAreNotProposed) {
-  LearnInput in = In({D("file.write", "/home/u/proj/out/x", 1, "-w out"),
-                      D("file.read", "/etc/x", 1, "-r /"),
-                      D("file.read", "/home/u/x", 1, "-r ~"),
-                      D("file.read", "/proc/1/mem", 1, "-r /proc/1")});
+  LearnInput in =
+      In({D("file.write", "/home/u/proj/out/x", 1, "-w out"), D("file.read", "/etc/x", 1, "-r /"),
+          D("file.read", "/home/u/x", 1, "-r ~"), D("file.read", "/proc/1/mem", 1, "-r /proc/1")});
   LearnProposal p = ProposeFromDenials(in);
   ASSERT_EQ(p.rules.size(), 1u);
   EXPECT_EQ(p.rules[0].value, "~/proj/out");
@@ -104,13 +103,12 @@ TEST(LearnProposal, ARelativePathIsTheCallersDirectorysAndTooWideOnesAreNotPropo
 
 TEST(LearnProposal, DenialsRefusedOnPurposeAreNamedWithTheirRuleAndNeverProposed) {
   // Even with an allow_with: on_purpose decides.
-  LearnInput in = In({D("file.read", "/home/u/.ssh/id_ed25519", 2, "-r ~/.ssh", true,
-                        "filesystem.deny ~/.ssh"),
-                      D("protected", "/home/u/proj/.git/hooks/pre-commit", 1, "", true,
-                        "protected .git/hooks"),
-                      D("network", "evil.example:443", 1, "", true, "network.deny evil.example"),
-                      D("credential", "api.example.com", 1, "", true,
-                        "the phantom of credential github sent to another host")});
+  LearnInput in =
+      In({D("file.read", "/home/u/.ssh/id_ed25519", 2, "-r ~/.ssh", true, "filesystem.deny ~/.ssh"),
+          D("protected", "/home/u/proj/.git/hooks/pre-commit", 1, "", true, "protected .git/hooks"),
+          D("network", "evil.example:443", 1, "", true, "network.deny evil.example"),
+          D("credential", "api.example.com", 1, "", true,
+            "the phantom of credential github sent to another host")});
   LearnProposal p = ProposeFromDenials(in);
   EXPECT_TRUE(p.empty());
   ASSERT_EQ(p.on_purpose.size(), 4u);
@@ -126,9 +124,10 @@ TEST(LearnProposal, DenialsRefusedOnPurposeAreNamedWithTheirRuleAndNeverProposed
 
 // A denial the aggregator did not mark: the run's own deny list still keeps it out.
 TEST(LearnProposal, APathTheDenyListCoversIsRefusedOnPurposeWhateverTheDenialSays) {
-  LearnInput in = In({D("file.read", "/home/u/.aws/config", 1, "-r ~/.aws"),
-                      D("file.read", "/etc/ssh/ssh_host_ed25519_key", 1, "-r /etc/ssh/ssh_host_ed25519_key"),
-                      D("file.read", "/etc/ssh/ssh_config", 1, "-r /etc/ssh/ssh_config")});
+  LearnInput in =
+      In({D("file.read", "/home/u/.aws/config", 1, "-r ~/.aws"),
+          D("file.read", "/etc/ssh/ssh_host_ed25519_key", 1, "-r /etc/ssh/ssh_host_ed25519_key"),
+          D("file.read", "/etc/ssh/ssh_config", 1, "-r /etc/ssh/ssh_config")});
   in.deny_paths = {"/home/u/.aws", "/etc/ssh/ssh_host_*_key"};
   LearnProposal p = ProposeFromDenials(in);
   ASSERT_EQ(p.rules.size(), 1u);
@@ -141,12 +140,12 @@ TEST(LearnProposal, APathTheDenyListCoversIsRefusedOnPurposeWhateverTheDenialSay
 // A run can ask for anything by failing at it: a write where the host takes what it runs from
 // is listed, never proposed. Reading there is proposed as usual.
 TEST(LearnProposal, AWriteWhereTheHostRunsProgramsIsNeverProposed) {
-  LearnInput in = In({D("file.write", "/etc/cron.d/x", 1, "-w /etc/cron.d"),
-                      D("file.write", "/usr/local/bin/x", 1, "-w /usr/local/bin"),
-                      D("file.write", "/home/u/.local/bin/x", 1, "-w ~/.local/bin"),
-                      D("file.write", "/home/u/.config/autostart/x.desktop", 1,
-                        "-w /home/u/.config/autostart"),
-                      D("command", "tool", 1, "-r ~/.local/bin")});
+  LearnInput in =
+      In({D("file.write", "/etc/cron.d/x", 1, "-w /etc/cron.d"),
+          D("file.write", "/usr/local/bin/x", 1, "-w /usr/local/bin"),
+          D("file.write", "/home/u/.local/bin/x", 1, "-w ~/.local/bin"),
+          D("file.write", "/home/u/.config/autostart/x.desktop", 1, "-w /home/u/.config/autostart"),
+          D("command", "tool", 1, "-r ~/.local/bin")});
   LearnProposal p = ProposeFromDenials(in);
   ASSERT_EQ(p.rules.size(), 1u);
   EXPECT_EQ(p.rules[0].key, "read");
@@ -188,7 +187,8 @@ TEST(LearnProposal, NamesFromTheRunCannotBreakTheFileOrReachTheTerminal) {
 }
 
 TEST(LearnProposal, LimitsAndFlagsWithEqualsSigns) {
-  LearnInput in = In({D("limit", "memory", 1, "--memory=16G"), D("limit", "pids", 1, "--pids 4096")});
+  LearnInput in =
+      In({D("limit", "memory", 1, "--memory=16G"), D("limit", "pids", 1, "--pids 4096")});
   LearnProposal p = ProposeFromDenials(in);
   const std::string text = ProposalProfileText(p, in);
   EXPECT_THAT(text, HasSubstr("[limits]\n"
@@ -210,12 +210,13 @@ TEST(LearnProposal, TheBaseProfileAndTheCommandAreQuotedForTheShell) {
 
 // What `--write` saves is a profile `-p FILE` accepts, with the base's rules and the new ones.
 TEST(LearnProposal, TheProposedProfileLoadsAndGrantsWhatItProposes) {
-  LearnInput in = In({D("network", "registry.example.org:443", 3, "-n registry.example.org"),
-                      D("network", "git.example.org:8443", 1, "-n git.example.org:8443"),
-                      D("command", "cargo", 1, "-r /opt/tools/bin"),
-                      D("file.write", "/home/u/.cache/pip/x", 2, "-w ~/.cache/pip"),
-                      D("limit", "pids", 1, "--pids 2048"),
-                      D("file.read", "/home/u/.ssh/id_ed25519", 1, "", true, "filesystem.deny ~/.ssh")});
+  LearnInput in =
+      In({D("network", "registry.example.org:443", 3, "-n registry.example.org"),
+          D("network", "git.example.org:8443", 1, "-n git.example.org:8443"),
+          D("command", "cargo", 1, "-r /opt/tools/bin"),
+          D("file.write", "/home/u/.cache/pip/x", 2, "-w ~/.cache/pip"),
+          D("limit", "pids", 1, "--pids 2048"),
+          D("file.read", "/home/u/.ssh/id_ed25519", 1, "", true, "filesystem.deny ~/.ssh")});
   LearnProposal p = ProposeFromDenials(in);
   testing::MemFs fs;
   fs.AddProfile("learned", ProposalProfileText(p, in));
