@@ -150,6 +150,12 @@ struct LearningRun {
   std::string status;  // --json-status's JSON ("" when none came)
 };
 
+volatile sig_atomic_t g_run_pid = 0;  // the learning run, while learn waits for it
+
+void ForwardToRun(int sig) {
+  if (g_run_pid > 0) kill(g_run_pid, sig);
+}
+
 // Runs `ward run ... -- COMMAND` with the command's stdio where learn's is; interrupts reach
 // both through the terminal, and learn waits for the run's own end to report it.
 Result<LearningRun> RunOnce(const LearnOptions& o) {
@@ -169,10 +175,17 @@ Result<LearningRun> RunOnce(const LearnOptions& o) {
     _exit(125);
   }
   wr.reset();
-  struct sigaction ignore = {}, old_int = {}, old_quit = {};
+  // A terminal's interrupt reaches the run itself (same process group), which ends the command
+  // and reports; learn waits for that. A signal sent to learn alone is passed on to the run.
+  g_run_pid = pid;
+  struct sigaction ignore = {}, forward = {}, old_int = {}, old_quit = {}, old_term = {},
+                   old_hup = {};
   ignore.sa_handler = SIG_IGN;
+  forward.sa_handler = ForwardToRun;
   sigaction(SIGINT, &ignore, &old_int);
   sigaction(SIGQUIT, &ignore, &old_quit);
+  sigaction(SIGTERM, &forward, &old_term);
+  sigaction(SIGHUP, &forward, &old_hup);
   LearningRun run;
   char buf[65536];
   for (;;) {
@@ -189,6 +202,9 @@ Result<LearningRun> RunOnce(const LearnOptions& o) {
   }
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGQUIT, &old_quit, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+  g_run_pid = 0;
   run.exit_code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
   return run;
 }
