@@ -109,7 +109,8 @@ std::optional<Denial> DnsDenial(const nlohmann::json& data) {
   if (Str(data, "rcode") != "NXDOMAIN") return std::nullopt;
   Denial d;
   d.kind = "dns";
-  d.target = Str(data, "name");
+  d.target = Str(data, "host");  // the name normalised as the proxy has it (when recorded)
+  if (d.target.empty()) d.target = Str(data, "name");
   while (d.target.size() > 1 && d.target.back() == '.') d.target.pop_back();
   const std::string rule = Str(data, "rule");
   d.on_purpose = !rule.empty() || (data.is_object() && data.value("on_purpose", false));

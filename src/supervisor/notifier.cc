@@ -312,16 +312,11 @@ void Notifier::Answer::Refuse(const char* syscall, const std::string& path, cons
   Error(err);
 }
 
-// A protected name: refused, recorded, and kept for the line that says why at the end of the run.
+// A protected name: refused and recorded with the path as resolved in the view (the run's
+// summary of denials names it).
 void Notifier::RefuseProtected(const Answer& answer, const char* syscall, const std::string& named,
                                const ViewEntry& entry) {
-  const std::string path = policy::NormalizePath(entry.dir_path + "/" + entry.name);
-  if (protected_refusals_.size() < kMaxProtectedRefusals &&
-      std::find(protected_refusals_.begin(), protected_refusals_.end(), path) ==
-          protected_refusals_.end()) {
-    protected_refusals_.push_back(path);
-  }
-  answer.Refuse(syscall, named, "filesystem.protected", EROFS, "", path);
+  answer.Refuse(syscall, named, "filesystem.protected", EROFS, "", SeenPath(entry));
 }
 
 // The agent's result: an error, success, or (open, memfd) the new descriptor handed over.

@@ -56,9 +56,6 @@ class Notifier {
   void Stop();
   int handled() const { return handled_.load(); }
   int denied() const { return denied_.load(); }
-  // The protected paths whose creation was refused (the first few, each once); read after Stop.
-  const std::vector<std::string>& protected_refusals() const { return protected_refusals_; }
-  static constexpr size_t kMaxProtectedRefusals = 16;
 
   // Exposed for tests: would creating `name` in directory `dirfd` create a protected path?
   bool IsProtected(int dirfd, const std::string& name) const;
@@ -109,7 +106,6 @@ class Notifier {
                 const std::string& rule, const std::string& detail);
 
   NotifierConfig cfg_;
-  std::vector<std::string> protected_refusals_;
   UniqueFd listener_;
   UniqueFd wake_;
   std::optional<GuardChannel> agent_;

@@ -137,7 +137,6 @@ class Session {
       notifier_->Stop();
       out_->notifications = notifier_->handled();
       out_->protected_denials = notifier_->denied();
-      out_->protected_refused = notifier_->protected_refusals();
     }
     if (approvals_) approvals_->Stop();
   }
@@ -1077,7 +1076,9 @@ Outcome Run(const RunRequest& req) {
   sys::SetEffectiveCapabilities(true);
   CollectLimits(req, events, *plan, cgroup.get(), init_pidfd.get(), &out);
   if (cgroup) TraceMark("cgroup removed");
+  TraceMark("run over");
   out.denials = denials.Finish();
+  TraceMark("denials gathered");
   out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   if (!out.rusage_from_init) getrusage(RUSAGE_CHILDREN, &out.rusage);
   return out;

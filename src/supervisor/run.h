@@ -127,8 +127,7 @@ struct Outcome {
     uint64_t intercepted = 0, credential_uses = 0, leak_attempts = 0;
   } egress;
   int notifications = 0;      // trapped syscalls answered by the supervisor
-  int protected_denials = 0;  // of those, creations of protected paths refused
-  std::vector<std::string> protected_refused;  // the first few such paths, each once
+  int protected_denials = 0;  // of those, refused (protected paths and the guard's own rules)
   LimitsOutcome limits;
   WorkspaceCheckOutcome workspace;  // what the check after the run quarantined
   // Every denial ward observed, most frequent first (denials.h); the caller may add its own.

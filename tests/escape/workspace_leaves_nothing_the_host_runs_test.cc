@@ -53,7 +53,10 @@ TEST_F(WorkspaceLeavesNothing, CommonDirCannotRedirectAnExistingRepository) {
   RunResult r = Shell("echo /tmp/evil > .git/commondir; echo rc=$?; echo ok > .git/description");
   EXPECT_NE(r.out.find("rc=2"), std::string::npos) << r.out << r.err;
   EXPECT_FALSE(PathExists(ws_ + "/.git/commondir"));
-  EXPECT_NE(r.err.find("ward: protected: " + ws_ + "/.git/commondir"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ward: blocked 1 write to " + ws_ + "/.git/commondir (protected) — see: ward why " +
+                       ws_ + "/.git/commondir\n"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(ReadFile(ws_ + "/.git/description"), "ok\n");  // control: the rest of .git is git's
 }
 
