@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -350,6 +351,41 @@ TEST_F(PlanTest, SetidModesAreTrappedOrRefusedAndSaidSo) {
     EXPECT_EQ(said.find("setuid or setgid bit fail with EPERM") != std::string::npos, !notif)
         << said;
   }
+}
+
+}  // namespace
+}  // namespace ward::enforce
+
+namespace ward::enforce {
+namespace {
+
+// Every run has the proxy and the DNS stub, so that what the command tries to reach is answered
+// with a reason and recorded, a host allowed or not; only inside gVisor, whose init cannot join
+// the namespace they listen in, a run without a host keeps only its own lo.
+TEST_F(PlanTest, TheProxyAndTheStubAreInEveryRunButOneInsideGvisor) {
+  KernelFeatures f = FullKernel();
+  Result<LaunchPlan> plan = PlanOn(f, {}, {}, {}, nullptr);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->net.enabled);
+  EXPECT_EQ(plan->landlock.connect_tcp, (std::vector<uint16_t>{plan->net.proxy_port, 53}));
+  bool stub_named = false;
+  for (const MountOp& op : plan->mount.ops) {
+    if (op.kind == MountOp::Kind::kFile && op.why == "DNS stub") {
+      stub_named = op.content.find("nameserver 127.0.0.1\n") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(stub_named);
+  const std::string proxy = "HTTPS_PROXY=http://127.0.0.1:" + std::to_string(plan->net.proxy_port);
+  EXPECT_NE(std::find(plan->process.env.begin(), plan->process.env.end(), proxy),
+            plan->process.env.end());
+
+  f.outer_wall = "gvisor";
+  f.landlock_abi = 0;
+  plan = PlanOn(f, {}, {}, {"landlock"}, nullptr);
+  if (!plan.ok()) GTEST_SKIP() << "no plan inside gVisor here: " << plan.status().ToString();
+  EXPECT_FALSE(plan->net.enabled);
+  EXPECT_TRUE(plan->landlock.connect_tcp.empty());
+  for (const std::string& e : plan->process.env) EXPECT_NE(e.rfind("HTTPS_PROXY=", 0), 0u) << e;
 }
 
 }  // namespace

@@ -246,6 +246,17 @@ TEST_F(DnsStubTest, CanaryNamesGetNxdomainAndNeverReachTheResolver) {
   EXPECT_EQ(denials[0].data["type"], "A");
   EXPECT_EQ(denials[0].data["rcode"], "NXDOMAIN");
   EXPECT_EQ(denials[4].data["rule"], "bad.wild.test");
+  // The same words as the proxy's 403: the flag that allows a name, none for a deny rule's.
+  EXPECT_EQ(denials[0].data["host"], "k3x9q2-canary.exfil.example");
+  EXPECT_EQ(denials[0].data["why"],
+            "k3x9q2-canary.exfil.example not allowed (ward run -n k3x9q2-canary.exfil.example)");
+  EXPECT_EQ(denials[0].data["allow_with"], "-n k3x9q2-canary.exfil.example");
+  EXPECT_EQ(denials[4].data["allow_with"], "");
+  EXPECT_EQ(denials[4].data["why"].get<std::string>().rfind(
+                "bad.wild.test refused by network.deny rule 'bad.wild.test'", 0),
+            0u)
+      << denials[4].data.dump();
+  EXPECT_EQ(denials[5].data["allow_with"], "") << "an address is not a name to allow";
   EXPECT_EQ(stub_->stats().nxdomain, 7u);
 }
 

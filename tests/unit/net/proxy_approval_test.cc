@@ -281,7 +281,8 @@ TEST_F(ProxyApprovalTest, DeniedIsA403NamingTheRefusalAndNothingIsResolved) {
   HttpResult r = RecvHttpResponse(fd.get());
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 403);
-  EXPECT_NE(r.body.find("asked.test:443 denied: not approved: no rule allows asked.test:443"),
+  EXPECT_NE(r.body.find("asked.test refused: not approved: no rule allows asked.test:443 (ward "
+                        "run -n asked.test)"),
             std::string::npos)
       << r.body;
   EXPECT_TRUE(WaitClosed(fd.get()));

@@ -126,9 +126,10 @@ TEST_F(ProxyE2eTest, ConnectToHostWithoutRuleIsDeniedWithOneEvent) {
   HttpResult r = RecvHttpResponse(fd.get());
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.status, 403);
-  EXPECT_NE(r.body.find("no rule allows evil.test:443"), std::string::npos) << r.body;
-  EXPECT_NE(r.body.find("`ward why evil.test:443`"), std::string::npos) << r.body;
-  EXPECT_EQ(std::count(r.body.begin(), r.body.end(), '\n'), 1) << "one line";
+  // The reason and the flag, in the status line (what clients show) and the body.
+  EXPECT_EQ(r.head.substr(0, r.head.find("\r\n")),
+            "HTTP/1.1 403 ward: evil.test not allowed (ward run -n evil.test)");
+  EXPECT_EQ(r.body, "ward: evil.test not allowed (ward run -n evil.test)\nsee: ward why evil.test\n");
   EXPECT_TRUE(WaitClosed(fd.get()));
   auto deny = proxy_->events("net.deny");
   ASSERT_EQ(deny.size(), 1u);
@@ -136,6 +137,8 @@ TEST_F(ProxyE2eTest, ConnectToHostWithoutRuleIsDeniedWithOneEvent) {
   EXPECT_EQ(deny[0].data["port"], 443);
   EXPECT_EQ(Str(deny[0].data, "reason"), "no_rule");
   EXPECT_EQ(Str(deny[0].data, "rule"), "");
+  EXPECT_EQ(Str(deny[0].data, "why"), "evil.test not allowed (ward run -n evil.test)");
+  EXPECT_EQ(Str(deny[0].data, "allow_with"), "-n evil.test");
   // Denied on the name: it was never resolved.
   EXPECT_TRUE(proxy_->resolver().asked().empty());
   EXPECT_EQ(proxy_->stats().denied, 1u);
@@ -146,14 +149,17 @@ TEST_F(ProxyE2eTest, DenyRuleIsNamedInAnswerAndEvent) {
   ASSERT_TRUE(SendAll(fd.get(), Connect("Blocked.TEST.:443")));
   HttpResult r = RecvHttpResponse(fd.get());
   EXPECT_EQ(r.status, 403);
-  EXPECT_NE(r.body.find("denied by 'blocked.test' (test.toml:6 (network.deny))"), std::string::npos)
-      << r.body;
+  // On purpose: no flag is offered.
+  EXPECT_EQ(r.body,
+            "ward: blocked.test refused by network.deny rule 'blocked.test' (test.toml:6 "
+            "(network.deny))\nsee: ward why blocked.test\n");
   auto deny = proxy_->events("net.deny");
   ASSERT_EQ(deny.size(), 1u);
   EXPECT_EQ(Str(deny[0].data, "host"), "blocked.test");
   EXPECT_EQ(Str(deny[0].data, "reason"), "deny_rule");
   EXPECT_EQ(Str(deny[0].data, "rule"), "blocked.test");
   EXPECT_EQ(Str(deny[0].data, "origin"), "test.toml:6 (network.deny)");
+  EXPECT_EQ(Str(deny[0].data, "allow_with"), "");
 }
 
 TEST_F(ProxyE2eTest, SniMismatchIsClosedBeforeAnyByteGoesUpstream) {
@@ -443,7 +449,9 @@ TEST_F(ProxyE2eTest, ForwardedRequestToDeniedHostIs403) {
   ASSERT_TRUE(SendAll(fd.get(), "GET http://evil.test/x HTTP/1.1\r\nHost: evil.test\r\n\r\n"));
   HttpResult r = RecvHttpResponse(fd.get());
   EXPECT_EQ(r.status, 403);
-  EXPECT_NE(r.body.find("ward why evil.test:80"), std::string::npos);
+  EXPECT_NE(r.body.find("ward: evil.test not allowed (ward run -n evil.test)\nsee: ward why evil.test\n"),
+            std::string::npos)
+      << r.body;
   EXPECT_EQ(proxy_->events("net.deny").size(), 1u);
 }
 
@@ -583,7 +591,7 @@ TEST_F(ProxyE2eTest, CurlIsDeniedCleanly) {
 
   auto plain = Curl({"-x", ProxyUrl(), "http://evil.test/"});
   EXPECT_EQ(plain.exit_code, 0) << plain.err;  // an HTTP answer, not a transport error
-  EXPECT_NE(plain.out.find("ward why evil.test:80"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("ward why evil.test\n"), std::string::npos) << plain.out;
 
   auto s5 = Curl(
       {"--socks5-hostname", "127.0.0.1:" + std::to_string(proxy_->port()), "http://evil.test/"});
