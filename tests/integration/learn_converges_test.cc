@@ -229,6 +229,11 @@ TEST_F(LearnTest, MakeThatFetchesLearnsTheHostWithItsPortAndConverges) {
   EXPECT_THAT(r.err, HasSubstr("  ward run -n " + addr + " -- make\n"));
   ExpectConverged({"make"});
   EXPECT_EQ(ReadFile(ws_ + "/fetched.txt"), "fetched\n");
+  // The flags say the same: that `ward run` line succeeds too.
+  ASSERT_EQ(unlink((ws_ + "/fetched.txt").c_str()), 0);
+  r = RunWard({"run", "-n", addr, "--", "make"}, Opts());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(ReadFile(ws_ + "/fetched.txt"), "fetched\n");
 }
 
 TEST_F(LearnTest, WhatIsRefusedOnPurposeIsNamedAndNeverProposed) {
