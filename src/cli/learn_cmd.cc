@@ -329,6 +329,7 @@ int LearnCommand(const LearnOptions& o) {
   if (getcwd(cwd, sizeof cwd) != nullptr) in.cwd = cwd;
   for (const policy::DenyRule& d : pol->deny) in.deny_paths.push_back(d.path);
   std::optional<SaveTarget> target;
+  bool save_in_workspace = false;
   if (!o.save.empty()) {
     Result<SaveTarget> t = OpenSaveTarget(o);
     if (!t.ok()) {
@@ -343,6 +344,7 @@ int LearnCommand(const LearnOptions& o) {
       return kExitUsage;
     }
     target = std::move(t).value();
+    save_in_workspace = InWorkspace(o.save, *pol);  // before the run can change the way there
   }
   Result<LearningRun> run = RunOnce(o);
   if (!run.ok()) {
@@ -373,7 +375,7 @@ int LearnCommand(const LearnOptions& o) {
       }
       Say("saved to " + Quoted(o.save) + "; next: ward learn -p " +
           Quoted(policy::ShellQuote(o.save)) + " -- ...");
-      if (InWorkspace(o.save, *pol)) {
+      if (save_in_workspace) {
         Say("note: " + Quoted(o.save) +
             " is in the workspace, which sandboxed commands can write: read it before each "
             "use, or keep it outside (~/.config/ward/profiles/NAME.toml, then -p NAME)");

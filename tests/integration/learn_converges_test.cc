@@ -165,8 +165,13 @@ TEST_F(LearnTest, GitCloneLearnsTheServersAddressAndConverges) {
   const std::vector<std::string> git = {"git",   "-c", "http.sslCAInfo=ca.pem",
                                         "clone", "-q", "https://" + addr + "/repo.git",
                                         "clone"};
+  profile_ = ws_ + "/ward-learned.toml";  // written, with a note: the sandbox can rewrite it
   RunResult r = Learn({"--save", profile_}, git);
   EXPECT_NE(r.status, 0) << r.out << r.err;
+  EXPECT_THAT(r.err, HasSubstr("ward learn: note: " + profile_ +
+                               " is in the workspace, which sandboxed commands can write: read it "
+                               "before each use, or keep it outside "
+                               "(~/.config/ward/profiles/NAME.toml, then -p NAME)\n"));
   EXPECT_THAT(r.err,
               HasSubstr("\n[network]\nallow = [\n  \"" + addr + "\",  # network " + addr + " ("));
   EXPECT_THAT(r.err, HasSubstr("  ward run -n " + addr +
