@@ -19,8 +19,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -102,8 +104,7 @@ std::string BaseProfile(const RunOptions& o, const policy::Policy& pol) {
   return pol.profile;  // the loader's absolute path of the file
 }
 
-// The file --save would write is the profile this run extends: the proposal would extend
-// itself.
+// The file --save would write is the profile this run extends (it is then rewritten in place).
 bool SameFile(const SaveTarget& t, const std::string& base) {
   if (base.empty() || base[0] != '/') return false;
   struct stat a, b;
@@ -121,6 +122,16 @@ bool RunTakesOption(const char* option) {
   } catch (const CLI::Error&) {
     return false;
   }
+}
+
+// A file of the caller's (the profile named with -p).
+Result<std::string> ReadOwnFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return ErrnoError("reading " + path, errno);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return ErrnoError("reading " + path, errno);
+  return ss.str();
 }
 
 // The arguments of the `ward run` that does the learning run.
@@ -337,11 +348,19 @@ int LearnCommand(const LearnOptions& o) {
       return kExitUsage;
     }
     if (SameFile(*t, in.base_profile)) {
-      std::fprintf(stderr,
-                   "ward: --save %s: this run extends that file (-p); save the next step to "
-                   "another file, which will extend it\n",
-                   o.save.c_str());
-      return kExitUsage;
+      // FILE is the profile this run extends (-p FILE, --force): rewritten in place, its rules
+      // kept ahead of the new ones, when it is one ward learn can rewrite.
+      Result<std::string> text = ReadOwnFile(in.base_profile);
+      Result<policy::LearnedProfile> learned =
+          text.ok() ? policy::ParseLearnedProfile(*text, in.base_profile)
+                    : Result<policy::LearnedProfile>(text.status());
+      if (!learned.ok()) {
+        std::fprintf(stderr, "ward: --save %s: %s\n", o.save.c_str(),
+                     learned.status().ToString().c_str());
+        return kExitUsage;
+      }
+      in.base_profile = learned->extends;
+      in.previous = std::move(learned->rules);
     }
     target = std::move(t).value();
     save_in_workspace = InWorkspace(o.save, *pol);  // before the run can change the way there

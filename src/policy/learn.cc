@@ -4,8 +4,12 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string_view>
+#include <tuple>
 #include <utility>
+
+#include <toml++/toml.h>
 
 #include "policy/paths.h"
 
@@ -333,6 +337,13 @@ LearnProposal ProposeFromDenials(const LearnInput& in) {
   std::stable_sort(denials.begin(), denials.end(), MoreFrequent);
   std::map<std::tuple<std::string, std::string, std::string>, size_t> index;
   std::map<std::string, std::string> limit_values;  // a limit's first proposed value
+  for (const LearnRule& r : in.previous) {
+    LearnRule k = r;
+    k.kept = true;
+    if (k.section == "limits") limit_values.emplace(k.key, k.value);
+    index.emplace(std::make_tuple(k.section, k.key, k.value), p.rules.size());
+    p.rules.push_back(std::move(k));
+  }
   for (const LearnDenial& d : denials) {
     if (d.on_purpose) {
       p.on_purpose.push_back({d, d.rule});
@@ -431,6 +442,8 @@ LearnProposal ProposeFromDenials(const LearnInput& in) {
   MergeCoveredPaths(&p.rules, in.home);
   std::stable_sort(p.rules.begin(), p.rules.end(), [](const LearnRule& a, const LearnRule& b) {
     if (SectionRank(a) != SectionRank(b)) return SectionRank(a) < SectionRank(b);
+    if (a.kept != b.kept) return a.kept;  // the file's own rules first, in its order
+    if (a.kept) return false;
     if (a.count != b.count) return a.count > b.count;
     return a.value < b.value;
   });
@@ -456,7 +469,9 @@ std::string ProposalProfileText(const LearnProposal& p, const LearnInput& in) {
       section = r.section;
       t += "\n[" + section + "]\n";
     }
-    const std::string comment = "  # " + NeededByComment(r) + "\n";
+    const std::string words =
+        r.needed_by.empty() ? CommentText(r.kept_comment) : NeededByComment(r);
+    const std::string comment = words.empty() ? "\n" : "  # " + words + "\n";
     if (section == "limits") {
       t += r.key + " = " + TomlValue(r) + comment;
       key = r.key;
@@ -483,6 +498,110 @@ std::string ProposalProfileText(const LearnProposal& p, const LearnInput& in) {
     }
   }
   return t;
+}
+
+namespace {
+
+// The section, key and flag of a profile's rule that ward learn rewrites.
+std::optional<FlagMeaning> MeaningOfKey(std::string_view section, std::string_view key) {
+  for (std::string_view flag : {"-r", "-w", "-n", "--memory", "--pids", "--cpu", "--timeout",
+                                "--tmp-size", "--file-size", "--proxy-connections"}) {
+    std::optional<FlagMeaning> m = MeaningOf(flag);
+    if (m && section == m->section && key == m->key) return m;
+  }
+  return std::nullopt;
+}
+
+// The comment on a value's line, after the value ("" when none).
+std::string CommentAfter(const std::string& text, const toml::source_region& at) {
+  size_t pos = 0;
+  for (uint32_t line = 1; line < at.end.line && pos != std::string::npos; ++line) {
+    pos = text.find('\n', pos);
+    if (pos != std::string::npos) ++pos;
+  }
+  if (pos == std::string::npos) return "";
+  size_t eol = text.find('\n', pos);
+  std::string rest = text.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
+  rest = at.end.column - 1 <= rest.size() ? rest.substr(at.end.column - 1) : "";
+  size_t hash = rest.find('#');
+  if (hash == std::string::npos) return "";
+  rest = rest.substr(hash + 1);
+  size_t first = rest.find_first_not_of(' ');
+  return first == std::string::npos ? "" : rest.substr(first);
+}
+
+}  // namespace
+
+Result<LearnedProfile> ParseLearnedProfile(const std::string& text, const std::string& name) {
+  toml::table t;
+  try {
+    t = toml::parse(text, name);
+  } catch (const toml::parse_error& e) {
+    return InvalidArgument(name + ":" + std::to_string(e.source().begin.line) +
+                           ": invalid TOML: " + std::string(e.description()));
+  }
+  const std::string rewrite =
+      ", which ward learn does not rewrite; save the next step to another "
+      "file (it will extend this one)";
+  LearnedProfile out;
+  for (auto&& [k, v] : t) {
+    const std::string key(k.str());
+    if (key == "extends") {
+      if (!v.is_string()) {
+        return InvalidArgument(name + ": extends names several profiles" + rewrite);
+      }
+      out.extends = *v.value<std::string>();
+      continue;
+    }
+    const toml::table* section = v.as_table();
+    if (section == nullptr || (key != "filesystem" && key != "network" && key != "limits")) {
+      return InvalidArgument(name + ": it has " + key + rewrite);
+    }
+    for (auto&& [sk, sv] : *section) {
+      const std::string full = key + "." + std::string(sk.str());
+      std::optional<FlagMeaning> m = MeaningOfKey(key, sk.str());
+      if (!m) return InvalidArgument(name + ": it has " + full + rewrite);
+      auto add = [&](const toml::node& n) -> Status {
+        LearnRule r;
+        r.section = m->section;
+        r.key = m->key;
+        r.flag = m->flag;
+        if (const auto* s = n.as_string()) {
+          r.value = s->get();
+        } else if (n.is_integer() || n.is_floating_point()) {
+          std::ostringstream os;
+          if (n.is_integer()) {
+            os << *n.value<int64_t>();
+          } else {
+            os << *n.value<double>();
+          }
+          r.value = os.str();
+        } else {
+          return InvalidArgument(name + ": " + full + " holds something other than a string" +
+                                 rewrite);
+        }
+        r.kept = true;
+        r.kept_comment = CommentAfter(text, n.source());
+        out.rules.push_back(std::move(r));
+        return Ok();
+      };
+      if (const toml::array* a = sv.as_array()) {
+        if (m->value == FlagMeaning::Value::kLimit) {
+          return InvalidArgument(name + ": " + full + " is a list" + rewrite);
+        }
+        for (const toml::node& el : *a) WARD_TRY(add(el));
+      } else {
+        if (m->value != FlagMeaning::Value::kLimit) {
+          return InvalidArgument(name + ": " + full + " is not a list" + rewrite);
+        }
+        WARD_TRY(add(sv));
+      }
+    }
+  }
+  if (out.extends.empty()) {
+    return InvalidArgument(name + ": it extends no profile" + rewrite);
+  }
+  return out;
 }
 
 std::string ProposalFlags(const LearnProposal& p, const LearnInput& in) {

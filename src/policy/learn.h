@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
+
 namespace ward::policy {
 
 // One distinct denial, as `ward run --json-status` reports it.
@@ -18,6 +20,20 @@ struct LearnDenial {
   std::string rule;         // the deciding rule, in words
   std::string allow_with;   // the flag(s) that would allow it; "" when ward suggests none
   bool on_purpose = false;  // refused by the deny list, a protected path or the leak rule
+};
+
+// A rule the proposal adds: [section] key gains value; `flag value` is the same on the
+// command line.
+struct LearnRule {
+  std::string section;                 // "filesystem", "network", "limits"
+  std::string key;                     // "read", "write", "allow", "memory", ...
+  std::string value;                   // as written in the profile (paths ~/... where they can be)
+  std::string flag;                    // "-r", "-w", "-n", "--memory", ...
+  std::vector<LearnDenial> needed_by;  // the denials it answers, most frequent first
+  uint64_t count = 0;                  // their counts, summed
+  // A rule of the profile being rewritten in place (LearnInput::previous), with its comment.
+  bool kept = false;
+  std::string kept_comment;
 };
 
 struct LearnInput {
@@ -31,17 +47,9 @@ struct LearnInput {
   // The run's filesystem.deny (absolute; the last component may be a glob): a path at or below
   // one is refused on purpose, whatever the denial says, since deny beats every rule.
   std::vector<std::string> deny_paths;
-};
-
-// A rule the proposal adds: [section] key gains value; `flag value` is the same on the
-// command line.
-struct LearnRule {
-  std::string section;                 // "filesystem", "network", "limits"
-  std::string key;                     // "read", "write", "allow", "memory", ...
-  std::string value;                   // as written in the profile (paths ~/... where they can be)
-  std::string flag;                    // "-r", "-w", "-n", "--memory", ...
-  std::vector<LearnDenial> needed_by;  // the denials it answers, most frequent first
-  uint64_t count = 0;                  // their counts, summed
+  // When FILE is rewritten in place (--save FILE --force with -p FILE): its rules, kept ahead of
+  // the new ones; base_profile is then what FILE extends.
+  std::vector<LearnRule> previous;
 };
 
 // A denial that is not proposed, and why.
@@ -54,10 +62,26 @@ struct LearnProposal {
   std::vector<LearnRule> rules;              // grouped: one per (key, value), covered ones merged
   std::vector<LearnLeftOut> on_purpose;      // needed, refused on purpose: never proposed
   std::vector<LearnLeftOut> not_proposable;  // no allow_with, or one ward learn will not write
-  bool empty() const { return rules.empty(); }
+  // Nothing new: no rule beyond the kept ones.
+  bool empty() const {
+    for (const LearnRule& r : rules) {
+      if (!r.kept) return false;
+    }
+    return true;
+  }
 };
 
 LearnProposal ProposeFromDenials(const LearnInput& in);
+
+// A profile `ward learn` may rewrite in place: what it extends (one profile) and its rules
+// (filesystem.read/write, network.allow, limits), each with the comment on its line. Anything
+// else in it is an error naming the key: such a file is the user's, to be extended, not
+// rewritten.
+struct LearnedProfile {
+  std::string extends;
+  std::vector<LearnRule> rules;
+};
+Result<LearnedProfile> ParseLearnedProfile(const std::string& text, const std::string& name);
 
 // The proposal as a profile `-p FILE` accepts: `extends` the base, one commented line per rule
 // (what needed it, how many times), the left-out denials as comments at the end. Every byte

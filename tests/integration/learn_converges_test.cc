@@ -241,6 +241,32 @@ TEST_F(LearnTest, MakeThatFetchesLearnsTheHostWithItsPortAndConverges) {
   EXPECT_EQ(ReadFile(ws_ + "/fetched.txt"), "fetched\n");
 }
 
+// A make that needs two things, one after the other: each run learns the next and rewrites the
+// same file in place (-p FILE --save FILE --force), keeping what it had; the third run succeeds.
+TEST_F(LearnTest, MakeThatNeedsTwoThingsConvergesInPlace) {
+  LocalHttp server("fetched\n");
+  const std::string addr = "127.0.0.1:" + std::to_string(server.port());
+  const std::string cache = root_->path() + "/cache";
+  MakeDirs(cache);
+  const std::string base = root_->path() + "/project.toml";
+  WriteFile(base, "extends = \"default\"\n[filesystem]\nread = [\"" + cache + "\"]\n");
+  WriteFile(ws_ + "/Makefile", "all:\n\tcurl -sSf --max-time 20 http://" + addr +
+                                   "/x -o fetched.txt\n\tcp fetched.txt " + cache + "/\n");
+  RunResult r = Learn({"-p", base, "--save", profile_}, {"make"});
+  EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("  ward run -p " + base + " -n " + addr + " -- make\n"));
+  r = Learn({"-p", profile_, "--save", profile_, "--force"}, {"make"});
+  EXPECT_NE(r.status, 0) << r.err;
+  EXPECT_THAT(r.err,
+              HasSubstr("  ward run -p " + base + " -w " + cache + " -n " + addr + " -- make\n"));
+  const std::string text = ReadFile(profile_);
+  EXPECT_THAT(text, HasSubstr("\nextends = \"" + base + "\"\n"));
+  EXPECT_THAT(text, HasSubstr("\n  \"" + addr + "\",  # network " + addr + " (once)\n"));
+  EXPECT_THAT(text, HasSubstr("\n  \"" + cache + "\",  # file.write " + cache + "/fetched.txt ("));
+  ExpectConverged({"make"});
+  EXPECT_EQ(ReadFile(cache + "/fetched.txt"), "fetched\n");
+}
+
 TEST_F(LearnTest, WhatIsRefusedOnPurposeIsNamedAndNeverProposed) {
   // A hook planted in the workspace's repository, a protected name made at its root, and a host
   // the run's own deny list names.
@@ -280,12 +306,13 @@ TEST_F(LearnTest, SaveRefusesAnExistingFileBeforeTheRunAndASymlinkAlways) {
                        ": a symbolic link; ward learn writes only a file of its own name\n");
   EXPECT_FALSE(PathExists(ws_ + "/ran"));
   EXPECT_EQ(ReadFile(profile_), "extends = \"default\"  # mine\n");
-  // Nor the profile the run extends: the proposal would extend itself.
+  // Nor, in place, a profile of the user's own that has more than ward learn writes.
+  WriteFile(profile_, "extends = \"default\"\n[env]\npass = [\"X\"]\n");
   r = Learn({"--save", profile_, "--force", "-p", profile_}, {"/bin/sh", "-c", "touch ran"});
   EXPECT_EQ(r.status, 125);
-  EXPECT_EQ(r.err, "ward: --save " + profile_ +
-                       ": this run extends that file (-p); save the next step to another file, "
-                       "which will extend it\n");
+  EXPECT_EQ(r.err, "ward: --save " + profile_ + ": " + profile_ +
+                       ": it has env, which ward learn does not rewrite; save the next step to "
+                       "another file (it will extend this one)\n");
   EXPECT_FALSE(PathExists(ws_ + "/ran"));
 }
 

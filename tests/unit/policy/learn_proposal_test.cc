@@ -241,3 +241,70 @@ TEST(LearnProposal, TheProposedProfileLoadsAndGrantsWhatItProposes) {
 
 }  // namespace
 }  // namespace ward::policy
+
+namespace ward::policy {
+namespace {
+
+// --save FILE --force with -p FILE: the file is rewritten with its own rules (and their comments)
+// ahead of the new ones, and still extends what it extended.
+TEST(LearnProposal, AProfileRewrittenInPlaceKeepsItsRulesAndAddsTheNewOnes) {
+  LearnInput first = In({D("network", "registry.example.org:443", 3, "-n registry.example.org"),
+                         D("file.write", "/home/u/.cache/pip/x", 1, "-w ~/.cache/pip"),
+                         D("limit", "pids", 1, "--pids 2048")});
+  first.base_profile = "claude-code";
+  const std::string text = ProposalProfileText(ProposeFromDenials(first), first);
+  Result<LearnedProfile> learned = ParseLearnedProfile(text, "/home/u/p.toml");
+  ASSERT_TRUE(learned.ok()) << learned.status().ToString();
+  EXPECT_EQ(learned->extends, "claude-code");
+  ASSERT_EQ(learned->rules.size(), 3u);
+  EXPECT_EQ(learned->rules[0].kept_comment, "file.write /home/u/.cache/pip/x (once)");
+
+  LearnInput second = In({D("network", "files.example.org:443", 1, "-n files.example.org")});
+  second.base_profile = learned->extends;
+  second.previous = learned->rules;
+  LearnProposal p = ProposeFromDenials(second);
+  EXPECT_FALSE(p.empty());
+  const std::string again = ProposalProfileText(p, second);
+  EXPECT_THAT(again, HasSubstr("extends = \"claude-code\"\n"
+                               "\n"
+                               "[filesystem]\n"
+                               "write = [\n"
+                               "  \"~/.cache/pip\",  # file.write /home/u/.cache/pip/x (once)\n"
+                               "]\n"
+                               "\n"
+                               "[network]\n"
+                               "allow = [\n"
+                               "  \"registry.example.org\",  # network registry.example.org:443 "
+                               "(3 times)\n"
+                               "  \"files.example.org\",  # network files.example.org:443 (once)\n"
+                               "]\n"
+                               "\n"
+                               "[limits]\n"
+                               "pids = 2048  # limit pids (once)\n"));
+  EXPECT_EQ(ProposalFlags(p, second),
+            "ward run -p claude-code -w ~/.cache/pip -n registry.example.org -n files.example.org "
+            "--pids 2048 -- make test");
+  // Nothing new: nothing to write.
+  second.denials.clear();
+  EXPECT_TRUE(ProposeFromDenials(second).empty());
+}
+
+TEST(LearnProposal, AProfileWithOtherKeysIsNotRewrittenInPlace) {
+  Result<LearnedProfile> l =
+      ParseLearnedProfile("extends = \"default\"\n[env]\npass = [\"X\"]\n", "/p.toml");
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().ToString(),
+            "/p.toml: it has env, which ward learn does not rewrite; save the next step to "
+            "another file (it will extend this one)");
+  l = ParseLearnedProfile("[filesystem]\nread = [\"/opt\"]\n", "/p.toml");
+  ASSERT_FALSE(l.ok());
+  EXPECT_EQ(l.status().ToString(),
+            "/p.toml: it extends no profile, which ward learn does not rewrite; save the next step "
+            "to another file (it will extend this one)");
+  l = ParseLearnedProfile("extends = \"default\"\n[filesystem]\ndeny = [\"/opt\"]\n", "/p.toml");
+  ASSERT_FALSE(l.ok());
+  EXPECT_THAT(l.status().ToString(), HasSubstr("it has filesystem.deny, which"));
+}
+
+}  // namespace
+}  // namespace ward::policy
