@@ -112,18 +112,6 @@ bool SameFile(const SaveTarget& t, const std::string& base) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-// Whether this build's `ward run` has OPTION.
-bool RunTakesOption(const char* option) {
-  CLI::App probe;
-  int ignored = 0;
-  AddRunCommand(probe, &ignored);
-  try {
-    return probe.get_subcommand("run")->get_option_no_throw(option) != nullptr;
-  } catch (const CLI::Error&) {
-    return false;
-  }
-}
-
 // A file of the caller's (the profile named with -p).
 Result<std::string> ReadOwnFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -149,7 +137,7 @@ std::vector<std::string> RunArgs(const LearnOptions& o, int status_fd) {
     a.push_back("--approver-secret-file=" + o.run.approver_secret_file);
   }
   if (o.run.raw_terminal) a.push_back("--raw-terminal");
-  if (RunTakesOption("--quiet")) a.push_back("--quiet");  // learn says it all once, below
+  a.push_back("--quiet");  // no end-of-run summary: learn says it all once, below
   a.push_back("--json-status=" + std::to_string(status_fd));
   a.push_back("--");
   a.insert(a.end(), o.command.begin(), o.command.end());
