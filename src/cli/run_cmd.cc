@@ -393,25 +393,27 @@ void PrintDenialSummary(const supervisor::Outcome& out, const std::string& sessi
   }
 }
 
-// What the command's name finds on the host's PATH and on the sandbox's, compared after the run:
-// a command missing inside but on the host becomes a "command" denial (and a record); one that
-// finds another binary inside is said once per pair (a marker in the state directory).
-struct CommandNote {
-  std::string different;  // the line to print, once
-};
-CommandNote LookUpRunCommand(const supervisor::RunRequest& req, bool quiet,
-                             audit::SessionLog* log, supervisor::Outcome* out) {
-  CommandNote note;
-  if (req.argv.empty() || out->kind == supervisor::Outcome::Kind::kRefused) return note;
-  const bool not_found =
-      out->kind == supervisor::Outcome::Kind::kExecFailed && out->err == ENOENT;
+// What the command's name finds on the host's PATH and on the sandbox's (within the policy's
+// view). Looked up while sandbox init builds the root, when the supervisor only waits.
+supervisor::CommandLookup LookUpRunCommand(const supervisor::RunRequest& req) {
+  if (req.argv.empty()) return {};
   std::string inside_path;
   for (const std::string& e : req.env) {
     if (e.starts_with("PATH=")) inside_path = e.substr(5);
   }
   const char* host_path = getenv("PATH");
-  supervisor::CommandLookup found = supervisor::LookUpCommand(
-      req.policy, req.argv[0], inside_path, host_path == nullptr ? "" : host_path);
+  return supervisor::LookUpCommand(req.policy, req.argv[0], inside_path,
+                                   host_path == nullptr ? "" : host_path);
+}
+
+// After the run: a command missing inside but on the host becomes a "command" denial (and a
+// record); one that found another binary inside is said once per pair (a marker in the state
+// directory). Returns that line, or "".
+std::string NoteRunCommand(const supervisor::RunRequest& req,
+                           const supervisor::CommandLookup& found, bool quiet,
+                           audit::SessionLog* log, supervisor::Outcome* out) {
+  const bool not_found =
+      out->kind == supervisor::Outcome::Kind::kExecFailed && out->err == ENOENT;
   if (found.kind == supervisor::CommandLookup::Kind::kHiddenHere && not_found) {
     nlohmann::json data = {{"argv0", req.argv[0]},
                            {"host_path", found.host},
@@ -421,16 +423,18 @@ CommandNote LookUpRunCommand(const supervisor::RunRequest& req, bool quiet,
       out->denials.insert(out->denials.begin(), std::move(*d));
     }
     if (log) log->Emit("command.hidden", std::move(data));
-  } else if (found.kind == supervisor::CommandLookup::Kind::kDifferentHere && !quiet) {
-    const std::string key = req.argv[0] + '\0' + found.inside + '\0' + found.host;
-    if (supervisor::FirstNotice(audit::DefaultStateDir(), key)) {
-      note.different = "ward: '" + audit::SanitizeForTerminal(req.argv[0]) + "' here is " +
-                       audit::SanitizeForTerminal(found.inside) + "; on the host it is " +
-                       audit::SanitizeForTerminal(found.host) + " (hidden here) — add: " +
-                       audit::SanitizeForTerminal(found.allow_with) + " (said once)";
-    }
+    return "";
   }
-  return note;
+  if (found.kind != supervisor::CommandLookup::Kind::kDifferentHere || quiet ||
+      out->kind == supervisor::Outcome::Kind::kRefused) {
+    return "";
+  }
+  const std::string key = req.argv[0] + '\0' + found.inside + '\0' + found.host;
+  if (!supervisor::FirstNotice(audit::DefaultStateDir(), key)) return "";
+  return "ward: '" + audit::SanitizeForTerminal(req.argv[0]) + "' here is " +
+         audit::SanitizeForTerminal(found.inside) + "; on the host it is " +
+         audit::SanitizeForTerminal(found.host) + " (hidden here) — add: " +
+         audit::SanitizeForTerminal(found.allow_with) + " (said once)";
 }
 
 // What the check after the run moved to the quarantine, and how to review and restore it.
@@ -477,7 +481,8 @@ int RunCommand(RunCommandOptions& opts) {
     opts.audit_reserve_bytes = *reserve;
   }
   supervisor::Outcome out;
-  CommandNote command_note;   // said after the summary
+  supervisor::CommandLookup command_found;  // the command on the host's PATH and inside
+  std::string command_note;                 // said after the summary, once
   std::string audit_session;  // the trail the summary points to ("" without one)
   std::optional<RunReview> review;  // review mode (--workspace=overlay|copy)
   std::unique_ptr<audit::SessionLog> log;
@@ -585,6 +590,7 @@ int RunCommand(RunCommandOptions& opts) {
       // ward's own directories out of the view: checked while init builds the root. A run
       // refused for it writes no session (the trail could be where the sandbox would see it).
       req.check_after_clone = [&] {
+        command_found = LookUpRunCommand(req);
         Status hidden = CheckWardDirsHidden(opts, req.policy);
         if (!hidden.ok()) audit_tried = true;
         return hidden;
@@ -667,10 +673,7 @@ int RunCommand(RunCommandOptions& opts) {
       // Everything inside is gone: what the run left in the session's tree is final.
       if (review) review->changed = RunLeftChanges(review->session);
       if (events) events->Wait();
-      if (!opts.quiet || opts.json_status_fd >= 0 || log) {
-        command_note = LookUpRunCommand(req, opts.quiet, log.get(), &out);
-        TraceMark("command looked up");
-      }
+      command_note = NoteRunCommand(req, command_found, opts.quiet, log.get(), &out);
       audit_session = log ? session_id : "";
       if (!log && !audit_tried && req.open_audit &&
           out.kind == supervisor::Outcome::Kind::kRefused) {
@@ -732,7 +735,7 @@ int RunCommand(RunCommandOptions& opts) {
   if (!opts.quiet) {
     TraceMark("summary start");
     PrintDenialSummary(out, audit_session);
-    if (!command_note.different.empty()) std::fprintf(stderr, "%s\n", command_note.different.c_str());
+    if (!command_note.empty()) std::fprintf(stderr, "%s\n", command_note.c_str());
     TraceMark("summary printed");
   }
   ReportWorkspaceCheck(out);

@@ -21,21 +21,25 @@ struct Found {
 };
 
 // The first executable regular file `name` names in the directories of `path_var` that
-// `visible` accepts (given the candidate's canonical path).
+// `visible` accepts (given the candidate's canonical path). One stat per directory; the
+// canonical path is resolved only for a file that is there.
 Found FindOnPath(const std::string& name, const std::string& path_var,
                  const std::function<bool(const std::string&)>& visible) {
   size_t start = 0;
+  std::string candidate;
   while (start <= path_var.size()) {
     size_t end = path_var.find(':', start);
     if (end == std::string::npos) end = path_var.size();
-    std::string dir = path_var.substr(start, end - start);
+    const std::string_view dir(path_var.data() + start, end - start);
     start = end + 1;
     if (dir.empty() || dir[0] != '/') continue;  // relative entries depend on the cwd: skipped
-    std::string candidate = dir + "/" + name;
+    candidate.assign(dir).append("/").append(name);
+    struct stat st;
+    if (stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) {
+      continue;
+    }
     char buf[PATH_MAX];
     if (realpath(candidate.c_str(), buf) == nullptr) continue;
-    struct stat st;
-    if (stat(buf, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) continue;
     if (!visible(buf)) continue;
     return {candidate, buf};
   }
@@ -56,10 +60,13 @@ CommandLookup LookUpCommand(const policy::Policy& policy, const std::string& arg
   if (host.path.empty()) return r;
   // Inside, a file is there when the policy shows the host's own file at its path (ward binds
   // host paths at the same path); its private HOME and /tmp hold nothing of the host's.
-  const Found inside = FindOnPath(argv0, inside_path, [&](const std::string& canonical) {
+  auto shown = [&](const std::string& canonical) {
     const policy::PathDecision d = policy::DecidePath(policy, canonical);
     return d.host_file && d.visibility != policy::PathDecision::Visibility::kHidden;
-  });
+  };
+  // The usual case, the same PATH inside: the host's find, when shown, is the sandbox's too.
+  if (inside_path == host_path && shown(host.canonical)) return r;
+  const Found inside = FindOnPath(argv0, inside_path, shown);
   r.host = host.path;
   r.inside = inside.path;
   if (inside.path.empty()) {
