@@ -331,34 +331,57 @@ std::string ShellQuote(const std::string& word) {
   return q + "'";
 }
 
-LearnProposal ProposeFromDenials(const LearnInput& in) {
-  LearnProposal p;
-  std::vector<LearnDenial> denials = in.denials;
-  std::stable_sort(denials.begin(), denials.end(), MoreFrequent);
-  std::map<std::tuple<std::string, std::string, std::string>, size_t> index;
-  std::map<std::string, std::string> limit_values;  // a limit's first proposed value
-  for (const LearnRule& r : in.previous) {
-    LearnRule k = r;
-    k.kept = true;
-    if (k.section == "limits") limit_values.emplace(k.key, k.value);
-    index.emplace(std::make_tuple(k.section, k.key, k.value), p.rules.size());
-    p.rules.push_back(std::move(k));
+namespace {
+
+// Builds a proposal denial by denial: each becomes rules, or is left out with the reason.
+class Proposer {
+ public:
+  explicit Proposer(const LearnInput& in) : in_(in) {}
+
+  // The rules of the profile being rewritten in place: kept, ahead of the new ones.
+  void Keep(const std::vector<LearnRule>& previous) {
+    for (LearnRule r : previous) {
+      r.kept = true;
+      if (r.section == "limits") limit_values_.emplace(r.key, r.value);
+      index_.emplace(std::make_tuple(r.section, r.key, r.value), p_.rules.size());
+      p_.rules.push_back(std::move(r));
+    }
   }
-  for (const LearnDenial& d : denials) {
+
+  void Add(const LearnDenial& d) {
     if (d.on_purpose) {
-      p.on_purpose.push_back({d, d.rule});
-      continue;
+      p_.on_purpose.push_back({d, d.rule});
+      return;
     }
     if (d.allow_with.empty()) {
-      p.not_proposable.push_back({d, d.rule.empty() ? "ward suggests no flag for it"
-                                                    : d.rule + "; ward suggests no flag for it"});
-      continue;
+      p_.not_proposable.push_back({d, d.rule.empty() ? "ward suggests no flag for it"
+                                                     : d.rule + "; ward suggests no flag for it"});
+      return;
     }
-    std::optional<std::vector<std::string>> words = ShellWords(d.allow_with);
-    std::vector<LearnRule> from_this;
     std::string why;
-    if (!words || words->empty()) why = "its suggestion is not a list of flags";
-    for (size_t i = 0; why.empty() && i < words->size(); ++i) {
+    std::vector<LearnRule> rules = RulesOf(d.allow_with, &why);
+    if (why.rfind("filesystem.deny ", 0) == 0) {
+      p_.on_purpose.push_back({d, why});  // the deny list decides, whatever the denial said
+    } else if (!why.empty()) {
+      p_.not_proposable.push_back({d, why});
+    } else {
+      for (LearnRule& r : rules) Answer(std::move(r), d);
+    }
+  }
+
+  LearnProposal Take() { return std::move(p_); }
+
+ private:
+  // The rules an allow_with asks for; none, with *why, when ward learn will not write one of
+  // them.
+  std::vector<LearnRule> RulesOf(const std::string& allow_with, std::string* why) {
+    std::optional<std::vector<std::string>> words = ShellWords(allow_with);
+    if (!words || words->empty()) {
+      *why = "its suggestion is not a list of flags";
+      return {};
+    }
+    std::vector<LearnRule> rules;
+    for (size_t i = 0; i < words->size(); ++i) {
       std::string flag = (*words)[i];
       std::string value;
       size_t eq = flag.find('=');
@@ -368,77 +391,101 @@ LearnProposal ProposeFromDenials(const LearnInput& in) {
       } else if (i + 1 < words->size()) {
         value = (*words)[++i];
       }
-      std::optional<FlagMeaning> m = MeaningOf(flag);
-      if (!m) {
-        why = "its suggestion " + flag + " is not a flag ward learn writes into a profile";
-        break;
-      }
-      if (!PlainValue(value)) {
-        why = "the value of " + flag + " has characters ward learn does not write for you";
-        break;
-      }
-      std::optional<std::string> v;
-      if (m->value == FlagMeaning::Value::kPath) {
-        v = ProfilePath(value, in, &why);
-      } else if (m->value == FlagMeaning::Value::kHost) {
-        v = ProfileHost(value, &why);
-      } else {
-        v = value;
-      }
-      if (!v) break;
-      if (m->value == FlagMeaning::Value::kPath) {
-        const std::string abs = AbsoluteOf(*v, in.home);
-        const std::string deny = DenyRuleOver(abs, in.deny_paths);
-        if (!deny.empty()) {
-          why = "filesystem.deny " + deny;
-          break;
-        }
-        const std::string host_runs =
-            std::string(m->key) == "write" ? HostExecutedDir(abs, in.home) : "";
-        if (!host_runs.empty()) {
-          why = "a write under " + host_runs +
-                " changes what the host runs; ward learn does not propose it (add it yourself "
-                "if you mean it)";
-          break;
-        }
-      }
-      if (m->value == FlagMeaning::Value::kLimit) {
-        auto [it, fresh] = limit_values.emplace(m->key, *v);
-        if (!fresh && it->second != *v) {
-          why = std::string("limits.") + m->key + " = " + it->second + " is proposed already";
-          break;
-        }
-      }
-      LearnRule r;
-      r.section = m->section;
-      r.key = m->key;
-      r.value = *v;
-      r.flag = m->flag;
-      from_this.push_back(std::move(r));
+      std::optional<LearnRule> r = RuleOf(flag, value, why);
+      if (!r) return {};
+      rules.push_back(std::move(*r));
     }
-    if (why.rfind("filesystem.deny ", 0) == 0) {
-      p.on_purpose.push_back({d, why});  // the deny list decides, whatever the denial said
-      continue;
+    for (const LearnRule& r : rules) {
+      if (r.section == "limits") limit_values_.emplace(r.key, r.value);
     }
-    if (!why.empty()) {
-      p.not_proposable.push_back({d, why});
-      continue;
-    }
-    for (LearnRule& r : from_this) {
-      auto key = std::make_tuple(r.section, r.key, r.value);
-      auto it = index.find(key);
-      if (it == index.end()) {
-        index.emplace(key, p.rules.size());
-        r.needed_by.push_back(d);
-        r.count = d.count;
-        p.rules.push_back(std::move(r));
-      } else {
-        LearnRule& have = p.rules[it->second];
-        have.needed_by.push_back(d);
-        have.count += d.count;
-      }
-    }
+    return rules;
   }
+
+  // One flag and its value as a profile's rule, or nullopt with *why.
+  std::optional<LearnRule> RuleOf(const std::string& flag, const std::string& value,
+                                  std::string* why) const {
+    std::optional<FlagMeaning> m = MeaningOf(flag);
+    if (!m) {
+      *why = "its suggestion " + flag + " is not a flag ward learn writes into a profile";
+      return std::nullopt;
+    }
+    if (!PlainValue(value)) {
+      *why = "the value of " + flag + " has characters ward learn does not write for you";
+      return std::nullopt;
+    }
+    std::optional<std::string> v;
+    switch (m->value) {
+      case FlagMeaning::Value::kPath:
+        v = ProfilePath(value, in_, why);
+        if (v) *why = PathRefusal(*v, m->key);
+        if (!why->empty()) return std::nullopt;
+        break;
+      case FlagMeaning::Value::kHost:
+        v = ProfileHost(value, why);
+        if (!v) return std::nullopt;
+        break;
+      case FlagMeaning::Value::kLimit:
+        v = value;
+        if (auto it = limit_values_.find(m->key); it != limit_values_.end() && it->second != *v) {
+          *why = std::string("limits.") + m->key + " = " + it->second + " is proposed already";
+          return std::nullopt;
+        }
+        break;
+    }
+    LearnRule r;
+    r.section = m->section;
+    r.key = m->key;
+    r.value = *v;
+    r.flag = m->flag;
+    return r;
+  }
+
+  // Why a path rule is not proposed ("" when it is): the deny list covers it, or it is a write
+  // where the host takes what it runs from.
+  std::string PathRefusal(const std::string& value, const std::string& key) const {
+    const std::string abs = AbsoluteOf(value, in_.home);
+    const std::string deny = DenyRuleOver(abs, in_.deny_paths);
+    if (!deny.empty()) return "filesystem.deny " + deny;
+    const std::string host_runs = key == "write" ? HostExecutedDir(abs, in_.home) : "";
+    if (!host_runs.empty()) {
+      return "a write under " + host_runs +
+             " changes what the host runs; ward learn does not propose it (add it yourself if "
+             "you mean it)";
+    }
+    return "";
+  }
+
+  // The rule answers the denial: a new line, or one more reason for a line already there.
+  void Answer(LearnRule r, const LearnDenial& d) {
+    auto key = std::make_tuple(r.section, r.key, r.value);
+    auto it = index_.find(key);
+    if (it == index_.end()) {
+      index_.emplace(key, p_.rules.size());
+      r.needed_by.push_back(d);
+      r.count = d.count;
+      p_.rules.push_back(std::move(r));
+      return;
+    }
+    LearnRule& have = p_.rules[it->second];
+    have.needed_by.push_back(d);
+    have.count += d.count;
+  }
+
+  const LearnInput& in_;
+  LearnProposal p_;
+  std::map<std::tuple<std::string, std::string, std::string>, size_t> index_;
+  std::map<std::string, std::string> limit_values_;  // a limit's first proposed value
+};
+
+}  // namespace
+
+LearnProposal ProposeFromDenials(const LearnInput& in) {
+  std::vector<LearnDenial> denials = in.denials;
+  std::stable_sort(denials.begin(), denials.end(), MoreFrequent);
+  Proposer proposer(in);
+  proposer.Keep(in.previous);
+  for (const LearnDenial& d : denials) proposer.Add(d);
+  LearnProposal p = proposer.Take();
   MergeCoveredPaths(&p.rules, in.home);
   std::stable_sort(p.rules.begin(), p.rules.end(), [](const LearnRule& a, const LearnRule& b) {
     if (SectionRank(a) != SectionRank(b)) return SectionRank(a) < SectionRank(b);
