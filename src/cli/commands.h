@@ -22,6 +22,7 @@ void AddShellPrefixCommand(CLI::App& app, int* exit_code);
 void AddHookCommand(CLI::App& app, int* exit_code);
 void AddApprovalsCommand(CLI::App& app, int* exit_code);  // approvals, approve, deny, grants
 void AddQuarantineCommand(CLI::App& app, int* exit_code);
+void AddLearnCommand(CLI::App& app, int* exit_code);
 // diff, apply, discard (review mode); argv is recorded in the audit trail.
 void AddReviewCommands(CLI::App& app, int* exit_code, int argc, char** argv);
 

@@ -27,6 +27,7 @@ void AddOtherCommands(CLI::App& app, int* exit_code, int argc, char** argv) {
   ward::cli::AddHookCommand(app, exit_code);
   ward::cli::AddApprovalsCommand(app, exit_code);
   ward::cli::AddQuarantineCommand(app, exit_code);
+  ward::cli::AddLearnCommand(app, exit_code);
   ward::cli::AddReviewCommands(app, exit_code, argc, argv);
   ward::cli::AddProfilesCommand(app, exit_code);
   ward::cli::AddInitCommand(app, exit_code);
