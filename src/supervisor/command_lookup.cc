@@ -21,10 +21,10 @@ struct Found {
 };
 
 // The first executable regular file `name` names in the directories of `path_var` that
-// `visible` accepts (given the candidate's canonical path). One stat per directory; the
+// `visible` accepts (given the candidate's path as PATH names it and its canonical path). One stat per directory; the
 // canonical path is resolved only for a file that is there.
 Found FindOnPath(const std::string& name, const std::string& path_var,
-                 const std::function<bool(const std::string&)>& visible) {
+                 const std::function<bool(const std::string&, const std::string&)>& visible) {
   size_t start = 0;
   std::string candidate;
   while (start <= path_var.size()) {
@@ -40,7 +40,7 @@ Found FindOnPath(const std::string& name, const std::string& path_var,
     }
     char buf[PATH_MAX];
     if (realpath(candidate.c_str(), buf) == nullptr) continue;
-    if (!visible(buf)) continue;
+    if (!visible(candidate, buf)) continue;
     return {candidate, buf};
   }
   return {};
@@ -56,16 +56,21 @@ CommandLookup LookUpCommand(const policy::Policy& policy, const std::string& arg
                             const std::string& inside_path, const std::string& host_path) {
   CommandLookup r;
   if (argv0.empty() || argv0.find('/') != std::string::npos) return r;
-  const Found host = FindOnPath(argv0, host_path, [](const std::string&) { return true; });
+  const Found host = FindOnPath(argv0, host_path, [](const std::string&, const std::string&) { return true; });
   if (host.path.empty()) return r;
   // Inside, a file is there when the policy shows the host's own file at its path (ward binds
-  // host paths at the same path); its private HOME and /tmp hold nothing of the host's.
-  auto shown = [&](const std::string& canonical) {
-    const policy::PathDecision d = policy::DecidePath(policy, canonical);
+  // host paths at the same path); its private HOME and /tmp hold nothing of the host's. A
+  // symlink is followed inside only where it is itself shown: both the path PATH names and the
+  // file it resolves to must be.
+  auto shown_one = [&](const std::string& p) {
+    const policy::PathDecision d = policy::DecidePath(policy, p);
     return d.host_file && d.visibility != policy::PathDecision::Visibility::kHidden;
   };
+  auto shown = [&](const std::string& named, const std::string& canonical) {
+    return shown_one(named) && (canonical == named || shown_one(canonical));
+  };
   // The usual case, the same PATH inside: the host's find, when shown, is the sandbox's too.
-  if (inside_path == host_path && shown(host.canonical)) return r;
+  if (inside_path == host_path && shown(host.path, host.canonical)) return r;
   const Found inside = FindOnPath(argv0, inside_path, shown);
   r.host = host.path;
   r.inside = inside.path;

@@ -206,6 +206,25 @@ TEST_F(DenialSummary, CommandNotFoundNamesTheHostPathAndTheFlag) {
   EXPECT_EQ(r.out, "hello\n");
 }
 
+// A command that is a symlink, in a directory the sandbox does not show, to a binary it does
+// show (/bin/sh): the kernel never reaches the link inside, so it is hidden there all the same.
+TEST_F(DenialSummary, ASymlinkInAHiddenDirectoryIsHiddenEvenToAShownBinary) {
+  MakeDirs(home_ + "/.links/bin");
+  ASSERT_EQ(symlink("/bin/sh", (home_ + "/.links/bin/ward-linked-sh").c_str()), 0);
+  RunOptions o = WithState();
+  o.env["PATH"] = home_ + "/.links/bin:" + o.env["PATH"];
+  RunResult r = RunWard({"run", "--", "ward-linked-sh", "-c", "echo ran"}, o);
+  EXPECT_EQ(r.status, 127) << r.err;
+  EXPECT_NE(r.err.find("ward: 'ward-linked-sh' is " + home_ +
+                       "/.links/bin/ward-linked-sh on the host, hidden here — add: -r ~/.links\n"),
+            std::string::npos)
+      << r.err;
+  // The control: with the flag it names, the link is shown and followed.
+  r = RunWard({"run", "-r", home_ + "/.links", "--", "ward-linked-sh", "-c", "echo ran"}, o);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "ran\n");
+}
+
 // A shim on the host's PATH that the sandbox does not see: the run finds another binary, and
 // says so once per pair, not at every run.
 TEST_F(DenialSummary, DifferentBinaryInsideIsSaidOnce) {
