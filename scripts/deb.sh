@@ -28,6 +28,9 @@ lay_out_tree() {
   write_copyright > "$doc/copyright"
   write_changelog | gzip -9n > "$doc/changelog.gz"
   chmod 0644 "$doc/copyright" "$doc/changelog.gz"
+  mkdir -p "$pkg/usr/share/lintian/overrides"
+  write_lintian_overrides > "$pkg/usr/share/lintian/overrides/ward"
+  chmod 0644 "$pkg/usr/share/lintian/overrides/ward"
   mkdir -p "$dbg/usr/share/doc"
   ln -s ward "$dbg/usr/share/doc/ward-dbgsym"
 }
@@ -39,8 +42,17 @@ Upstream-Name: ward
 Comment: Built from commit $commit of the ward source tree.
 
 Files: *
-Copyright: the ward authors
+Copyright: 2026 the ward authors
 License: see the ward source tree
+EOF
+}
+
+write_lintian_overrides() {
+  cat <<EOF
+# zlib (like libseccomp and libstdc++) is linked statically on purpose: ward wraps every tool
+# call, and the dynamic loader's work is part of each one's start-up (WARD_STATIC_DEPS in the
+# top CMakeLists.txt).
+ward: embedded-library zlib [usr/bin/ward]
 EOF
 }
 

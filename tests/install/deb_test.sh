@@ -52,7 +52,7 @@ ls "$root/var/lib/dpkg/info" | grep -q '^ward' && fail "dpkg info files of ward 
 
 if command -v lintian >/dev/null 2>&1; then
   lintian --no-tag-display-limit "$deb" > "$tmp/lintian" 2>&1
-  grep '^E:' "$tmp/lintian" && fail "lintian errors (docs/install.md explains the expected warnings)"
+  grep '^E:' "$tmp/lintian" && fail "lintian errors (docs/install.md, make deb, says which tags are expected)"
   cat "$tmp/lintian"
 fi
 [ "$failures" = 0 ] && echo "make deb: the package installs into a scratch root, ward runs, and purging it leaves nothing"
