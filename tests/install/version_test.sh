@@ -11,7 +11,8 @@ out=$("$ward" --version) || fail "ward --version exited $?"
 version=$(sed -n 's/^project(ward VERSION \([0-9.]*\).*/\1/p' "$src/CMakeLists.txt")
 [ "$(echo "$out" | sed -n 1p)" = "ward $version" ] || fail "first line is not 'ward $version': $out"
 if head=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null); then
-  echo "$out" | grep -qE "^commit: $head(-dirty)?$" || fail "no 'commit: $head' line: $out"
+  echo "$out" | grep -qE "^commit: $head(-dirty)?$" ||
+    fail "no 'commit: $head' line (HEAD; rebuild if the binary is older than HEAD): $out"
 fi
 abi=$(sed -n 's/.*kNewestLandlockAbiUsed = \([0-9]*\);/\1/p' "$src/src/enforce/landlock.h")
 echo "$out" | grep -q "^  landlock ABI 1-$abi:" || fail "no 'landlock ABI 1-$abi' line: $out"
