@@ -2,8 +2,21 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# Where `make install` puts ward (DESTDIR: a staging root in front of it, as usual).
+PREFIX ?= /usr/local
+DESTDIR ?=
+# The build `make install` and `make deb` take the binary from: a build directory of its own,
+# with the tests not configured, so that installing disturbs neither the test build nor its
+# configuration.
+RELEASE_BUILD ?= build-release
+# A compiler cache, where one is installed, for every build below.
+CCACHE := $(shell command -v ccache 2>/dev/null)
+ifneq ($(CCACHE),)
+LAUNCHER := -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
+endif
 
-.PHONY: all deps build demo test asan asan-test format tidy bench clean fuzz
+.PHONY: all deps build demo test asan asan-test format tidy bench clean fuzz release install \
+	uninstall deb
 
 all: build
 
@@ -11,22 +24,43 @@ deps:
 	@sh scripts/deps.sh
 
 $(BUILD)/CMakeCache.txt:
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(LAUNCHER) $(CMAKE_FLAGS) >/dev/null
 
 build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Shows ward doing its main job on the built-in default profile.
-demo: build
+# Shows ward doing its main job on the built-in default profile: builds ward alone (not the
+# tests), which is all the demo runs.
+demo: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS) --target ward
 	@sh scripts/demo.sh $(BUILD)/bin/ward
 
 # Builds and runs every test (unit, integration and escape tests, as root and unprivileged).
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# The binary that is installed: optimised as the tested build is (RelWithDebInfo), then
+# stripped by scripts/install.sh with its debug information split off.
+release: deps
+	cmake -S . -B $(RELEASE_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWARD_BUILD_TESTS=OFF \
+		$(LAUNCHER) $(CMAKE_FLAGS) >/dev/null
+	cmake --build $(RELEASE_BUILD) -j $(JOBS) --target ward
+
+# ward, its debug information, manual pages, shell completions and the built-in profiles
+# under $(DESTDIR)$(PREFIX) (scripts/install.sh says where each goes).
+install: release
+	@sh scripts/install.sh install $(RELEASE_BUILD)/bin/ward "$(DESTDIR)" "$(PREFIX)"
+
+uninstall:
+	@sh scripts/install.sh uninstall $(RELEASE_BUILD)/bin/ward "$(DESTDIR)" "$(PREFIX)"
+
+# A Debian package of the release build (and its -dbgsym), in $(RELEASE_BUILD)/deb/.
+deb: release
+	@sh scripts/deb.sh $(RELEASE_BUILD)/bin/ward $(RELEASE_BUILD)/deb
+
 # ASan/UBSan build whose whole test run must be clean.
 asan: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DWARD_SANITIZE=ON >/dev/null
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DWARD_SANITIZE=ON $(LAUNCHER) >/dev/null
 	cmake --build build-asan -j $(JOBS)
 
 asan-test: asan
@@ -49,4 +83,4 @@ bench: build
 	sh bench/startup.sh $(BUILD)/bin/ward
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) $(RELEASE_BUILD) build-asan build-fuzz

@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/usage_error.h"
+#include "cli/version.h"
 #include "common/heap.h"
 #include "common/trace.h"
 #include "enforce/launcher.h"
@@ -53,7 +54,7 @@ int main(int argc, char** argv) {
   ward::enforce::RememberProcessArgs(argc, argv);
   ward::TraceMark("main");
   CLI::App app{"ward: run commands inside every boundary the Linux kernel offers", "ward"};
-  app.set_version_flag("--version", std::string("ward ") + WARD_VERSION);
+  app.set_version_flag("--version", ward::cli::VersionText);
   app.require_subcommand(1);
   int exit_code = 0;
   // `ward run` wraps every tool call: its start-up does not pay for building the other

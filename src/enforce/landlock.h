@@ -10,6 +10,10 @@ namespace ward::enforce {
 
 int LandlockAbi();  // 0 when Landlock is unavailable
 
+// The newest Landlock ABI whose rights and scopes BuildLandlockRuleset handles (`ward --version`);
+// a newer kernel is used at this ABI.
+inline constexpr int kNewestLandlockAbiUsed = 6;
+
 // The ruleset of `spec` (a close-on-exec fd), or -1 with *error filled when a rule cannot be
 // added. Paths of the spec that do not exist inside are skipped (the mount view decides what
 // exists).
