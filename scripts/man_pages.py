@@ -54,13 +54,15 @@ def parse_help(text, command):
         if re.match(r"^\S.*:$", line):
             section = line[:-1]
             continue
-        if section == "Options" and re.match(r"^  -", line):
+        # "Options" and every group of options (e.g. `ward why`'s "Run options (...)").
+        options = section is not None and section not in ("Subcommands", "Positionals")
+        if options and re.match(r"^  -", line):
             spec, _, desc = line.strip().partition("  ")
             words = spec.split()[0].split(",")
             last = (tuple(words), desc.strip())
             for w in words:
                 command.options[w] = last
-        elif section == "Options" and last and line.startswith("      ") and not last[1]:
+        elif options and last and line.startswith("      ") and not last[1]:
             last = (last[0], line.strip())
             for w in last[0]:
                 command.options[w] = last
