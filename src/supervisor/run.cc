@@ -21,6 +21,7 @@
 #include "enforce/cgroup.h"
 #include "enforce/control.h"
 #include "enforce/launcher.h"
+#include "enforce/ns/net.h"
 #include "enforce/limits.h"
 #include "enforce/probe.h"
 #include "net/dns_stub.h"
@@ -796,6 +797,19 @@ const char* OutcomeKindName(Outcome::Kind k) {
   return "unknown";
 }
 
+// Direct sends that found no route out (UDP, ICMP, TCP connects Landlock let through): counted
+// by the kernel in the sandbox's own namespace, where ward cannot see them one by one.
+static void ReportUnroutedSends(int snmp, int snmp6, EventSink* events) {
+  if (events == nullptr || (snmp < 0 && snmp6 < 0)) return;
+  const uint64_t n = enforce::CountUnroutedSends(snmp, snmp6);
+  if (n == 0) return;
+  events->Emit("net.direct.deny",
+               {{"count", n},
+                {"why", std::to_string(n) +
+                            " direct send(s) had no route out: only the proxy and the DNS stub "
+                            "lead out (HTTP(S)_PROXY, ALL_PROXY, /etc/resolv.conf)"}});
+}
+
 // The proxy holds up to six descriptors per connection: use the whole hard limit.
 static void RaiseFileLimit() {
   struct rlimit rl;
@@ -1077,6 +1091,8 @@ Outcome Run(const RunRequest& req) {
   }
   // The run ends on init's report, before init's own exit; the cgroup is removed after it.
   UniqueFd init_pidfd(cgroup ? dup(sb->pidfd.get()) : -1);
+  // The run's own network counters outlive the sandbox (its namespace stays theirs).
+  UniqueFd net_snmp = std::move(sb->net_snmp), net_snmp6 = std::move(sb->net_snmp6);
   {
     if (plan->net.enabled) RaiseFileLimit();
     Session session(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
@@ -1085,6 +1101,7 @@ Outcome Run(const RunRequest& req) {
     session.RecordCreationsIn(&journal);
     session.Serve();
   }
+  ReportUnroutedSends(net_snmp.get(), net_snmp6.get(), events);
   // Every process of the sandbox is dead now: nothing races the check.
   CheckWorkspace(req, *plan, journal, run_start, std::move(existed), events, &out);
   sys::SetEffectiveCapabilities(true);
