@@ -1062,6 +1062,8 @@ Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan) {
   Result<SandboxNet> net = CreateSandboxNet(userns_fd, plan.net);
   if (!net.ok()) return net.status();
   sb->egress_sockets = std::move(net->sockets);
+  sb->net_snmp = std::move(net->snmp);
+  sb->net_snmp6 = std::move(net->snmp6);
   ControlMsg m;
   m.type = MsgType::kNetns;
   if (int rc = SendControl(sb->control.get(), m, net->netns.get());

@@ -53,6 +53,8 @@ struct Sandbox {
   // Listening sockets inside the sandbox's network namespace, for the supervisor to serve (the
   // proxy and the DNS stub; see StartSandboxNet).
   std::vector<std::pair<FdKind, UniqueFd>> egress_sockets;
+  // The namespace's IP counters, for CountUnroutedSends after the run (see SandboxNet).
+  UniqueFd net_snmp, net_snmp6;
 };
 
 // `ward run` clones sandbox init first thing, before its command line is parsed: the clone of a

@@ -445,13 +445,17 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
       }
     }
     if (PathIsWithin(target, "/proc") || PathIsWithin(target, "/dev")) target = "/etc/resolv.conf";
+    struct stat rst;
+    const bool host_has_one = lstat(target.c_str(), &rst) == 0;
     MountOp rc;
     rc.kind = MountOp::Kind::kFile;
     rc.target = target;
     rc.mode = 0644;
     rc.content = "# ward: the sandbox's DNS stub (allow-listed names only)\nnameserver 127.0.0.1\n";
     rc.why = "DNS stub";
-    ops.push_back(rc);
+    // Without one on the host there is nothing to cover (and no mount point in a directory bound
+    // from the host): resolvers without /etc/resolv.conf ask 127.0.0.1:53, the stub, anyway.
+    if (host_has_one) ops.push_back(rc);
   }
 
   std::stable_sort(ops.begin(), ops.end(),

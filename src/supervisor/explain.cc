@@ -134,7 +134,8 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
                     "mount view";
     if (plan.landlock.abi >= 4) {
       d += plan.landlock.connect_tcp.empty() ? "; no TCP connect or bind"
-                                             : "; TCP connect only to port(s) of the proxy";
+                                             : "; TCP connect only to the ports of the proxy "
+                                               "and the DNS stub, no bind";
     }
     if (plan.landlock.abi >= 6) d += "; abstract unix sockets and signals scoped to the sandbox";
     layer("landlock", true, d);

@@ -21,6 +21,7 @@
 #include "enforce/cgroup.h"
 #include "enforce/control.h"
 #include "enforce/launcher.h"
+#include "enforce/ns/net.h"
 #include "enforce/limits.h"
 #include "enforce/probe.h"
 #include "net/dns_stub.h"
@@ -112,7 +113,7 @@ class Session {
     pthread_sigmask(SIG_UNBLOCK, &forwarded, nullptr);
     StartOutput();
     if (req_.policy.approvals.enabled) StartApprovals();
-    for (auto& [kind, fd] : sb_.egress_sockets) ServeEgress(kind, std::move(fd));
+    for (auto& [kind, fd] : sb_.egress_sockets) AwaitEgress(kind, std::move(fd));
     sb_.egress_sockets.clear();
     WaitControl();
     pidfd_.async_wait(asio::posix::descriptor_base::wait_read,
@@ -142,10 +143,26 @@ class Session {
   }
 
  private:
+  // Every run has the egress sockets; most never use them. Each waits on this loop until the
+  // sandbox first connects or sends to it: only then is it served (and, with the first, the
+  // proxy and the stub made), so that a run that reaches for nothing pays for one wait each.
+  void AwaitEgress(enforce::FdKind kind, UniqueFd fd) {
+    if (!egress_rules_) return;
+    out_->egress.enabled = true;
+    out_->egress.credentials = broker_ != nullptr;
+    auto wait = std::make_shared<asio::posix::stream_descriptor>(ctx_, fd.release());
+    egress_waits_.push_back(wait);
+    wait->async_wait(asio::posix::descriptor_base::wait_read,
+                     [this, kind, wait](const asio::error_code& ec) {
+                       if (ec || !wait->is_open()) return;  // StopEgress closed it
+                       UniqueFd ready(wait->release());
+                       ServeEgress(kind, std::move(ready));
+                     });
+  }
+
   // The proxy and the DNS stub, on this loop, for the sockets made inside the sandbox's network
   // namespace (enforce::StartSandboxNet). Upstream connections and lookups happen out here.
   void ServeEgress(enforce::FdKind kind, UniqueFd fd) {
-    if (!egress_rules_) return;
     if (!resolver_) {
       resolver_ =
           net::MakeSystemResolver(ctx_, overrides_ ? *overrides_ : net::ResolverOverrides{});
@@ -163,8 +180,6 @@ class Session {
       proxy_ =
           std::make_unique<net::EgressProxy>(ctx_, *egress_rules_, resolver_.get(), events_, po);
       dns_ = std::make_unique<net::DnsStub>(ctx_, *egress_rules_, resolver_.get(), events_, dso);
-      out_->egress.enabled = true;
-      out_->egress.credentials = broker_ != nullptr;
     }
     Status st;
     if (kind == enforce::FdKind::kNetProxy) {
@@ -178,6 +193,11 @@ class Session {
   }
 
   void StopEgress() {
+    for (auto& wait : egress_waits_) {
+      asio::error_code ec;
+      wait->close(ec);  // the sockets nothing used; a wait already answered sees it closed
+    }
+    egress_waits_.clear();
     if (proxy_) {
       proxy_->Stop();  // emits the net.allow events of connections still open
       auto ps = proxy_->stats();
@@ -660,6 +680,7 @@ class Session {
   UniqueFd sandbox_root_;  // the sandbox's root (O_PATH), sent by init with kMounted
   // Declared after ctx_: destroyed before it (StopEgress resets them earlier anyway).
   std::unique_ptr<net::Resolver> resolver_;
+  std::vector<std::shared_ptr<asio::posix::stream_descriptor>> egress_waits_;  // AwaitEgress
   std::unique_ptr<net::EgressProxy> proxy_;
   std::unique_ptr<net::DnsStub> dns_;
   std::optional<asio::steady_timer> deadline_, grace_;
@@ -774,6 +795,19 @@ const char* OutcomeKindName(Outcome::Kind k) {
       return "audit_failed";
   }
   return "unknown";
+}
+
+// Direct sends that found no route out (UDP, ICMP, TCP connects Landlock let through): counted
+// by the kernel in the sandbox's own namespace, where ward cannot see them one by one.
+static void ReportUnroutedSends(int snmp, int snmp6, EventSink* events) {
+  if (events == nullptr || (snmp < 0 && snmp6 < 0)) return;
+  const uint64_t n = enforce::CountUnroutedSends(snmp, snmp6);
+  if (n == 0) return;
+  events->Emit("net.direct.deny",
+               {{"count", n},
+                {"why", std::to_string(n) +
+                            " direct send(s) had no route out: only the proxy and the DNS stub "
+                            "lead out (HTTP(S)_PROXY, ALL_PROXY, /etc/resolv.conf)"}});
 }
 
 // The proxy holds up to six descriptors per connection: use the whole hard limit.
@@ -1066,6 +1100,8 @@ Outcome Run(const RunRequest& req) {
   }
   // The run ends on init's report, before init's own exit; the cgroup is removed after it.
   UniqueFd init_pidfd(cgroup ? dup(sb->pidfd.get()) : -1);
+  // The run's own network counters outlive the sandbox (its namespace stays theirs).
+  UniqueFd net_snmp = std::move(sb->net_snmp), net_snmp6 = std::move(sb->net_snmp6);
   {
     if (plan->net.enabled) RaiseFileLimit();
     Session session(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
@@ -1074,6 +1110,7 @@ Outcome Run(const RunRequest& req) {
     session.RecordCreationsIn(&journal);
     session.Serve();
   }
+  ReportUnroutedSends(net_snmp.get(), net_snmp6.get(), events);
   // Every process of the sandbox is dead now: nothing races the check.
   CheckWorkspace(req, *plan, journal, run_start, std::move(existed), events, &out);
   sys::SetEffectiveCapabilities(true);

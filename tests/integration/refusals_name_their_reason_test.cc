@@ -135,3 +135,35 @@ TEST_F(RefusalsNameTheirReasonTest, SocksRefusalIsRecordedWithTheReason) {
 
 }  // namespace
 }  // namespace ward::test
+
+namespace ward::test {
+namespace {
+
+// A direct send (not to the proxy or the stub) is refused in the kernel and never reaches the
+// supervisor; the sandbox's own namespace counts those that found no route, and the trail says
+// how many. Landlock's TCP refusals (EACCES) happen before routing and are not among them.
+TEST_F(RefusalsNameTheirReasonTest, DirectSendsThatFoundNoRouteAreCounted) {
+  RunResult r = Shell(
+      "python3 -c 'import socket\n"
+      "for fam, addr in ((socket.AF_INET, (\"192.0.2.53\", 53)), (socket.AF_INET, (\"192.0.2.1\", "
+      "443)), (socket.AF_INET6, (\"2001:db8::53\", 53))):\n"
+      "  try: socket.socket(fam, socket.SOCK_DGRAM).sendto(b\"x\", addr)\n"
+      "  except OSError as e: print(e.strerror)'",
+      {}, WithState());
+  EXPECT_EQ(r.out,
+            "Network is unreachable\nNetwork is unreachable\nNetwork is unreachable\n")
+      << r.err;
+  auto direct = Records("net.direct.deny");
+  ASSERT_EQ(direct.size(), 1u);
+  EXPECT_EQ(direct[0]["count"], 3);
+  EXPECT_EQ(direct[0]["why"],
+            "3 direct send(s) had no route out: only the proxy and the DNS stub lead out "
+            "(HTTP(S)_PROXY, ALL_PROXY, /etc/resolv.conf)");
+  // Control: a run that sends nothing directly (its refusals went through the proxy) has none.
+  Shell("curl -s -o /dev/null --max-time 10 http://blocked.example/", {}, WithState());
+  EXPECT_FALSE(Find("net.deny", "host", "blocked.example").is_null());
+  EXPECT_TRUE(Records("net.direct.deny").empty());
+}
+
+}  // namespace
+}  // namespace ward::test

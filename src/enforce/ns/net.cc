@@ -15,6 +15,8 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
+#include <string_view>
+#include <vector>
 
 #include "common/cpu.h"
 
@@ -49,6 +51,7 @@ struct NetHelper {
   NetSpec net;
   int netns = -1;
   int socks[kMaxSockets] = {-1, -1, -1};
+  int snmp = -1, snmp6 = -1;
   FdKind kinds[kMaxSockets] = {};
   int err = 0;
   const char* what = nullptr;
@@ -95,6 +98,9 @@ int NetHelperMain(void* arg) {
       }
     }
   }
+  // This thread's view of /proc/net is the new namespace's, and an open file keeps it.
+  h->snmp = open("/proc/thread-self/net/snmp", O_RDONLY | O_CLOEXEC);
+  h->snmp6 = open("/proc/thread-self/net/snmp6", O_RDONLY | O_CLOEXEC);
   if (h->netns < 0) h->netns = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
   if (h->netns < 0) fail(errno, "opening the network namespace");
   _exit(0);
@@ -136,6 +142,8 @@ Result<SandboxNet> CreateSandboxNet(int userns, const NetSpec& net) {
     if (h->socks[i] >= 0) out.sockets.emplace_back(h->kinds[i], UniqueFd(h->socks[i]));
   }
   out.netns.reset(h->netns);
+  out.snmp.reset(h->snmp);
+  out.snmp6.reset(h->snmp6);
   const int err = h->err;
   const std::string what = h->what ? h->what : "";
   h->~NetHelper();
@@ -146,6 +154,70 @@ Result<SandboxNet> CreateSandboxNet(int userns, const NetSpec& net) {
                       err ? err : EPROTO);
   }
   return out;
+}
+
+namespace {
+
+// The value of `field` in a /proc/net/snmp-style pair of lines ("Ip: A B ...\nIp: 1 2 ...") or
+// an snmp6-style "Name value" line; 0 when absent.
+uint64_t CounterIn(std::string_view text, std::string_view prefix, std::string_view field) {
+  auto next_line = [&](size_t* pos) {
+    size_t end = text.find('\n', *pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(*pos, end - *pos);
+    *pos = end + 1;
+    return line;
+  };
+  auto words = [](std::string_view line) {
+    std::vector<std::string_view> w;
+    size_t i = 0;
+    while (i < line.size()) {
+      while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+      size_t start = i;
+      while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+      if (i > start) w.push_back(line.substr(start, i - start));
+    }
+    return w;
+  };
+  auto number = [](std::string_view v) {
+    uint64_t n = 0;
+    for (char c : v) {
+      if (c < '0' || c > '9') return uint64_t{0};
+      n = n * 10 + static_cast<uint64_t>(c - '0');
+    }
+    return n;
+  };
+  size_t pos = 0;
+  while (pos < text.size()) {
+    std::vector<std::string_view> head = words(next_line(&pos));
+    if (head.empty()) continue;
+    if (head.size() == 2 && head[0] == field) return number(head[1]);  // snmp6
+    if (head[0] != prefix || pos >= text.size()) continue;
+    std::vector<std::string_view> values = words(next_line(&pos));
+    for (size_t i = 1; i < head.size() && i < values.size(); ++i) {
+      if (head[i] == field) return number(values[i]);
+    }
+  }
+  return 0;
+}
+
+uint64_t ReadCounter(int fd, std::string_view prefix, std::string_view field) {
+  if (fd < 0) return 0;
+  char buf[16384];
+  size_t n = 0;
+  while (n < sizeof buf) {
+    ssize_t r = read(fd, buf + n, sizeof buf - n);  // read once, from the start
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    n += static_cast<size_t>(r);
+  }
+  return CounterIn(std::string_view(buf, n), prefix, field);
+}
+
+}  // namespace
+
+uint64_t CountUnroutedSends(int snmp, int snmp6) {
+  return ReadCounter(snmp, "Ip:", "OutNoRoutes") + ReadCounter(snmp6, "", "Ip6OutNoRoutes");
 }
 
 }  // namespace ward::enforce

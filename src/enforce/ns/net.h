@@ -19,7 +19,16 @@ int BringUpLoopback(int* netns = nullptr);
 struct SandboxNet {
   UniqueFd netns;                                    // for init's setns (see MsgType::kNetns)
   std::vector<std::pair<FdKind, UniqueFd>> sockets;  // listening inside, served from outside
+  // The namespace's own IP counters (/proc/net/snmp and snmp6 as seen inside), opened there:
+  // read after the run by CountUnroutedSends. -1 where /proc did not give them.
+  UniqueFd snmp, snmp6;
 };
+
+// How many sends of the sandbox found no route out of its namespace (the kernel's OutNoRoutes
+// counters: UDP datagrams and ICMP to any address but loopback, and the TCP connects Landlock
+// let through), from the files SandboxNet::snmp/snmp6 opened. The direct attempts ward can
+// count; it never learns where they went. Only the sandbox's processes send from there.
+uint64_t CountUnroutedSends(int snmp, int snmp6);
 
 // Makes the sandbox's network namespace from the supervisor while init builds the root.
 // Creating one is the costliest namespace by far (every network subsystem registers itself:
