@@ -11,7 +11,10 @@ namespace ward::supervisor {
 namespace {
 
 // The record kinds a sandbox can produce in bulk; their records are capped per run.
-constexpr std::string_view kBulkTypes[] = {"file.deny"};
+// The target of the sends the kernel refused for want of a route (one entry, counted).
+constexpr std::string_view kDirectSends = "direct connections (not through the proxy)";
+
+constexpr std::string_view kBulkTypes[] = {"file.deny", "net.deny", "dns.deny"};
 
 std::string Str(const nlohmann::json& data, const char* key) {
   if (!data.is_object()) return "";
@@ -100,6 +103,19 @@ Denial NetworkDenial(const nlohmann::json& data) {
                        ? "-n " + ShellWord(host)
                        : "-n " + ShellWord(HostPort(host, port));
   }
+  return d;
+}
+
+// net.direct.deny: sends that found no route out of the sandbox's namespace, counted by the
+// kernel after the run (where they went is not known: only the proxy and the stub lead out).
+Denial DirectSendsDenial(const nlohmann::json& data) {
+  Denial d;
+  d.kind = "network";
+  d.target = std::string(kDirectSends);
+  d.count = data.is_object() && data.contains("count") && data["count"].is_number_unsigned()
+                ? data["count"].get<uint64_t>()
+                : 1;
+  d.rule = "no route out: only the proxy (HTTP(S)_PROXY, ALL_PROXY) and the DNS stub lead out";
   return d;
 }
 
@@ -232,6 +248,10 @@ std::string LineOf(const Denial& d) {
   const std::string tail = d.on_purpose       ? " — refused on purpose"
                            : d.allow_with.empty() ? ""
                                                   : " — allow with: " + S(d.allow_with);
+  if (d.kind == "network" && d.target == kDirectSends) {
+    return "blocked " + Plural(d.count, "direct send", "direct sends") + " (" + S(d.rule) +
+           ") — see: docs/network.md";
+  }
   if (d.kind == "network") {
     return "blocked " + Plural(d.count, "connection", "connections") + " to " + S(d.target) +
            (d.on_purpose || d.allow_with.empty() ? " (" + S(d.rule) + ")" : "") + tail;
@@ -290,6 +310,7 @@ std::optional<Denial> DenialOf(std::string_view type, const nlohmann::json& data
   if (type == "limit.hit") return LimitDenial(data);
   if (type == "credential.leak_attempt") return CredentialDenial(data);
   if (type == "terminal.deny") return TerminalDenial(data);
+  if (type == "net.direct.deny") return DirectSendsDenial(data);
   if (type == "command.hidden") {
     Denial d;
     d.kind = "command";

@@ -159,6 +159,12 @@ TEST_F(RefusalsNameTheirReasonTest, DirectSendsThatFoundNoRouteAreCounted) {
   EXPECT_EQ(direct[0]["why"],
             "3 direct send(s) had no route out: only the proxy and the DNS stub lead out "
             "(HTTP(S)_PROXY, ALL_PROXY, /etc/resolv.conf)");
+  // The end-of-run summary counts them in one line.
+  EXPECT_NE(r.err.find("ward: blocked 3 direct sends (no route out: only the proxy "
+                       "(HTTP(S)_PROXY, ALL_PROXY) and the DNS stub lead out) — see: "
+                       "docs/network.md\n"),
+            std::string::npos)
+      << r.err;
   // Control: a run that sends nothing directly (its refusals went through the proxy) has none.
   Shell("curl -s -o /dev/null --max-time 10 http://blocked.example/", {}, WithState());
   EXPECT_FALSE(Find("net.deny", "host", "blocked.example").is_null());
