@@ -19,6 +19,9 @@ How a page documents options (the check reads the pages this way):
   - An item belongs to the page's command, or, after a `.SS "ward SUB SUBSUB ..."` heading, to
     that command (until the next .SH or .SS).
   - A line `.\\" @include FILE` is replaced by man/FILE (the options several commands share).
+    `.\\" @include FILE except --OPT...` leaves out the .TP items of FILE whose tag line names
+    one of those options (for a command that hides a few of the shared options); naming an
+    option FILE has no item for is an error.
   - -h/--help is on every command and never required.
 """
 import os
@@ -27,7 +30,7 @@ import subprocess
 import sys
 
 HELP_OPTIONS = {"-h", "--help"}
-INCLUDE = re.compile(r'^\.\\"\s*@include\s+(\S+)\s*$')
+INCLUDE = re.compile(r'^\.\\"\s*@include\s+(\S+)(?:\s+except((?:\s+--?[A-Za-z0-9-]+)+))?\s*$')
 OPTION_WORD = re.compile(r"(?<![\w-])(--?[A-Za-z0-9][A-Za-z0-9-]*)")
 
 
@@ -90,10 +93,35 @@ def read_page(man_dir, name, seen=()):
             if m:
                 if m.group(1) in seen:
                     sys.exit(f"man/{name}: includes {m.group(1)} in a loop")
-                lines.extend(read_page(man_dir, m.group(1), seen + (name,)))
+                included = read_page(man_dir, m.group(1), seen + (name,))
+                if m.group(2):
+                    included = without_items(included, m.group(2).split(), f"man/{name}:{number}")
+                lines.extend(included)
             else:
                 lines.append((line, f"man/{name}:{number}"))
     return lines
+
+
+def without_items(lines, options, where):
+    """lines without the .TP items (the .TP, its tag line and the lines up to the next request
+    that starts another item or section) whose tag line names one of `options`."""
+    out = []
+    left_out = set()
+    skipping = False
+    for i, (line, origin) in enumerate(lines):
+        if line.startswith((".TP", ".SH", ".SS", ".PP", ".IP")):
+            skipping = False
+            if line.startswith(".TP") and i + 1 < len(lines):
+                named = set(OPTION_WORD.findall(plain(lines[i + 1][0]).strip())) & set(options)
+                if named:
+                    left_out |= named
+                    skipping = True
+        if not skipping:
+            out.append((line, origin))
+    unknown = [o for o in options if o not in left_out]
+    if unknown:
+        sys.exit(f"{where}: @include ... except {' '.join(unknown)}: the file has no item for it")
+    return out
 
 
 def plain(roff):
