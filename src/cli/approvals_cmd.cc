@@ -442,9 +442,10 @@ int RunRevoke(const ApprovalsOptions& o) {
   });
 }
 
-void AddSessionOption(CLI::App* cmd, ApprovalsOptions* o) {
-  cmd->add_option("--session", o->session,
-                  "Session id or unique prefix (default: the only running session)");
+void AddSessionOption(CLI::App* cmd, ApprovalsOptions* o,
+                      const char* help = "Session id or unique prefix (default: the only running "
+                                         "session)") {
+  cmd->add_option("--session", o->session, help);
 }
 
 }  // namespace
@@ -457,12 +458,12 @@ void AddApprovalsCommand(CLI::App& app, int* exit_code) {
   approvals->require_subcommand(1);
   CLI::App* list = approvals->add_subcommand(
       "list", "Pending requests of every running session: id, kind, subject, pid");
-  AddSessionOption(list, o.get());
+  AddSessionOption(list, o.get(), "Only this session (id or unique prefix; default: every one)");
   list->add_flag("--json", o->json, "One JSON array (the socket's request objects)");
   list->callback([o, exit_code] { *exit_code = RunList(*o); });
   CLI::App* watch = approvals->add_subcommand(
       "watch", "Print requests as they come (every running session) and answer each");
-  AddSessionOption(watch, o.get());
+  AddSessionOption(watch, o.get(), "Only this session (id or unique prefix; default: every one)");
   watch->add_flag("--json", o->json, "One JSON object per request and line; asks nothing");
   watch->callback([o, exit_code] { *exit_code = RunWatch(*o); });
 
