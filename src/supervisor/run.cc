@@ -1110,7 +1110,11 @@ Outcome Run(const RunRequest& req) {
     session.RecordCreationsIn(&journal);
     session.Serve();
   }
-  ReportUnroutedSends(net_snmp.get(), net_snmp6.get(), events);
+  // Read only for a command that failed: that is when the user needs to know why, and a run
+  // that succeeded does not pay for generating the kernel's counter tables.
+  if (out.kind != Outcome::Kind::kExited || out.exit_code != 0) {
+    ReportUnroutedSends(net_snmp.get(), net_snmp6.get(), events);
+  }
   // Every process of the sandbox is dead now: nothing races the check.
   CheckWorkspace(req, *plan, journal, run_start, std::move(existed), events, &out);
   sys::SetEffectiveCapabilities(true);

@@ -148,8 +148,9 @@ TEST_F(RefusalsNameTheirReasonTest, DirectSendsThatFoundNoRouteAreCounted) {
       "for fam, addr in ((socket.AF_INET, (\"192.0.2.53\", 53)), (socket.AF_INET, (\"192.0.2.1\", "
       "443)), (socket.AF_INET6, (\"2001:db8::53\", 53))):\n"
       "  try: socket.socket(fam, socket.SOCK_DGRAM).sendto(b\"x\", addr)\n"
-      "  except OSError as e: print(e.strerror)'",
+      "  except OSError as e: print(e.strerror)'; exit 3",
       {}, WithState());
+  EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_EQ(r.out,
             "Network is unreachable\nNetwork is unreachable\nNetwork is unreachable\n")
       << r.err;
@@ -165,6 +166,15 @@ TEST_F(RefusalsNameTheirReasonTest, DirectSendsThatFoundNoRouteAreCounted) {
                        "docs/network.md\n"),
             std::string::npos)
       << r.err;
+  // A command that succeeded despite them is not worth the kernel's counter tables: not read.
+  RunResult ok = Shell(
+      "python3 -c 'import socket\n"
+      "try: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b\"x\", (\"192.0.2.53\", 53))\n"
+      "except OSError as e: print(e.strerror)'",
+      {}, WithState());
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.out, "Network is unreachable\n");
+  EXPECT_TRUE(Records("net.direct.deny").empty());
   // Control: a run that sends nothing directly (its refusals went through the proxy) has none.
   Shell("curl -s -o /dev/null --max-time 10 http://blocked.example/", {}, WithState());
   EXPECT_FALSE(Find("net.deny", "host", "blocked.example").is_null());
