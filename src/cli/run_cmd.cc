@@ -613,7 +613,6 @@ int RunCommand(RunCommandOptions& opts) {
       // ward's own directories out of the view: checked while init builds the root. A run
       // refused for it writes no session (the trail could be where the sandbox would see it).
       req.check_after_clone = [&] {
-        command_found = LookUpRunCommand(req);
         Status hidden = CheckWardDirsHidden(opts, req.policy);
         if (!hidden.ok()) audit_tried = true;
         return hidden;
@@ -649,6 +648,9 @@ int RunCommand(RunCommandOptions& opts) {
       if (getcwd(cwd, sizeof cwd) == nullptr) cwd[0] = '\0';
       req.on_started = [&](const enforce::LaunchPlan& run_plan, const enforce::PlanNotes& run_notes,
                            const enforce::KernelFeatures& run_features) {
+        // Here the supervisor has sent init all it needs and waits for it: the lookup's stats
+        // are off the path of the sandbox's own setup.
+        command_found = LookUpRunCommand(req);
         audit::SessionLog* sink = log.get();
         if (sink == nullptr || !events) return;
         sink->StartFlusherOnDemand();
