@@ -10,7 +10,7 @@
 _ward_help() {
   "$@" --help 2>/dev/null | awk '
     /^[^ ].*:$/ { section = $0; next }
-    section == "Options:" && /^  -/ {
+    section ~ /[Oo]ptions/ && /^  -/ {  # "Options:" and every group of options
       spec = substr($0, 3); sub(/  .*/, "", spec)
       n = split(spec, parts, " "); m = split(parts[1], names, ",")
       for (i = 1; i <= m; i++) print (n > 1 ? "val " : "opt ") names[i]
