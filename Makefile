@@ -15,7 +15,7 @@ ifneq ($(CCACHE),)
 LAUNCHER := -DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
 endif
 
-.PHONY: all deps build demo test asan asan-test format tidy bench clean fuzz release install \
+.PHONY: all deps build demo test test-kernels asan asan-test format tidy bench clean fuzz release install \
 	uninstall deb
 
 all: build
@@ -35,9 +35,21 @@ demo: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS) --target ward
 	@sh scripts/demo.sh $(BUILD)/bin/ward
 
-# Builds and runs every test (unit, integration and escape tests, as root and unprivileged).
+# Builds and runs every test (unit, integration and escape tests, as root and unprivileged),
+# but the kernel matrix.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE kernels
+
+# The kernel matrix (tests/kernels/): each kernel of tests/kernels/matrix.txt booted in QEMU,
+# the sandbox suites run inside as root and as the test user, on cgroup v2. KERNELS picks
+# entries ("6.1 6.12"); KERNEL_TESTS the tests, a ctest -R regex with @ for the identity
+# (default: each entry's own, in matrix.txt).
+KERNELS ?=
+KERNEL_TESTS ?=
+test-kernels: build
+	@sh scripts/deps.sh kernels
+	cd $(BUILD) && WARD_KERNEL_TESTS='$(KERNEL_TESTS)' ctest --output-on-failure -L kernels \
+		$(if $(strip $(KERNELS)),-R '^kernels\.($(subst $(eval) ,|,$(subst .,\.,$(strip $(KERNELS)))))$$')
 
 # The binary that is installed: optimised as the tested build is (RelWithDebInfo), then
 # stripped by scripts/install.sh with its debug information split off.

@@ -2,7 +2,9 @@
 # Installs the Debian packages ward needs to build and test, when any is missing.
 # Run as root on Debian 12; as another user it only reports what is missing.
 # runsc (gVisor) is for one test only: tests/integration/outer_wall_test.cc runs ward inside it.
+# `deps.sh kernels` adds what the kernel matrix (tests/kernels/) boots its kernels with.
 set -eu
+KERNEL_PKGS="qemu-system-x86 busybox-static xz-utils zstd"
 PKGS="build-essential cmake pkg-config git
 libseccomp-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev libssl-dev
 libasio-dev zlib1g-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
@@ -10,6 +12,7 @@ clang clang-format clang-tidy libclang-rt-14-dev
 iproute2 curl ca-certificates python3 hyperfine bubblewrap util-linux passwd procps
 nodejs npm openssl
 runsc"
+[ "${1:-}" = kernels ] && PKGS="$PKGS $KERNEL_PKGS"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -104,6 +104,14 @@ void SweepStale(const std::string& parent) {
   closedir(d);
 }
 
+std::vector<std::string> WantedControllers(const CgroupSpec& spec) {
+  std::vector<std::string> wanted;
+  if (spec.memory_bytes) wanted.push_back("memory");
+  if (spec.pids) wanted.push_back("pids");
+  if (spec.cpu_quota_us) wanted.push_back("cpu");
+  return wanted;
+}
+
 std::string RunName() {
   uint32_t r = 0;
   if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) {
@@ -138,16 +146,29 @@ Status Cgroup::MakeDir(const std::string& parent, const std::string& name) {
   return Ok();
 }
 
+Status Cgroup::MakeSharedV2Parent(const CgroupSpec& spec) {
+  // Kept after the run, as container engines keep theirs: later runs share it.
+  const std::string above = spec.v2_parent.substr(0, spec.v2_parent.rfind('/'));
+  const std::string control = above + "/cgroup.subtree_control";
+  std::string enabled = " " + ReadText(control) + " ";
+  for (char& c : enabled) c = c == '\n' ? ' ' : c;
+  for (const std::string& c : WantedControllers(spec)) {
+    if (enabled.find(" " + c + " ") != std::string::npos) continue;
+    Status st = WriteText(control, "+" + c);
+    if (!st.ok()) return std::move(st).With("enabling the " + c + " controller in " + above);
+  }
+  if (mkdir(spec.v2_parent.c_str(), 0755) != 0 && errno != EEXIST) {
+    return ErrnoError("creating " + spec.v2_parent, errno);
+  }
+  return Ok();
+}
+
 Status Cgroup::EnableV2Controllers(const CgroupSpec& spec) {
-  std::vector<std::string> wanted;
-  if (spec.memory_bytes) wanted.push_back("memory");
-  if (spec.pids) wanted.push_back("pids");
-  if (spec.cpu_quota_us) wanted.push_back("cpu");
   const std::string control = spec.v2_parent + "/cgroup.subtree_control";
   std::string enabled = " " + ReadText(control) + " ";
   for (char& c : enabled) c = c == '\n' ? ' ' : c;
   bool moved = false;
-  for (const std::string& c : wanted) {
+  for (const std::string& c : WantedControllers(spec)) {
     if (enabled.find(" " + c + " ") != std::string::npos) continue;
     Status st = WriteText(control, "+" + c);
     if (!st.ok() && st.err() == EBUSY && spec.v2_parent_is_own && !moved) {
@@ -176,6 +197,7 @@ Status Cgroup::Init(const CgroupSpec& spec) {
   version_ = spec.version;
   std::string name = RunName();
   if (version_ == 2) {
+    if (spec.v2_parent_create) WARD_TRY(MakeSharedV2Parent(spec));
     SweepStale(spec.v2_parent);
     WARD_TRY(EnableV2Controllers(spec));
     WARD_TRY(MakeDir(spec.v2_parent, name));

@@ -72,6 +72,7 @@ class Cgroup {
   Status Init(const CgroupSpec& spec);
   Status MakeDir(const std::string& parent, const std::string& name);
   Status EnableV2Controllers(const CgroupSpec& spec);
+  Status MakeSharedV2Parent(const CgroupSpec& spec);
 
   int version_ = 0;
   std::vector<std::string> paths_;  // created directories, absolute

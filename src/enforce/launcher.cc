@@ -1047,6 +1047,21 @@ void ReapInit(const Sandbox& sb, siginfo_t* si) {
   } while (r < 0 && errno == EINTR);
 }
 
+// A send to init that failed because init had already given up: init's own report of why,
+// sent just before it exited, says more than the broken pipe does.
+Status InitsOwnError(const Sandbox& sb, Status failed) {
+  ControlMsg m;
+  UniqueFd none;
+  int r;
+  do {
+    r = RecvControl(sb.control.get(), &m, &none, MSG_DONTWAIT);
+  } while (r == -EINTR);
+  if (r == 1 && m.type == MsgType::kSetupError) {
+    return Error(Code::kInternal, "sandbox init: " + DescribeChildError(m.error));
+  }
+  return failed;
+}
+
 Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan) {
   // The namespace is owned by init's user namespace, named by its pidfd or its /proc file.
   UniqueFd userns;
@@ -1060,7 +1075,7 @@ Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan) {
     userns_fd = userns ? userns.get() : sb->pidfd.get();
   }
   Result<SandboxNet> net = CreateSandboxNet(userns_fd, plan.net);
-  if (!net.ok()) return net.status();
+  if (!net.ok()) return InitsOwnError(*sb, net.status());
   sb->egress_sockets = std::move(net->sockets);
   sb->net_snmp = std::move(net->snmp);
   sb->net_snmp6 = std::move(net->snmp6);
@@ -1068,7 +1083,7 @@ Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan) {
   m.type = MsgType::kNetns;
   if (int rc = SendControl(sb->control.get(), m, net->netns.get());
       rc != 0 || (rc = Kick(*sb)) != 0) {
-    return ErrnoError("sending the network namespace to sandbox init", -rc);
+    return InitsOwnError(*sb, ErrnoError("sending the network namespace to sandbox init", -rc));
   }
   return Ok();
 }
@@ -1080,7 +1095,7 @@ Status SendCgroupJoin(const Sandbox& sb, const std::vector<int>& tasks_fds) {
     m.type = MsgType::kCgroupJoin;
     m.value = static_cast<int32_t>(tasks_fds.size() - 1 - i);
     if (int rc = SendControl(sb.control.get(), m, tasks_fds[i]); rc != 0 || (rc = Kick(sb)) != 0) {
-      return ErrnoError("sending the run's cgroup to sandbox init", -rc);
+      return InitsOwnError(sb, ErrnoError("sending the run's cgroup to sandbox init", -rc));
     }
   }
   return Ok();

@@ -56,7 +56,19 @@ std::string NprocWhyNot(const KernelFeatures& f, uid_t uid) {
   return "";
 }
 
-constexpr const char* kCpuWhyNot = "needs a writable cgroup with the cpu controller (none here)";
+// What to do when our own cgroup is delegated but shared with other processes.
+std::string V2BusyAdvice(const CgroupInfo& cg) {
+  return cg.v2_own_busy +
+         "; for whole-sandbox limits run ward in a cgroup of its own: systemd-run --user --scope "
+         "-p Delegate=yes ward run ..., or set WARD_CGROUP_ROOT to an empty delegated cgroup";
+}
+
+std::string CpuWhyNot(const KernelFeatures& f) {
+  if (!f.cgroup.v2_own_busy.empty()) {
+    return "needs a writable cgroup with the cpu controller (" + V2BusyAdvice(f.cgroup) + ")";
+  }
+  return "needs a writable cgroup with the cpu controller (none here)";
+}
 
 }  // namespace
 
@@ -185,7 +197,7 @@ Result<LimitsPlan> PlanLimits(const policy::Policy& policy, const KernelFeatures
                std::to_string(quota) + " per " + std::to_string(kCpuPeriodUs) + " us");
     } else {
       wants_rlimit_fallback = true;
-      cannot("cpu", FormatCores(c), kCpuWhyNot);
+      cannot("cpu", FormatCores(c), CpuWhyNot(f));
     }
   }
 
@@ -231,6 +243,7 @@ Result<LimitsPlan> PlanLimits(const policy::Policy& policy, const KernelFeatures
     if (cg.version == 2) {
       c.v2_parent = f.cgroup.v2_parent;
       c.v2_parent_is_own = f.cgroup.v2_parent_is_own;
+      c.v2_parent_create = f.cgroup.v2_parent_create;
     } else {
       if (cg.memory) c.v1_memory_parent = f.cgroup.v1_memory_dir;
       if (cg.pids) c.v1_pids_parent = f.cgroup.v1_pids_dir;
@@ -312,7 +325,8 @@ LimitsMechanism DescribeLimitsMechanism(const KernelFeatures& f, uid_t uid) {
     }
     m.summary = CgroupName(all.version) + " (" + ctrls + ")" + where;
   } else {
-    m.summary = "rlimits and sized tmpfs (no writable cgroup)";
+    m.summary = "rlimits and sized tmpfs (no writable cgroup" +
+                (f.cgroup.v2_own_busy.empty() ? std::string(")") : ": " + V2BusyAdvice(f.cgroup) + ")");
   }
   m.memory = all.memory ? CgroupName(all.version) : "RLIMIT_DATA (per process)";
   if (all.pids) {
@@ -324,7 +338,7 @@ LimitsMechanism DescribeLimitsMechanism(const KernelFeatures& f, uid_t uid) {
   if (all.cpu) {
     m.cpu = CgroupName(all.version);
   } else {
-    m.cpu_why_not = kCpuWhyNot;
+    m.cpu_why_not = CpuWhyNot(f);
   }
   if (all.version != 0 && (!all.memory || !all.pids || !all.cpu)) {
     m.summary += "; otherwise rlimits";

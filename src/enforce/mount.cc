@@ -586,9 +586,17 @@ class Builder {
                  : CloneTree(root_.get(), kEmptyFile, false, what.c_str());
       if (!tmpl) return false;
     }
-    UniqueFd cover(
-        sys::OpenTree(tmpl.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
-    if (!cover) return error_->Set("mount", errno, "cloning the cover of ", what.c_str());
+    UniqueFd cover;
+    if (clone_covers_) {
+      cover.reset(
+          sys::OpenTree(tmpl.get(), "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH));
+      // Older kernels refuse to clone a detached mount: each cover is then made in full.
+      if (!cover && errno == EINVAL) clone_covers_ = false;
+      if (!cover && clone_covers_) {
+        return error_->Set("mount", errno, "cloning the cover of ", what.c_str());
+      }
+    }
+    if (!clone_covers_) cover = std::move(tmpl);  // the next cover makes a template anew
     ++report_->masked;
     return AttachAt(cover.get(), dirfd, name, what);
   }
@@ -785,6 +793,7 @@ class Builder {
   std::set<uint64_t> owned_mounts_;
   PendingSysctls sysctls_;
   UniqueFd file_cover_, dir_cover_;  // detached templates of the masks (see Cover)
+  bool clone_covers_ = true;          // false where the kernel cannot clone a detached mount
   UniqueFd mask_parent_;             // the last mask's directory (see Mask)
   std::string mask_parent_path_;
   std::set<std::pair<dev_t, ino_t>> pinned_;

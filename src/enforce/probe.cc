@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
@@ -112,6 +113,48 @@ bool HasOption(const std::string& opts, const char* name) {
 
 bool Writable(const std::string& path) { return access(path.c_str(), W_OK) == 0; }
 
+// Processes in a cgroup other than this one and its children: they keep it from handing
+// controllers to child cgroups, and moving ward alone out of their way does not help.
+int OtherProcessesIn(const std::string& dir) {
+  const std::string procs = ReadSmallFile(dir + "/cgroup.procs");
+  const pid_t self = getpid();
+  int others = 0;
+  ForEachLine(procs, [&](std::string_view line) {
+    long pid = std::strtol(std::string(line).c_str(), nullptr, 10);
+    if (pid <= 0 || pid == self) return;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after the last ')'.
+    const std::string stat = ReadSmallFile("/proc/" + std::to_string(pid) + "/stat");
+    size_t close = stat.rfind(')');
+    long ppid = close == std::string::npos
+                    ? 0
+                    : std::strtol(stat.c_str() + std::min(close + 4, stat.size()), nullptr, 10);
+    if (ppid != self) ++others;
+  });
+  return others;
+}
+
+// Our own cgroup shared with other processes (a login session's scope, a terminal's scope, a
+// daemon's service): root takes "ward" below the cgroup2 mount instead, as container engines
+// do; anyone else is left without a cgroup, told how to get a delegated one.
+void AvoidBusyOwnCgroup(CgroupInfo* cg) {
+  if (!cg->v2_parent_is_own || cg->v2_own == "/") return;  // the root cgroup may hold both
+  const int others = OtherProcessesIn(cg->v2_parent);
+  if (others == 0) return;
+  cg->v2_own_busy = "your cgroup " + cg->v2_own + " also holds " + std::to_string(others) +
+                    " other process" + (others == 1 ? "" : "es");
+  if (geteuid() == 0 && Writable(cg->v2_path + "/cgroup.subtree_control") &&
+      Writable(cg->v2_path + "/cgroup.procs")) {
+    cg->v2_parent = cg->v2_path + "/ward";
+    cg->v2_parent_is_own = false;
+    cg->v2_parent_create = true;
+    cg->v2_controllers.clear();
+    const std::string controllers = ReadSmallFile(cg->v2_path + "/cgroup.controllers");
+    for (std::string_view c : Fields(controllers)) cg->v2_controllers.emplace_back(c);
+    return;
+  }
+  cg->v2_delegated = false;
+}
+
 void ProbeCgroups(CgroupInfo* cg) {
   const std::string mountinfo = ReadSmallFile("/proc/self/mountinfo");
   std::string v1_memory_mnt, v1_pids_mnt, v1_cpu_mnt;
@@ -188,6 +231,7 @@ void ProbeCgroups(CgroupInfo* cg) {
       }
       cg->v2_delegated = Writable(parent) && Writable(parent + "/cgroup.subtree_control") &&
                          Writable(parent + "/cgroup.procs");
+      if (cg->v2_delegated) AvoidBusyOwnCgroup(cg);
     }
   }
   if (cg->v1_memory) {

@@ -13,9 +13,14 @@ struct CgroupInfo {
   std::string v2_path;      // where cgroup2 is mounted
   std::string v2_own;       // our cgroup inside it ("/user.slice/...")
   // Where per-run cgroups go: $WARD_CGROUP_ROOT (absolute, or relative to the cgroup2 mount)
-  // when set, else our own cgroup. Absolute directory.
+  // when set; else our own cgroup; else, for root when other processes share our own cgroup
+  // (a login session's scope), "ward" below the cgroup2 mount. Absolute directory.
   std::string v2_parent;
   bool v2_parent_is_own = false;
+  bool v2_parent_create = false;  // v2_parent ("ward" below the mount) is made when missing
+  // Why our own cgroup cannot take the run's cgroup ("" when it can): other processes live in
+  // it, and the no-internal-process rule forbids giving controllers to its children then.
+  std::string v2_own_busy;
   std::string v2_root_error;                // why $WARD_CGROUP_ROOT was not usable
   std::vector<std::string> v2_controllers;  // cgroup.controllers of v2_parent
   bool v2_delegated = false;  // we can create children of v2_parent and move processes

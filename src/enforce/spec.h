@@ -123,6 +123,7 @@ struct CgroupSpec {
   int version = 0;                // 0: no cgroup; 1 or 2
   std::string v2_parent;          // absolute directory the run's cgroup is created in
   bool v2_parent_is_own = false;  // the supervisor's own cgroup (it may have to move to a leaf)
+  bool v2_parent_create = false;  // make v2_parent (and give it the controllers) when missing
   std::string v1_memory_parent;   // absolute directories in each v1 hierarchy
   std::string v1_pids_parent;
   std::string v1_cpu_parent;

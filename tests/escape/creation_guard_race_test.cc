@@ -72,15 +72,23 @@ TEST_F(CreationGuardRace, SwappedLinksAndRenamedDirectoriesNeverReachOutside) {
 // Control: the same probe without the sandbox, where the links do lead outside (and `d` starts
 // as one), is caught by the same inode check.
 TEST_F(CreationGuardRace, TheInodeCheckSeesAnEscape) {
-  const std::string scratch = root_->path() + "/scratch";
-  MakeDirs(scratch, 0755);
-  ASSERT_EQ(symlink(outside_.c_str(), (scratch + "/d").c_str()), 0);
-  RunOptions o;
-  o.cwd = scratch;
-  o.timeout_s = 120;
-  RunResult r = RunProgram({ProbeBin(), "guard-race", "600", outside_, "race.log"}, o);
-  ASSERT_EQ(r.status, 0) << r.out << r.err;
-  EXPECT_GT(Hits(scratch + "/race.log"), 0) << r.out;
+  // The swapper may win every round of one attempt on a loaded machine (no creation opens at
+  // all): the control takes up to five attempts to see the escape it exists to see.
+  int hits = 0;
+  std::string outs;
+  for (int attempt = 0; attempt < 5 && hits == 0; ++attempt) {
+    const std::string scratch = root_->path() + "/scratch" + std::to_string(attempt);
+    MakeDirs(scratch, 0755);
+    ASSERT_EQ(symlink(outside_.c_str(), (scratch + "/d").c_str()), 0);
+    RunOptions o;
+    o.cwd = scratch;
+    o.timeout_s = 120;
+    RunResult r = RunProgram({ProbeBin(), "guard-race", "600", outside_, "race.log"}, o);
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    hits = Hits(scratch + "/race.log");
+    outs += r.out;
+  }
+  EXPECT_GT(hits, 0) << outs;
 }
 
 }  // namespace

@@ -154,6 +154,7 @@ std::map<std::string, std::string> BaseEnv(const std::string& home) {
   env["WARD_CANARY_TOKEN"] = kCanaryApiKey;
   if (const char* x = getenv("XDG_STATE_HOME")) env["XDG_STATE_HOME"] = x;
   if (const char* x = getenv("XDG_RUNTIME_DIR")) env["XDG_RUNTIME_DIR"] = x;
+  if (const char* x = getenv("WARD_CGROUP_ROOT")) env["WARD_CGROUP_ROOT"] = x;
   return env;
 }
 

@@ -453,6 +453,7 @@ TEST_F(LimitsTest, CgroupV2CloneIntoKillAndTeardown) {
   spec.version = 2;
   spec.v2_parent = f.cgroup.v2_parent;
   spec.v2_parent_is_own = f.cgroup.v2_parent_is_own;
+  spec.v2_parent_create = f.cgroup.v2_parent_create;
   if (!f.cgroup.v2_controllers.empty() && f.cgroup.V2Has("pids")) spec.pids = 50;
   Result<std::unique_ptr<enforce::Cgroup>> cg = enforce::Cgroup::Create(spec);
   ASSERT_TRUE(cg.ok()) << cg.status().ToString();
@@ -503,6 +504,7 @@ std::optional<enforce::CgroupSpec> WritableCgroupSpec() {
     spec.version = 2;
     spec.v2_parent = f.cgroup.v2_parent;
     spec.v2_parent_is_own = f.cgroup.v2_parent_is_own;
+    spec.v2_parent_create = f.cgroup.v2_parent_create;
   } else if (f.cgroup.v1_pids_writable) {
     spec.version = 1;
     spec.v1_pids_parent = f.cgroup.v1_pids_dir;

@@ -1,0 +1,55 @@
+#!/bin/sh
+# Fetches one kernel of matrix.txt from Debian's archive into CACHE/ID: vmlinuz, the modules the
+# test VM needs (virtio, 9p, overlayfs; decompressed) and `release`. Uses the host's own Debian
+# mirror with private apt lists, so the system's sources are not touched.
+#   fetch.sh CACHE ID
+set -eu
+cache=$1 id=$2
+here=$(cd "$(dirname "$0")" && pwd)
+line=$(awk -v id="$id" '$1 == id' "$here/matrix.txt")
+[ -n "$line" ] || { echo "fetch.sh: no kernel '$id' in $here/matrix.txt" >&2; exit 2; }
+set -- $line
+suite=$2 pkg=$3 version=$4
+out="$cache/$id"
+if [ -f "$out/ready" ] && [ "$(cat "$out/ready")" = "$pkg=$version" ]; then exit 0; fi
+
+mirror=${DEBIAN_MIRROR:-$( { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}';
+                            grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list |
+                              awk '{print $2}'; } | grep -E '/debian/?$' | head -1 || true)}
+[ -n "$mirror" ] || { echo "fetch.sh: no Debian mirror in the apt sources; set DEBIAN_MIRROR" >&2; exit 1; }
+apt_dir="$cache/apt-$suite"
+mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial"
+echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $mirror $suite main" \
+  > "$apt_dir/sources.list"
+apt_get() {
+  apt-get -o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o Dir::Etc::sourceparts=- \
+    -o "Dir::State::Lists=$apt_dir/lists" -o "Dir::Cache::archives=$apt_dir/archives" \
+    -o APT::Get::List-Cleanup=0 -o APT::Sandbox::User=root "$@"
+}
+apt_get update -qq
+rm -rf "$out" && mkdir -p "$out/deb"
+# The pinned version, or (when the archive has moved on) the newest build of the same package;
+# the header line of the run says which one was used.
+if ! (cd "$out/deb" && apt_get download -qq "$pkg=$version" 2>/dev/null); then
+  echo "fetch.sh: $pkg=$version is no longer in $suite; taking its newest version" >&2
+  (cd "$out/deb" && apt_get download -qq "$pkg")
+fi
+deb=$(ls "$out/deb"/*.deb)
+dpkg-deb -x "$deb" "$out/root"
+release=$(ls "$out/root/lib/modules" | head -1)
+cp "$out/root/boot/vmlinuz-$release" "$out/vmlinuz"
+mods="$out/modules/lib/modules/$release"
+mkdir -p "$mods"
+for d in drivers/virtio net/9p fs/9p fs/netfs fs/fscache fs/overlayfs; do
+  [ -d "$out/root/lib/modules/$release/kernel/$d" ] || continue
+  mkdir -p "$mods/kernel/$d"
+  cp -r "$out/root/lib/modules/$release/kernel/$d/." "$mods/kernel/$d/"
+done
+cp "$out/root/lib/modules/$release/modules.builtin" "$mods/" 2>/dev/null || true
+# busybox's modprobe reads plain .ko files.
+find "$mods" -name '*.ko.xz' -exec xz -d {} +
+find "$mods" -name '*.ko.zst' -exec sh -c 'for f; do zstd -q -d --rm "$f"; done' sh {} +
+echo "$release" > "$out/release"
+echo "$(dpkg-deb -f "$deb" Package)=$(dpkg-deb -f "$deb" Version)" > "$out/used"
+rm -rf "$out/root" "$out/deb"
+echo "$pkg=$version" > "$out/ready"
