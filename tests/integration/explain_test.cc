@@ -75,7 +75,9 @@ TEST_F(ExplainTest, JsonNamesTheEightAxesWithThisRunsFigures) {
   // landlock line says so (docs/kernels.md); the newest ABI lacks none.
   const int abi = j["axes"]["enforcement_layer"]["landlock_abi"].get<int>();
   ASSERT_TRUE(j["landlock_gaps"].is_array()) << j.dump();
-  if (abi >= 7) EXPECT_TRUE(j["landlock_gaps"].empty()) << j["landlock_gaps"].dump();
+  if (abi >= 7) {
+    EXPECT_TRUE(j["landlock_gaps"].empty()) << j["landlock_gaps"].dump();
+  }
   std::string line;
   for (const auto& l : j["layers"]) {
     if (l["layer"] == "landlock") line = l["detail"].get<std::string>();
@@ -189,7 +191,9 @@ TEST_F(ExplainTest, CheckAgreesWithARealRun) {
   EXPECT_GE(j["landlock_abi"].get<int>(), 0);
   // The Landlock rights the kernel lacks, each with what covers it, in JSON and in the text.
   ASSERT_TRUE(j["landlock_gaps"].is_array()) << json.out;
-  if (j["landlock_abi"].get<int>() >= 7) EXPECT_TRUE(j["landlock_gaps"].empty()) << json.out;
+  if (j["landlock_abi"].get<int>() >= 7) {
+    EXPECT_TRUE(j["landlock_gaps"].empty()) << json.out;
+  }
   for (const auto& g : j["landlock_gaps"]) {
     EXPECT_GT(g["abi"].get<int>(), j["landlock_abi"].get<int>()) << g.dump();
     EXPECT_TRUE(g.contains("covered_by")) << g.dump();
