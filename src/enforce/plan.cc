@@ -188,11 +188,13 @@ Status PlanLandlockGaps(const policy::Policy& policy, const KernelFeatures& feat
   // supervisor (ns/net.cc) or, inside gVisor, by init itself (launcher.cc: OwnNetworkNamespace).
   ctx.network_namespace = true;
   ctx.pid_namespace = true;
-  ctx.writable_mount_without_landlock_write =
-      WritableMountOutsideLandlockWrites(plan.mount, plan.landlock);
-  ctx.host_files_by_descriptor = input.truncatable_stdio;
-  // A granted file is injected as a descriptor of the host's file (file_approvals.cc).
-  if (policy.approvals.enabled) ctx.host_files_by_descriptor.push_back("files granted by --ask");
+  if (LandlockLacksTruncate(ctx.abi)) {  // what only the truncate right would cover
+    ctx.writable_mount_without_landlock_write =
+        WritableMountOutsideLandlockWrites(plan.mount, plan.landlock);
+    ctx.host_files_by_descriptor = input.truncatable_stdio;
+    // A granted file is injected as a descriptor of the host's file (file_approvals.cc).
+    if (policy.approvals.enabled) ctx.host_files_by_descriptor.push_back("files granted by --ask");
+  }
   notes->landlock_gaps = LandlockGaps(ctx);
   const LandlockGap* refused = FirstRefusedGap(notes->landlock_gaps);
   if (refused == nullptr) return Ok();
