@@ -8,9 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "enforce/landlock_coverage.h"
 #include "enforce/limits.h"
 #include "enforce/probe.h"
 #include "libssl/loader.h"
+#include "supervisor/explain.h"
 
 namespace ward::cli {
 namespace {
@@ -21,6 +23,21 @@ struct CheckOptions {
 
 const char* YesNo(bool b) { return b ? "yes" : "no"; }
 
+// What a Landlock right this kernel lacks means for the default profile, for the text report.
+std::string GapText(const enforce::LandlockGap& g) {
+  switch (g.decision) {
+    case enforce::LandlockGapDecision::kStricter:
+      return "stricter without it: " + g.why;
+    case enforce::LandlockGapDecision::kCovered:
+      return "covered by " + g.covered_by;
+    case enforce::LandlockGapDecision::kAuditOnly:
+      return "audit only, no guarantee depends on it";
+    case enforce::LandlockGapDecision::kRefused:
+      return "NOT covered: " + g.why;
+  }
+  return "";
+}
+
 int RunCheck(const CheckOptions& opts) {
   enforce::KernelFeatures f = enforce::ProbeKernel(true);
   // What the default profile needs: user, mount, pid, net namespaces; Landlock; seccomp.
@@ -28,6 +45,17 @@ int RunCheck(const CheckOptions& opts) {
   if (!f.user_ns) missing.push_back("user namespaces");
   if (!f.net_ns) missing.push_back("network namespaces");
   if (f.landlock_abi < 1) missing.push_back("landlock");
+  // The rights this kernel's Landlock lacks, as the default profile plans them (every run has its
+  // own network and pid namespaces; a command's stdio are not known here).
+  enforce::LandlockContext landlock_ctx;
+  landlock_ctx.abi = f.landlock_abi;
+  const std::vector<enforce::LandlockGap> gaps = enforce::LandlockGaps(landlock_ctx);
+  for (const enforce::LandlockGap& g : gaps) {
+    if (g.decision == enforce::LandlockGapDecision::kRefused) {
+      missing.push_back(std::string("landlock ") + g.feature->right + " (ABI " +
+                        std::to_string(g.feature->abi) + ", Linux " + g.feature->kernel + ")");
+    }
+  }
   if (!f.seccomp) missing.push_back("seccomp");
   if (!f.seccomp_user_notif) missing.push_back("seccomp user notification");
   if (!f.mount_api) missing.push_back("mount API (open_tree/move_mount)");
@@ -51,6 +79,7 @@ int RunCheck(const CheckOptions& opts) {
         {"user_namespaces", f.user_ns},
         {"network_namespaces", f.net_ns},
         {"landlock_abi", f.landlock_abi},
+        {"landlock_gaps", supervisor::LandlockGapsJson(gaps)},
         {"seccomp", f.seccomp},
         {"seccomp_user_notif", f.seccomp_user_notif},
         {"seccomp_addfd_send", f.seccomp_addfd_send},
@@ -100,6 +129,10 @@ int RunCheck(const CheckOptions& opts) {
   std::printf("network namespaces          %s\n", YesNo(f.net_ns));
   if (f.landlock_abi > 0) {
     std::printf("landlock                    ABI %d\n", f.landlock_abi);
+    for (const enforce::LandlockGap& g : gaps) {
+      std::printf("  lacks %-21s ABI %d (Linux %s): %s\n", g.feature->right, g.feature->abi,
+                  g.feature->kernel, GapText(g).c_str());
+    }
   } else {
     std::printf("landlock                    no\n");
   }

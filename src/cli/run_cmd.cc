@@ -678,7 +678,7 @@ int RunCommand(RunCommandOptions& opts) {
             start["credentials"] = supervisor::EnabledCredentialsJson(req.policy);
           }
           if (ex.ok()) {
-            for (const char* key : {"policy", "layers", "axes", "plan"}) {
+            for (const char* key : {"policy", "layers", "landlock_gaps", "axes", "plan"}) {
               start[key] = std::move((*ex)[key]);
             }
           }

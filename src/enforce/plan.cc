@@ -176,6 +176,42 @@ Status PlanRootMechanism(const KernelFeatures& features, LaunchPlan* plan, PlanN
   return Ok();
 }
 
+// The rights this kernel's Landlock lacks (landlock_coverage.h): each is covered by another
+// layer of this plan, or the run is refused naming it, unless --allow-degraded=landlock. Never
+// silently weaker.
+Status PlanLandlockGaps(const policy::Policy& policy, const KernelFeatures& features,
+                        const PlanInput& input, const LaunchPlan& plan, PlanNotes* notes) {
+  if (!plan.landlock.enabled) return Ok();
+  LandlockContext ctx;
+  ctx.abi = features.landlock_abi;
+  // Every run has network and pid namespaces of its own: the network one made by the
+  // supervisor (ns/net.cc) or, inside gVisor, by init itself (launcher.cc: OwnNetworkNamespace).
+  ctx.network_namespace = true;
+  ctx.pid_namespace = true;
+  if (LandlockLacksTruncate(ctx.abi)) {  // what only the truncate right would cover
+    ctx.writable_mount_without_landlock_write =
+        WritableMountOutsideLandlockWrites(plan.mount, plan.landlock);
+    ctx.host_files_by_descriptor = input.truncatable_stdio;
+    // A granted file is injected as a descriptor of the host's file (file_approvals.cc).
+    if (policy.approvals.enabled) ctx.host_files_by_descriptor.push_back("files granted by --ask");
+  }
+  notes->landlock_gaps = LandlockGaps(ctx);
+  const LandlockGap* refused = FirstRefusedGap(notes->landlock_gaps);
+  if (refused == nullptr) return Ok();
+  if (policy.allow_degraded.count(policy::Layer::kLandlock) == 0) {
+    return Error(Code::kFailedPrecondition,
+                 LandlockGapRefusal(*refused, ctx.abi, features.kernel_release));
+  }
+  for (const LandlockGap& g : notes->landlock_gaps) {
+    if (g.decision != LandlockGapDecision::kRefused) continue;
+    notes->degraded.push_back(
+        "landlock: ABI " + std::to_string(ctx.abi) + " lacks " + g.feature->right + " (ABI " +
+        std::to_string(g.feature->abi) + ", Linux " + g.feature->kernel + "): " + g.why +
+        " (allowed by " + policy.degraded_origins.at(policy::Layer::kLandlock).ToString() + ")");
+  }
+  return Ok();
+}
+
 }  // namespace
 
 std::string NormalizePath(const std::string& path) { return policy::NormalizePath(path); }
@@ -532,6 +568,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     plan.landlock.connect_tcp.push_back(plan.net.proxy_port);
     if (plan.net.dns) plan.landlock.connect_tcp.push_back(53);
   }
+  WARD_TRY(PlanLandlockGaps(policy, features, input, plan, notes));
 
   // --- seccomp ----------------------------------------------------------------------------
   if (!features.seccomp) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "enforce/landlock_coverage.h"
 #include "enforce/probe.h"
 #include "enforce/spec.h"
 #include "policy/policy.h"
@@ -30,6 +31,9 @@ struct PlanInput {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "NAME=VALUE", already built from the policy's allow list
   bool tty[3] = {false, false, false};
+  // The command's stdio that are host files it could truncate by descriptor where Landlock has
+  // no truncate right (TruncatableStdio): "stdin", "stdout", "stderr".
+  std::vector<std::string> truncatable_stdio;
   bool prepare_seccomp = true;  // false for explain-only plans that do not need the program
   WorkspaceLayer workspace_layer;
 };
@@ -38,6 +42,8 @@ struct PlanNotes {
   std::vector<std::string> skipped;   // optional paths absent on this host
   std::vector<std::string> degraded;  // layers running weaker, each with the reason
   std::string workspace;              // canonical workspace path
+  // The Landlock rights this kernel lacks and what covers each (landlock_coverage.h).
+  std::vector<LandlockGap> landlock_gaps;
 };
 
 Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures& features,

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/json.h"
+#include "enforce/landlock_coverage.h"
 #include "enforce/limits.h"
 #include "enforce/plan.h"
 #include "enforce/seccomp.h"
@@ -61,7 +62,37 @@ int CountExistingProtected(const enforce::LaunchPlan& plan) {
   return n;
 }
 
+// The landlock layer's line: what the ABI enforces, then each right this kernel lacks and the
+// layer that covers it (landlock_coverage.h).
+std::string LandlockDetail(const enforce::LaunchPlan& plan, const enforce::PlanNotes& notes) {
+  std::string d = "ABI " + std::to_string(plan.landlock.abi) +
+                  ": filesystem rights mirror the "
+                  "mount view";
+  if (plan.landlock.abi >= 4) {
+    d += plan.landlock.connect_tcp.empty() ? "; no TCP connect or bind"
+                                           : "; TCP connect only to the ports of the proxy "
+                                             "and the DNS stub, no bind";
+  }
+  if (plan.landlock.abi >= 6) d += "; abstract unix sockets and signals scoped to the sandbox";
+  std::string gaps;
+  for (const enforce::LandlockGap& g : notes.landlock_gaps) {
+    gaps += (gaps.empty() ? "" : ", ") + enforce::LandlockGapShort(g);
+  }
+  if (!gaps.empty()) d += "; this kernel lacks " + gaps;
+  return d;
+}
+
 }  // namespace
+
+json LandlockGapsJson(const std::vector<enforce::LandlockGap>& gaps) {
+  return JsonArray(gaps.size(), [&](size_t i) -> json {
+    const enforce::LandlockGap& g = gaps[i];
+    return JsonObject()("right", g.feature->right)("abi", g.feature->abi)(
+        "kernel", g.feature->kernel)("guarantee", g.feature->guarantee)(
+        "decision", enforce::LandlockGapDecisionName(g.decision))("covered_by", g.covered_by)(
+        "why", g.why);
+  });
+}
 
 Result<json> Explain(const ExplainInput& in, const enforce::KernelFeatures& f) {
   enforce::PlanInput pi;
@@ -129,16 +160,7 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
   layer("network namespace", true, "only lo; no route out");
   layer("ipc, uts, cgroup namespaces", true, "private; hostname \"ward\"");
   if (plan.landlock.enabled) {
-    std::string d = "ABI " + std::to_string(plan.landlock.abi) +
-                    ": filesystem rights mirror the "
-                    "mount view";
-    if (plan.landlock.abi >= 4) {
-      d += plan.landlock.connect_tcp.empty() ? "; no TCP connect or bind"
-                                             : "; TCP connect only to the ports of the proxy "
-                                               "and the DNS stub, no bind";
-    }
-    if (plan.landlock.abi >= 6) d += "; abstract unix sockets and signals scoped to the sandbox";
-    layer("landlock", true, d);
+    layer("landlock", true, LandlockDetail(plan, notes));
   } else {
     layer("landlock", false, "not applied (degraded)");
   }
@@ -182,6 +204,7 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
     if (!in.record_only) j["limits"] = std::move(lines);
   }
   j["layers"] = std::move(layers);
+  j["landlock_gaps"] = LandlockGapsJson(notes.landlock_gaps);
 
   // --- rules and the layers that enforce them ---------------------------------------------
   if (!in.record_only) {

@@ -36,6 +36,10 @@ Result<nlohmann::json> ExplainPlan(const ExplainInput& in, const enforce::Kernel
                                    const enforce::LaunchPlan& plan,
                                    const enforce::PlanNotes& notes);
 
+// The Landlock rights a kernel lacks, as `ward explain` and `ward check --json` list them:
+// [{right, abi, kernel, guarantee, decision, covered_by, why}].
+nlohmann::json LandlockGapsJson(const std::vector<enforce::LandlockGap>& gaps);
+
 // Human text for the JSON above.
 std::string RenderExplain(const nlohmann::json& j);
 

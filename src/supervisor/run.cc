@@ -20,6 +20,7 @@
 #include "common/trace.h"
 #include "enforce/cgroup.h"
 #include "enforce/control.h"
+#include "enforce/landlock_coverage.h"
 #include "enforce/launcher.h"
 #include "enforce/ns/net.h"
 #include "enforce/limits.h"
@@ -937,6 +938,9 @@ Outcome Run(const RunRequest& req) {
   input.argv = req.argv;
   input.env = req.env;
   for (int fd = 0; fd < 3; ++fd) input.tty[fd] = term.is_tty(fd);
+  if (enforce::LandlockLacksTruncate(features.landlock_abi)) {
+    input.truncatable_stdio = enforce::TruncatableStdio(input.tty);
+  }
   // The seccomp filter is sent after the clone, while sandbox init builds the root.
   input.prepare_seccomp = false;
   input.workspace_layer = req.workspace_layer;

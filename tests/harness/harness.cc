@@ -189,7 +189,12 @@ RunResult RunProgram(const std::vector<std::string>& argv, const RunOptions& opt
   }
   if (pid == 0) {
     setpgid(0, 0);
-    dup2(in_pipe[0], 0);
+    if (!opts.stdin_file.empty()) {
+      int in = open(opts.stdin_file.c_str(), O_RDONLY);
+      if (in < 0 || dup2(in, 0) < 0) _exit(126);
+    } else {
+      dup2(in_pipe[0], 0);
+    }
     dup2(out_pipe[1], 1);
     dup2(err_pipe[1], 2);
     for (int fd : opts.pass_fds) {
@@ -280,6 +285,7 @@ RunResult SandboxTest::Probe(const std::vector<std::string>& verb_and_args,
   if (opts.cwd.empty()) {
     RunOptions d = Defaults();
     d.stdin_data = opts.stdin_data;
+    d.stdin_file = opts.stdin_file;
     d.timeout_s = opts.timeout_s;
     d.pass_fds = opts.pass_fds;
     for (auto& [k, v] : opts.env) d.env[k] = v;
@@ -298,6 +304,7 @@ RunResult SandboxTest::Shell(const std::string& script, const std::vector<std::s
   if (opts.cwd.empty()) {
     RunOptions d = Defaults();
     d.stdin_data = opts.stdin_data;
+    d.stdin_file = opts.stdin_file;
     d.timeout_s = opts.timeout_s;
     d.pass_fds = opts.pass_fds;
     for (auto& [k, v] : opts.env) d.env[k] = v;

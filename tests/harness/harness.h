@@ -67,6 +67,7 @@ struct RunOptions {
   std::map<std::string, std::string> env;  // added to the base environment
   bool clean_env = false;                  // start from an empty environment
   std::string stdin_data;
+  std::string stdin_file;  // when set, stdin is this file opened read-only (not a pipe)
   int timeout_s = 60;
   std::vector<int> pass_fds;  // inherited fds (for --json-status N)
 };

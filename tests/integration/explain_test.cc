@@ -71,6 +71,23 @@ TEST_F(ExplainTest, JsonNamesTheEightAxesWithThisRunsFigures) {
   EXPECT_TRUE(j["axes"]["egress_and_mediation"]["hosts_allowed"].empty());
   // The layers all on (the same verdict as `ward check`, which the suite's machines pass).
   for (const auto& l : j["layers"]) EXPECT_TRUE(l["applied"].get<bool>()) << l.dump();
+  // Each Landlock right this kernel lacks is covered by another layer, which is named, and the
+  // landlock line says so (docs/kernels.md); the newest ABI lacks none.
+  const int abi = j["axes"]["enforcement_layer"]["landlock_abi"].get<int>();
+  ASSERT_TRUE(j["landlock_gaps"].is_array()) << j.dump();
+  if (abi >= 7) {
+    EXPECT_TRUE(j["landlock_gaps"].empty()) << j["landlock_gaps"].dump();
+  }
+  std::string line;
+  for (const auto& l : j["layers"]) {
+    if (l["layer"] == "landlock") line = l["detail"].get<std::string>();
+  }
+  for (const auto& g : j["landlock_gaps"]) {
+    EXPECT_GT(g["abi"].get<int>(), abi) << g.dump();
+    EXPECT_NE(g["decision"], "refused") << g.dump();
+    EXPECT_FALSE(g["covered_by"].get<std::string>().empty()) << g.dump();
+    EXPECT_NE(line.find(g["right"].get<std::string>() + " (ABI "), std::string::npos) << line;
+  }
 }
 
 TEST_F(ExplainTest, FlagsChangeWhatIsExplained) {
@@ -172,6 +189,17 @@ TEST_F(ExplainTest, CheckAgreesWithARealRun) {
   ASSERT_TRUE(j.is_object()) << json.out;
   EXPECT_EQ(j["default_profile_fully_enforced"].get<bool>(), check.status == 0);
   EXPECT_GE(j["landlock_abi"].get<int>(), 0);
+  // The Landlock rights the kernel lacks, each with what covers it, in JSON and in the text.
+  ASSERT_TRUE(j["landlock_gaps"].is_array()) << json.out;
+  if (j["landlock_abi"].get<int>() >= 7) {
+    EXPECT_TRUE(j["landlock_gaps"].empty()) << json.out;
+  }
+  for (const auto& g : j["landlock_gaps"]) {
+    EXPECT_GT(g["abi"].get<int>(), j["landlock_abi"].get<int>()) << g.dump();
+    EXPECT_TRUE(g.contains("covered_by")) << g.dump();
+    EXPECT_NE(check.out.find("  lacks " + g["right"].get<std::string>() + " "), std::string::npos)
+        << check.out;
+  }
   // OpenSSL (loaded only for credentials and webhooks) is reported, loadable on these machines.
   EXPECT_TRUE(j["openssl"]["loads"].get<bool>()) << json.out;
   EXPECT_NE(check.out.find("OpenSSL                     libssl.so."), std::string::npos)

@@ -514,6 +514,27 @@ static int GuardAgent(void) {
   return Ok(d);
 }
 
+/* guard-agent-kill: starts the guard agent, tries to kill it (Landlock ABI >= 6 refuses the
+ * signal), and once it is gone asks for another creation, which must fail closed. */
+static int GuardAgentKill(void) {
+  int fd = open("agent-start", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return Err(errno, "first creation");
+  close(fd);
+  int pid = FindComm("ward-guard");
+  if (!pid) return Err(ESRCH, "no ward-guard process");
+  int kill_e = kill(pid, SIGKILL) < 0 ? errno : 0;
+  /* Init reaps it; until then it is a zombie whose comm is still there. */
+  for (int i = 0; !kill_e && i < 200 && FindComm("ward-guard") == pid; ++i) usleep(10000);
+  fd = open("agent-after-kill", O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  int again_e = fd < 0 ? errno : 0;
+  if (fd >= 0) close(fd);
+  int exists = access("agent-after-kill", F_OK) == 0;
+  char d[128];
+  snprintf(d, sizeof d, "kill=%s again=%s exists=%s", kill_e ? ErrName(kill_e) : "ok",
+           again_e ? ErrName(again_e) : "ok", exists ? "yes" : "no");
+  return Ok(d);
+}
+
 static int DeputyVerbs(int argc, char** argv, int* handled) {
   const char* v = argv[1];
   const char* a1 = argc > 2 ? argv[2] : NULL;
@@ -554,6 +575,7 @@ static int DeputyVerbs(int argc, char** argv, int* handled) {
     return Ok(st);
   }
   if (!strcmp(v, "guard-agent")) return GuardAgent();
+  if (!strcmp(v, "guard-agent-kill")) return GuardAgentKill();
   if (!strcmp(v, "guard-race") && a3) return GuardRace(atol(a1), a2, a3);
   *handled = 0;
   return 0;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,7 @@ class PlanTest : public ::testing::Test {
     input.argv = {"true"};
     input.prepare_seccomp = false;
     input.workspace_layer = layer;
+    input.truncatable_stdio = truncatable_stdio_;
     PlanNotes notes;
     Result<LaunchPlan> plan = PlanLaunch(*pol, features, input, &notes);
     if (out) *out = notes;
@@ -88,6 +90,7 @@ class PlanTest : public ::testing::Test {
   }
 
   std::string dir_;
+  std::vector<std::string> truncatable_stdio_;  // PlanInput::truncatable_stdio of PlanOn
 };
 
 TEST_F(PlanTest, MountsSortComponentByComponentSoADirectoryComesRightBeforeWhatIsBelowIt) {
@@ -386,6 +389,88 @@ TEST_F(PlanTest, TheProxyAndTheStubAreInEveryRunButOneInsideGvisor) {
   EXPECT_FALSE(plan->net.enabled);
   EXPECT_TRUE(plan->landlock.connect_tcp.empty());
   for (const std::string& e : plan->process.env) EXPECT_NE(e.rfind("HTTPS_PROXY=", 0), 0u) << e;
+}
+
+// The default profile on the Landlock ABIs of the kernels users have (Ubuntu 22.04's 5.15: 1,
+// Debian 12's 6.1: 2, 6.8: 4, Debian 13's 6.12: 6): it plans fully enforced, every right the
+// kernel lacks covered by another layer and named in the notes.
+TEST_F(PlanTest, TheDefaultProfilePlansOnEveryLandlockAbiWithTheGapsNamed) {
+  const std::map<int, std::vector<std::string>> gaps = {
+      {1, {"refer", "truncate", "tcp", "ioctl_dev", "scope", "log"}},
+      {2, {"truncate", "tcp", "ioctl_dev", "scope", "log"}},
+      {4, {"ioctl_dev", "scope", "log"}},
+      {6, {"log"}},
+  };
+  for (const auto& [abi, rights] : gaps) {
+    KernelFeatures f = FullKernel();
+    f.landlock_abi = abi;
+    PlanNotes notes;
+    Result<LaunchPlan> plan = PlanOn(f, {}, {}, {}, &notes);
+    ASSERT_TRUE(plan.ok()) << "ABI " << abi << ": " << plan.status().ToString();
+    EXPECT_TRUE(plan->landlock.enabled);
+    EXPECT_EQ(plan->landlock.abi, abi);
+    EXPECT_FALSE(HasNote(notes, "landlock")) << "ABI " << abi << ": nothing runs degraded";
+    std::vector<std::string> got;
+    for (const LandlockGap& g : notes.landlock_gaps) {
+      got.push_back(g.feature->right);
+      EXPECT_NE(g.decision, LandlockGapDecision::kRefused) << g.feature->right;
+    }
+    EXPECT_EQ(got, rights) << "ABI " << abi;
+    // The plan's own writable mounts all have Landlock write rules: truncation outside them
+    // meets a read-only mount.
+    EXPECT_EQ(WritableMountOutsideLandlockWrites(plan->mount, plan->landlock), "");
+  }
+}
+
+TEST_F(PlanTest, WithoutTruncateAHostFileAtStdinRefusesTheRunNamingTheRight) {
+  KernelFeatures f = FullKernel();
+  f.landlock_abi = 2;
+  f.kernel_release = "6.1.0-18-amd64";
+  truncatable_stdio_ = {"stdin"};
+  PlanNotes notes;
+  Result<LaunchPlan> plan = PlanOn(f, {}, {}, {}, &notes);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), Code::kFailedPrecondition);
+  const std::string& msg = plan.status().message();
+  for (const char* part : {"Landlock ABI 2 (Linux 6.1.0-18-amd64) lacks the truncate right of "
+                           "ABI 3 (Linux 6.2)",
+                           "stdin", "--allow-degraded=landlock"}) {
+    EXPECT_NE(msg.find(part), std::string::npos) << part << " in " << msg;
+  }
+  // Allowed degraded: it runs, and says what it runs without.
+  plan = PlanOn(f, {}, {}, {"landlock"}, &notes);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->landlock.enabled);
+  EXPECT_TRUE(HasNote(notes, "landlock: ABI 2 lacks truncate (ABI 3, Linux 6.2)"));
+  // Positive control: ABI 3 refuses the truncation itself, so the same stdin runs.
+  f.landlock_abi = 3;
+  plan = PlanOn(f, {}, {}, {}, &notes);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+}
+
+TEST_F(PlanTest, ApprovalsWithoutTruncateAreRefusedNamingTheRight) {
+  KernelFeatures f = FullKernel();
+  f.landlock_abi = 1;
+  policy::RunFlags flags;
+  flags.approvals = true;
+  policy::Context ctx{dir_ + "/home", dir_ + "/ws", dir_ + "/ws", ""};
+  Result<policy::Policy> pol = policy::LoadPolicy(
+      flags, ctx, [](const std::string& p) -> Result<std::string> { return NotFound(p); });
+  ASSERT_TRUE(pol.ok()) << pol.status().ToString();
+  ASSERT_TRUE(pol->approvals.enabled);
+  PlanInput input;
+  input.argv = {"true"};
+  input.prepare_seccomp = false;
+  PlanNotes notes;
+  Result<LaunchPlan> plan = PlanLaunch(*pol, f, input, &notes);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("lacks the truncate right"), std::string::npos)
+      << plan.status().message();
+  EXPECT_NE(plan.status().message().find("files granted by --ask"), std::string::npos)
+      << plan.status().message();
+  f.landlock_abi = 3;  // positive control
+  plan = PlanLaunch(*pol, f, input, &notes);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
 }
 
 }  // namespace
