@@ -70,7 +70,7 @@ class CgroupV2PlacementTest : public SandboxTest {
     std::string list = ReadFile(dir + "/cgroup.procs");
     std::istringstream pids(list);
     for (std::string pid; pids >> pid;) kill(std::stoi(pid), SIGKILL);
-    std::string out = RunProgram({"find", dir, "-depth", "-type", "d"}).out;
+    std::string out = RunProgram({"/usr/bin/find", dir, "-depth", "-type", "d"}).out;
     std::istringstream dirs(out);
     for (std::string d; std::getline(dirs, d);) {
       for (int i = 0; i < 50 && rmdir(d.c_str()) != 0 && errno == EBUSY; ++i) usleep(100000);
@@ -119,10 +119,10 @@ TEST_F(CgroupV2PlacementTest, AloneInItsCgroupWardUsesIt) {
   ASSERT_NE(p, std::string::npos) << r.out << r.err;
   EXPECT_LT(std::strtol(r.out.c_str() + p + 7, nullptr, 10), 40) << r.out;
   // ward left its own cgroup for a leaf of its own, so that its run's cgroup could be made.
-  std::string leaves = RunProgram({"find", own_, "-maxdepth", "1", "-name", "ward-*-sup"}).out;
+  std::string leaves = RunProgram({"/usr/bin/find", own_, "-mindepth", "1", "-maxdepth", "1", "-name", "ward-*-sup"}).out;
   EXPECT_NE(leaves, "") << "ward did not move into a leaf of " << own_;
   // The run's cgroup is gone after the run.
-  std::string runs = RunProgram({"find", own_, "-maxdepth", "1", "-name", "ward-*"}).out;
+  std::string runs = RunProgram({"/usr/bin/find", own_, "-mindepth", "1", "-maxdepth", "1", "-name", "ward-*"}).out;
   EXPECT_EQ(runs, leaves) << "a run's cgroup was left behind";
 }
 
@@ -152,7 +152,8 @@ TEST_F(CgroupV2PlacementTest, ASharedCgroupIsLeftAlone) {
         << cpu.err;
   }
   // Either way the shared cgroup was not touched: no controllers handed to its children.
-  EXPECT_EQ(ReadFile(own_ + "/cgroup.subtree_control"), "\n");
+  std::string control = ReadFile(own_ + "/cgroup.subtree_control");
+  EXPECT_TRUE(control.empty() || control == "\n") << control;
 }
 
 }  // namespace

@@ -36,16 +36,18 @@ if ! (cd "$out/deb" && apt_get download -qq "$pkg=$version" 2>/dev/null); then
 fi
 deb=$(ls "$out/deb"/*.deb)
 dpkg-deb -x "$deb" "$out/root"
-release=$(ls "$out/root/lib/modules" | head -1)
+# Debian 13's packages ship their modules below /usr (merged /usr), older ones below /lib.
+src_mods=$(ls -d "$out/root/usr/lib/modules" "$out/root/lib/modules" 2>/dev/null | head -1)
+release=$(ls "$src_mods" | head -1)
 cp "$out/root/boot/vmlinuz-$release" "$out/vmlinuz"
 mods="$out/modules/lib/modules/$release"
 mkdir -p "$mods"
 for d in drivers/virtio net/9p fs/9p fs/netfs fs/fscache fs/overlayfs; do
-  [ -d "$out/root/lib/modules/$release/kernel/$d" ] || continue
+  [ -d "$src_mods/$release/kernel/$d" ] || continue
   mkdir -p "$mods/kernel/$d"
-  cp -r "$out/root/lib/modules/$release/kernel/$d/." "$mods/kernel/$d/"
+  cp -r "$src_mods/$release/kernel/$d/." "$mods/kernel/$d/"
 done
-cp "$out/root/lib/modules/$release/modules.builtin" "$mods/" 2>/dev/null || true
+cp "$src_mods/$release/modules.builtin" "$mods/" 2>/dev/null || true
 # busybox's modprobe reads plain .ko files.
 find "$mods" -name '*.ko.xz' -exec xz -d {} +
 find "$mods" -name '*.ko.zst' -exec sh -c 'for f; do zstd -q -d --rm "$f"; done' sh {} +
