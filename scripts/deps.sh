@@ -4,7 +4,7 @@
 # runsc (gVisor) is for one test only: tests/integration/outer_wall_test.cc runs ward inside it.
 # `deps.sh kernels` adds what the kernel matrix (tests/kernels/) boots its kernels with.
 set -eu
-KERNEL_PKGS="qemu-system-x86 busybox-static xz-utils zstd"
+KERNEL_PKGS="qemu-system-x86 busybox-static e2fsprogs zstd"
 PKGS="build-essential cmake pkg-config git
 libseccomp-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev libssl-dev
 libasio-dev zlib1g-dev libgtest-dev libgmock-dev googletest libbenchmark-dev

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "enforce/landlock.h"
 #include "harness.h"
 
 namespace ward::test {
@@ -13,8 +14,8 @@ namespace {
 class Network : public SandboxTest {};
 
 TEST_F(Network, NE01_DirectConnect) {
-  EXPECT_EQ(Probe({"connect", "1.1.1.1", "443"}).out, "err EACCES connect\n");
-  EXPECT_EQ(Probe({"connect", "93.184.215.14", "80"}).out, "err EACCES connect\n");
+  EXPECT_EQ(Probe({"connect", "1.1.1.1", "443"}).out, TcpConnectRefusal());
+  EXPECT_EQ(Probe({"connect", "93.184.215.14", "80"}).out, TcpConnectRefusal());
 }
 
 TEST_F(Network, NE02_UdpAndIcmp) {
@@ -34,7 +35,7 @@ TEST_F(Network, NE07_ExoticFamilies) {
 }
 
 TEST_F(Network, NE08_Ipv6) {
-  EXPECT_EQ(Probe({"connect", "2001:4860:4860::8888", "443"}).out, "err EACCES connect\n");
+  EXPECT_EQ(Probe({"connect", "2001:4860:4860::8888", "443"}).out, TcpConnectRefusal());
   EXPECT_EQ(Probe({"udp", "2001:4860:4860::8888", "53"}).out, "err ENETUNREACH sendto\n");
 }
 
@@ -48,12 +49,14 @@ TEST_F(Network, NE09_HostLoopbackMetadataAndListeners) {
   getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
   listen(fd, 4);
   std::string port = std::to_string(ntohs(sa.sin_port));
-  EXPECT_EQ(Probe({"connect", "127.0.0.1", port}).out, "err EACCES connect\n");
+  EXPECT_EQ(Probe({"connect", "127.0.0.1", port}).out, TcpConnectRefusal(true));
   EXPECT_EQ(RunProgram({ProbeBin(), "connect", "127.0.0.1", port}).out, "ok connected\n");
   close(fd);
-  EXPECT_EQ(Probe({"connect", "169.254.169.254", "80"}).out, "err EACCES connect\n");
+  EXPECT_EQ(Probe({"connect", "169.254.169.254", "80"}).out, TcpConnectRefusal());
   EXPECT_EQ(Probe({"udp", "169.254.169.254", "80"}).out, "err ENETUNREACH sendto\n");
-  EXPECT_EQ(Probe({"bind", "8080"}).out, "err EACCES bind\n");
+  // A port bound inside is the sandbox's own loopback's: Landlock refuses it from ABI 4 on.
+  EXPECT_EQ(Probe({"bind", "8080"}).out,
+            enforce::LandlockAbi() >= 4 ? "err EACCES bind\n" : "ok bind\n");
 }
 
 }  // namespace

@@ -70,7 +70,12 @@ class NoPrivilegeBits : public SandboxTest {
     return RunProgram(argv, o);
   }
   // Whether this kernel has the syscall a probe verb makes (outside, ENOSYS says it has not).
-  bool KernelHas(const std::vector<std::string>& verb_and_args) {
+  bool KernelHas(std::vector<std::string> verb_and_args) {
+    // On a file that exists: some routes open it before the call whose absence they test.
+    if (verb_and_args.size() > 2 && verb_and_args[2] == "nonexistent") {
+      verb_and_args[2] = root_->path() + "/kernel-has";
+      WriteFile(verb_and_args[2], "x", 0644);
+    }
     return Outside(verb_and_args).out.find("err ENOSYS") == std::string::npos;
   }
   // A run with its own audit state; its records.
@@ -148,6 +153,7 @@ TEST_F(NoPrivilegeBits, CreationsSucceedWithoutTheBits) {
 // With file approvals (--ask) every open is trapped and an allowed one continues in the kernel:
 // a creation with a set-id mode does not, the creation guard makes it without the bits.
 TEST_F(NoPrivilegeBits, WithApprovalsCreationsStillDropTheBits) {
+  if (std::string why = WhyAskIsRefusedHere(); !why.empty()) GTEST_SKIP() << why;
   const std::string runtime = root_->path() + "/run";
   MakeDirs(runtime, 0700);
   RunOptions o;

@@ -35,6 +35,7 @@ class TerminalPromptForgeryTest : public SandboxTest {
  protected:
   void SetUp() override {
     SandboxTest::SetUp();
+    if (std::string why = WhyAskIsRefusedHere(); !why.empty()) GTEST_SKIP() << why;
     runtime_ = root_->path() + "/run";
     MakeDirs(runtime_, 0700);
     char tmpl[] = "/run/lock/ward-prompt.XXXXXX";

@@ -3,6 +3,9 @@
 // execution), execveat of a descriptor is refused, and a nested Landlock domain cannot switch
 // off the kernel's denial log. Positive controls: the same probe outside a sandbox executes its
 // memfd; inside, a plain nested Landlock domain and an ordinary memfd still work.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <string>
 
 #include "enforce/landlock.h"
@@ -13,9 +16,17 @@ namespace {
 
 class UnnamedCode : public SandboxTest {};
 
+constexpr unsigned kMfdNoexecSeal = 0x0008U;  // MFD_NOEXEC_SEAL, Linux 6.3
+
 TEST_F(UnnamedCode, AMemfdCannotBeExecuted) {
   EXPECT_EQ(Probe({"memfd-exec"}).out, "err EPERM execveat\n");
-  EXPECT_EQ(Probe({"memfd-exec", "proc"}).out, "err EACCES execve\n");
+  // Through /proc/self/fd the seal is what refuses it; before Linux 6.3 there is no seal, and
+  // the gap is documented (docs/architecture.md): the command may write and run files in its
+  // writable roots anyway.
+  int sealed = memfd_create("ward-seal-check", MFD_CLOEXEC | kMfdNoexecSeal);
+  if (sealed >= 0) close(sealed);
+  EXPECT_EQ(Probe({"memfd-exec", "proc"}).out,
+            sealed >= 0 ? "err EACCES execve\n" : "ok executed\n");
   // Controls: outside a sandbox both run the memfd's copy of the probe.
   EXPECT_EQ(RunProgram({ProbeBin(), "memfd-exec"}).out, "ok executed\n");
   EXPECT_EQ(RunProgram({ProbeBin(), "memfd-exec", "proc"}).out, "ok executed\n");

@@ -126,6 +126,7 @@ class WardSocketsTest : public SandboxTest {
 // ward's state directory in HOME; never /tmp/ward-<uid>, where any sandbox whose view held
 // /tmp could reach it. HOME is put outside /tmp so "not under /tmp" means something.
 TEST_F(WardSocketsTest, WithoutXdgRuntimeDirTheApprovalSocketIsNotUnderTmp) {
+  if (std::string why = WhyAskIsRefusedHere(); !why.empty()) GTEST_SKIP() << why;
   char tmpl[] = "/run/lock/ward-home.XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr) << strerror(errno);
   std::string home = tmpl;
@@ -149,6 +150,7 @@ TEST_F(WardSocketsTest, WithoutXdgRuntimeDirTheApprovalSocketIsNotUnderTmp) {
 // A second run whose workspace (or a -r/-w rule) is ward's runtime directory, or its state
 // directory, is refused before it starts, naming the directory and the fix.
 TEST_F(WardSocketsTest, ARunThatWouldSeeWardsRuntimeOrStateDirectoryIsRefused) {
+  if (std::string why = WhyAskIsRefusedHere(); !why.empty()) GTEST_SKIP() << why;
   RunOptions o = Env(runtime_a_, state_);
   RunResult control = Probe({"exit", "0"}, {"--ask"}, o);  // the first run: its socket is there
   ASSERT_EQ(control.status, 0) << control.err;
@@ -214,6 +216,7 @@ TEST_F(WardSocketsTest, ARunThatCouldWriteWardsConfigurationIsRefused) {
 // the question stays pending, and the refusal is in run 1's audit trail. The host's approve is
 // answered and run 1 reads the file.
 TEST_F(WardSocketsTest, ASandboxedProcessCannotAnswerAnotherRunsApprovals) {
+  if (std::string why = WhyAskIsRefusedHere(); !why.empty()) GTEST_SKIP() << why;
   std::string file = OutsideFile();
   if (file.empty()) GTEST_SKIP() << "no /run/lock: no host path outside the view to ask about";
   RunResult run1;

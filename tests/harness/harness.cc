@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include "enforce/landlock.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -142,6 +144,24 @@ void PlantCanaryHome(const std::string& home) {
             0600);
   WriteFile(home + "/notes.txt", std::string("private notes ") + kCanarySecret + "\n", 0600);
   WriteFile(home + "/.gitconfig", "[user]\n\tname = Ward Test\n\temail = test@ward.invalid\n");
+}
+
+std::string TcpConnectRefusal(bool loopback) {
+  if (enforce::LandlockAbi() >= 4) return "err EACCES connect\n";
+  return loopback ? "err ECONNREFUSED connect\n" : "err ENETUNREACH connect\n";
+}
+
+std::string KillInitResult() {
+  return enforce::LandlockAbi() >= 6 ? "err EPERM kill\n" : "ok kill\n";
+}
+
+std::string WhyAskIsRefusedHere() {
+  const int abi = enforce::LandlockAbi();
+  if (abi >= 1 && abi < 3) {
+    return "--ask is refused where Landlock lacks its truncate right (ABI 3, Linux 6.2): "
+           "LowerLandlockAbis.AskNeedsTheTruncateRight checks the refusal";
+  }
+  return "";
 }
 
 std::map<std::string, std::string> BaseEnv(const std::string& home) {

@@ -77,6 +77,18 @@ struct RunOptions {
 pid_t SpawnOnTerminal(const std::vector<std::string>& argv, const RunOptions& o, int master,
                       int slave);
 
+// What a sandboxed TCP connect that ward forbids gets: Landlock's EACCES from ABI 4 on; below
+// it the network namespace's answer (no route out; nothing of the host listening on the
+// sandbox's own loopback), the layer docs/kernels.md names for that right.
+std::string TcpConnectRefusal(bool loopback = false);
+// What a sandboxed kill of init (pid 1 of its namespace) gets: Landlock's EPERM from ABI 6 on;
+// below it the call succeeds and the kernel drops the signal (init handles none it could be
+// stopped or killed by), which the caller checks by init's survival.
+std::string KillInitResult();
+// Why `--ask` is refused on this kernel ("" where it runs): approvals need Landlock's truncate
+// right (ABI 3); LowerLandlockAbis.AskNeedsTheTruncateRight checks the refusal itself.
+std::string WhyAskIsRefusedHere();
+
 // The environment every ward invocation gets: PATH, HOME=<home>, and a canary API key.
 std::map<std::string, std::string> BaseEnv(const std::string& home);
 

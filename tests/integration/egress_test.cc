@@ -177,9 +177,9 @@ TEST_F(EgressTest, GitCloneOverHttpsThroughTheProxy) {
 
 TEST_F(EgressTest, DirectRoutesStayClosed) {
   std::string host = "allowed.example";
-  EXPECT_EQ(Probe({"connect", "192.0.2.1", "443"}, {"-n", host}).out, "err EACCES connect\n");
+  EXPECT_EQ(Probe({"connect", "192.0.2.1", "443"}, {"-n", host}).out, TcpConnectRefusal());
   EXPECT_EQ(Probe({"udp", "192.0.2.53", "53"}, {"-n", host}).out, "err ENETUNREACH sendto\n");
-  EXPECT_EQ(Probe({"connect", "2001:db8::1", "443"}, {"-n", host}).out, "err EACCES connect\n");
+  EXPECT_EQ(Probe({"connect", "2001:db8::1", "443"}, {"-n", host}).out, TcpConnectRefusal());
   EXPECT_EQ(Probe({"raw"}, {"-n", host}).out, "err EPERM socket\n");
   // Control: the proxy port itself is reachable.
   RunResult r = Probe({"getenv", "HTTPS_PROXY"}, {"-n", host});

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Fetches one kernel of matrix.txt from Debian's archive into CACHE/ID: vmlinuz, the modules the
-# test VM needs (virtio, 9p, overlayfs; decompressed) and `release`. Uses the host's own Debian
+# test VM needs (decompressed, with their load order) and `release`. Uses the host's own Debian
 # mirror with private apt lists, so the system's sources are not touched.
 #   fetch.sh CACHE ID
 set -eu
@@ -11,7 +11,8 @@ line=$(awk -v id="$id" '$1 == id' "$here/matrix.txt")
 set -- $line
 suite=$2 pkg=$3 version=$4
 out="$cache/$id"
-if [ -f "$out/ready" ] && [ "$(cat "$out/ready")" = "$pkg=$version" ]; then exit 0; fi
+stamp="$pkg=$version $(cat "$here/modules.py" "$0" | cksum | cut -d' ' -f1)"
+if [ -f "$out/ready" ] && [ "$(cat "$out/ready")" = "$stamp" ]; then exit 0; fi
 
 mirror=${DEBIAN_MIRROR:-$( { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}';
                             grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list |
@@ -42,16 +43,15 @@ release=$(ls "$src_mods" | head -1)
 cp "$out/root/boot/vmlinuz-$release" "$out/vmlinuz"
 mods="$out/modules/lib/modules/$release"
 mkdir -p "$mods"
-for d in drivers/virtio net/9p fs/9p fs/netfs fs/fscache fs/overlayfs; do
-  [ -d "$src_mods/$release/kernel/$d" ] || continue
-  mkdir -p "$mods/kernel/$d"
-  cp -r "$src_mods/$release/kernel/$d/." "$mods/kernel/$d/"
-done
+# The modules the guest loads at boot, with what they depend on: the virtio devices, 9p and
+# overlayfs for the root, ext4 for the disk that /tmp is on (as on Debian 12), and the socket
+# diagnostics ward asks for (which a Debian system loads on demand, a guest without its module
+# tree cannot).
+python3 "$here/modules.py" "$src_mods/$release" "$mods" \
+  virtio_pci virtio_blk virtio_net 9pnet_virtio 9p overlay crc32c_generic crc32c_intel ext4 \
+  unix_diag inet_diag tcp_diag udp_diag
 cp "$src_mods/$release/modules.builtin" "$mods/" 2>/dev/null || true
-# busybox's modprobe reads plain .ko files.
-find "$mods" -name '*.ko.xz' -exec xz -d {} +
-find "$mods" -name '*.ko.zst' -exec sh -c 'for f; do zstd -q -d --rm "$f"; done' sh {} +
 echo "$release" > "$out/release"
 echo "$(dpkg-deb -f "$deb" Package)=$(dpkg-deb -f "$deb" Version)" > "$out/used"
 rm -rf "$out/root" "$out/deb"
-echo "$pkg=$version" > "$out/ready"
+echo "$stamp" > "$out/ready"

@@ -11,10 +11,25 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts /dev/shm
 mount -t devpts -o ptmxmode=0666,mode=0620,gid=5 devpts /dev/pts
-for d in /tmp /var/tmp /dev/shm; do mount -t tmpfs -o mode=1777 tmpfs "$d"; done
+# /tmp and /var/tmp on the ext4 disk run.sh made, as on a Debian 12 install; /run as systemd
+# lays it out.
+mkdir -p /disk
+mount -t ext4 /dev/vda /disk
+mkdir -p /disk/tmp /disk/var-tmp
+chmod 1777 /disk/tmp /disk/var-tmp
+mount --bind /disk/tmp /tmp
+mount --bind /disk/var-tmp /var/tmp
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 mount -t tmpfs -o mode=755 tmpfs /run
+mkdir -p /run/lock /run/user
+chmod 1777 /run/lock
 hostname ward-kernel-vm
 ip link set lo up
+# QEMU's user-mode network: the package registries the tests reach (npm) and nothing else of ours.
+ip link set eth0 up
+ip addr add 10.0.2.15/24 dev eth0
+ip route add default via 10.0.2.2
+echo "nameserver 10.0.2.3" > /etc/resolv.conf
 ulimit -n 65536 2>/dev/null || ulimit -n 4096
 
 user=ward-test

@@ -1,5 +1,5 @@
 #!/bin/busybox sh
-# /init of the test VM's initramfs: loads virtio, 9p and overlayfs, mounts the host's root
+# /init of the test VM's initramfs: loads the modules fetch.sh chose, mounts the host's root
 # (shared read-only by 9p) under a tmpfs overlay so the guest may write anywhere without
 # touching the host, mounts the job directory (shared read-write) and hands over to
 # guest.sh there.
@@ -8,10 +8,9 @@
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
-depmod
-for m in virtio_pci 9pnet_virtio 9p overlay; do
-  grep -q "/$m.ko" /lib/modules/*/modules.builtin 2>/dev/null || modprobe "$m" ||
-    echo "init: cannot load $m"
+# The modules fetch.sh chose, in the order their dependencies need.
+for m in $(cat /lib/modules/*/load-order); do
+  insmod /lib/modules/*/"$m" || echo "init: cannot load $m"
 done
 mkdir -p /lower /rw /newroot
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 hostroot /lower ||

@@ -27,7 +27,7 @@ release=$(cat "$cache/$id/release")
 
 # The initramfs: busybox, /init and the modules that reach the host's root.
 initrd="$cache/$id/initramfs.cpio.gz"
-if [ ! -f "$initrd" ] || [ "$here/initramfs-init.sh" -nt "$initrd" ]; then
+if [ ! -f "$initrd" ] || [ "$here/initramfs-init.sh" -nt "$initrd" ] || [ "$cache/$id/ready" -nt "$initrd" ]; then
   stage=$(mktemp -d "$cache/initramfs.XXXXXX")
   mkdir -p "$stage/bin" "$stage/lib"
   cp "$(command -v busybox)" "$stage/bin/busybox"
@@ -51,6 +51,9 @@ WARD_KERNEL_ID='$id'
 WARD_JOBS='$cpus'
 ENV
 chmod 755 "$job"
+# The guest's disk for /tmp and /var/tmp (sparse: it costs what the tests write).
+truncate -s 16G "$job/disk.img"
+mkfs.ext4 -q -F -E nodiscard "$job/disk.img"
 
 if [ -w /dev/kvm ]; then accel="-accel kvm -cpu host"; else accel="-accel tcg,thread=multi -cpu max"; fi
 echo "run.sh: booting $id ($release) with ${accel%% -cpu*}, $cpus CPUs, $mem MiB" >&2
@@ -62,9 +65,11 @@ timeout "$vm_timeout" qemu-system-x86_64 $accel -m "$mem" -smp "$cpus" \
   -nodefaults -nographic -monitor none -serial stdio -no-reboot \
   -kernel "$cache/$id/vmlinuz" -initrd "$initrd" \
   -append "console=ttyS0 panic=-1 quiet loglevel=3 cgroup_no_v1=all" \
+  -drive file="$job/disk.img",if=virtio,format=raw,cache=unsafe \
+  -nic user,model=virtio-net-pci \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
   -virtfs local,path="$job",mount_tag=job,security_model=none,multidevs=remap \
-  < /dev/null 2>&1 | tr -d '\r' | tee "$job/console.log" | awk '/^== /{on=1} on' || true
+  < /dev/null 2>&1 | tr -d '\r' | tee "$job/console.log" | awk '/^== /{on=1} on {print; fflush()}' || true
 grep -q '^== ' "$job/console.log" || cat "$job/console.log"
 echo "run.sh: $id took $(( $(date +%s) - start )) s with ${accel%% -cpu*}"
 # The whole logs and JUnit files stay for a look after the run.
