@@ -46,9 +46,10 @@ test: build
 # (default: each entry's own, in matrix.txt).
 KERNELS ?=
 KERNEL_TESTS ?=
+KERNEL_EXCLUDE ?=
 test-kernels: build
 	@sh scripts/deps.sh kernels
-	cd $(BUILD) && WARD_KERNEL_TESTS='$(KERNEL_TESTS)' ctest --output-on-failure -L kernels \
+	cd $(BUILD) && WARD_KERNEL_TESTS='$(KERNEL_TESTS)' WARD_KERNEL_EXCLUDE='$(KERNEL_EXCLUDE)' ctest --output-on-failure -L kernels \
 		$(if $(strip $(KERNELS)),-R '^kernels\.($(subst $(eval) ,|,$(subst .,\.,$(strip $(KERNELS)))))$$')
 
 # The binary that is installed: optimised as the tested build is (RelWithDebInfo), then

@@ -150,7 +150,7 @@ Status PlanCreationGuard(const policy::Policy& policy, const KernelFeatures& fea
   return Ok();
 }
 
-// How the root is built. With the mount API (Linux >= 5.2) every host tree is captured as a
+// How the root is built. With the mount API (Linux >= 5.12) every host tree is captured as a
 // detached clone before anything is attached (mount.cc). Without it (gVisor, older kernels) the
 // root is built with mount(2) by path (mount_by_path.cc). Where a new user namespace may not
 // mount at all (gVisor), a root supervisor keeps init in its own user namespace, the sandbox's
@@ -159,7 +159,8 @@ Status PlanRootMechanism(const KernelFeatures& features, LaunchPlan* plan, PlanN
   if (features.mount_api) return Ok();
   plan->mount.by_path = true;
   notes->degraded.push_back(
-      "mounts: no mount API (open_tree/move_mount); the root is built with mount(2) by path, "
+      "mounts: no mount API (open_tree/move_mount, mount_setattr); the root is built with "
+      "mount(2) by path, "
       "each mount checked against what was resolved before it, read-only binds made from "
       "read-only views");
   if (features.userns_mounts) return Ok();

@@ -395,12 +395,17 @@ KernelFeatures ProbeKernel(bool probe_user_ns) {
     f.openat2 = fd.valid();
   }
   {
+    // open_tree and move_mount came in Linux 5.2, mount_setattr (which every read-only or
+    // nosuid view needs) in 5.12: the root is built with the mount API only where both exist.
     int r = sys::OpenTree(-1, "", 0);
     f.mount_api = !(r < 0 && errno == ENOSYS);
     if (r >= 0) close(r);
+    if (f.mount_api && sys::MountSetattr(-1, "", 0, nullptr) < 0 && errno == ENOSYS) {
+      f.mount_api = false;
+    }
   }
   if (!f.mount_api) {
-    // Only where the mount API is missing (gVisor, Linux < 5.2): the root is then built with
+    // Only where the mount API is missing (gVisor, Linux < 5.12): the root is then built with
     // mount(2), and whether that works in a user namespace decides whether init gets one.
     f.userns_mounts = ProbeUserNsMounts(&note);
     if (!f.userns_mounts) f.notes.push_back(note);

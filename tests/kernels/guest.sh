@@ -4,6 +4,7 @@
 # prints the header line and `ward check --json`, runs the tests job.env names, leaves the
 # results in /job and powers off.
 set -u
+export HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 . /job/job.env  # WARD_BUILD, WARD_TESTS (ctest -R, @ for the identity), WARD_KERNEL_ID, WARD_JOBS
 
 mount -t proc proc /proc
@@ -70,7 +71,7 @@ run_pass() {  # as cgroup-dir [VAR=value ...]
   echo $$ > "$dir/cgroup.procs"
   echo "--- $as tests from ${dir#$cg} ($*)"
   local start=$(date +%s)
-  (cd "$WARD_BUILD" && env "$@" ctest -R "${WARD_TESTS//@/$as}" \
+  (cd "$WARD_BUILD" && env "$@" ctest -R "${WARD_TESTS//@/$as}" ${WARD_EXCLUDE:+-E "${WARD_EXCLUDE//@/$as}"} \
      -j "${WARD_JOBS:-2}" --output-on-failure --timeout 900 \
      --output-junit "/job/junit-$as.xml" > "/job/ctest-$as.log" 2>&1)
   echo $? > "/job/rc-$as"

@@ -7,7 +7,8 @@
 # escape test. The guest's console streams to
 # stdout; the exit status is 0 when both passes passed (77 when the VM cannot be made here).
 #   run.sh ID BUILD_DIR [TESTS]
-# WARD_KERNEL_SCRIPT=FILE runs that shell script inside (as root) instead of the tests.
+# WARD_KERNEL_EXCLUDE: tests left out (ctest -E, @ for the identity). WARD_KERNEL_SCRIPT=FILE
+# runs that shell script inside (as root) instead of the tests.
 set -eu
 id=$1 build=$(cd "$2" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -47,9 +48,16 @@ cp "$cache/$id/used" "$job/kernel.used"
 cat > "$job/job.env" <<ENV
 WARD_BUILD='$build'
 WARD_TESTS='$tests'
+WARD_EXCLUDE='${WARD_KERNEL_EXCLUDE:-}'
 WARD_KERNEL_ID='$id'
 WARD_JOBS='$cpus'
 ENV
+# The host's own trust settings, for the tests that reach the package registry (npm and curl
+# read them from the environment; the files are on the shared root).
+for v in NODE_EXTRA_CA_CERTS SSL_CERT_FILE SSL_CERT_DIR CURL_CA_BUNDLE REQUESTS_CA_BUNDLE; do
+  eval "val=\${$v:-}"
+  [ -z "$val" ] || echo "export $v='$val'" >> "$job/job.env"
+done
 chmod 755 "$job"
 # The guest's disk for /tmp and /var/tmp (sparse: it costs what the tests write).
 truncate -s 16G "$job/disk.img"
