@@ -209,8 +209,9 @@ class Builder {
   // legacy "lowerdir" key, since "lowerdir+" came with 6.5).
   static bool SetOverlayLayer(int fs, const char* key, int fd) {
     if (sys::Fsconfig(fs, FSCONFIG_SET_FD, key, nullptr, fd) == 0) return true;
-    // EOPNOTSUPP: an overlayfs that takes its options only as text (Linux < 6.5).
-    if (errno != EINVAL && errno != EOPNOTSUPP) return false;
+    // EOPNOTSUPP: an overlayfs that takes its options only as text (Linux < 6.5); EBADF: one
+    // that takes "lowerdir+" as a path but not as a descriptor (6.5 to 6.12).
+    if (errno != EINVAL && errno != EOPNOTSUPP && errno != EBADF) return false;
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     const char* legacy = std::strcmp(key, "lowerdir+") == 0 ? "lowerdir" : key;

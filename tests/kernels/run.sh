@@ -77,7 +77,7 @@ timeout "$vm_timeout" qemu-system-x86_64 $accel -m "$mem" -smp "$cpus" \
   -nic user,model=virtio-net-pci \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
   -virtfs local,path="$job",mount_tag=job,security_model=none,multidevs=remap \
-  < /dev/null 2>&1 | sed -u 's/\r//g' | tee "$job/console.log" | awk '!on && /== .* ==/ {on=1; $0=substr($0, index($0, "== "))} on {print; fflush()}' || true
+  < /dev/null 2>&1 | sed -u 's/\r//g' | tee "$job/console.log" | sed -u -n -e 's/^.*\(== .* ==\)$/\1/' -e '/^== .* ==$/,$p' || true
 grep -q '== .* ==' "$job/console.log" || cat "$job/console.log"
 echo "run.sh: $id took $(( $(date +%s) - start )) s with ${accel%% -cpu*}"
 # The whole logs and JUnit files stay for a look after the run.
