@@ -58,10 +58,6 @@ Result<UniqueFd> PinPeerProcess(int fd, pid_t pid, PeerPinning pinning, bool* mu
   return pidfd;
 }
 
-// How long a client waits for its server to accept before the check of the server's socket.
-constexpr int kAcceptWaitSteps = 200;
-constexpr int kAcceptWaitStepUs = 10000;
-
 // Whether the process behind `pidfd` has exited (a pidfd polls readable once it has).
 bool Exited(int pidfd) {
   struct pollfd p = {pidfd, POLLIN, 0};
@@ -186,15 +182,7 @@ PeerVerdict CheckSocketPeer(int fd, PeerPinning pinning) {
                      "cannot tell which socket is the connection's other end (sock_diag) on "
                      "a kernel without SO_PEERPIDFD");
     }
-    // A client checks its server as soon as connect() returns, which may be before the server
-    // has accepted: until then the other end is in the listener's queue, in no process's
-    // descriptors. The server's accept is waited for (briefly, while it lives).
-    bool held = HoldsSocket(proc.get(), *peer_ino);
-    for (int i = 0; !held && i < kAcceptWaitSteps && !Exited(pidfd->get()); ++i) {
-      ::usleep(kAcceptWaitStepUs);
-      held = HoldsSocket(proc.get(), *peer_ino);
-    }
-    if (!held) {
+    if (!HoldsSocket(proc.get(), *peer_ino)) {
       return Refused(v, "process " + std::to_string(cred->pid) +
                             " does not hold the connection's other end (its pid was reused?)");
     }

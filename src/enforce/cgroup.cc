@@ -112,6 +112,24 @@ std::vector<std::string> WantedControllers(const CgroupSpec& spec) {
   return wanted;
 }
 
+// Writes "+c" to DIR/cgroup.subtree_control for each wanted controller DIR does not hand to its
+// children yet; stops at the first failure, naming that controller in *failed.
+Status EnableControllersIn(const std::string& dir, const std::vector<std::string>& wanted,
+                           std::string* failed) {
+  const std::string control = dir + "/cgroup.subtree_control";
+  std::string enabled = " " + ReadText(control) + " ";
+  for (char& c : enabled) c = c == '\n' ? ' ' : c;
+  for (const std::string& c : wanted) {
+    if (enabled.find(" " + c + " ") != std::string::npos) continue;
+    Status st = WriteText(control, "+" + c);
+    if (!st.ok()) {
+      *failed = c;
+      return st;
+    }
+  }
+  return Ok();
+}
+
 std::string RunName() {
   uint32_t r = 0;
   if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r) {
@@ -149,14 +167,9 @@ Status Cgroup::MakeDir(const std::string& parent, const std::string& name) {
 Status Cgroup::MakeSharedV2Parent(const CgroupSpec& spec) {
   // Kept after the run, as container engines keep theirs: later runs share it.
   const std::string above = spec.v2_parent.substr(0, spec.v2_parent.rfind('/'));
-  const std::string control = above + "/cgroup.subtree_control";
-  std::string enabled = " " + ReadText(control) + " ";
-  for (char& c : enabled) c = c == '\n' ? ' ' : c;
-  for (const std::string& c : WantedControllers(spec)) {
-    if (enabled.find(" " + c + " ") != std::string::npos) continue;
-    Status st = WriteText(control, "+" + c);
-    if (!st.ok()) return std::move(st).With("enabling the " + c + " controller in " + above);
-  }
+  std::string failed;
+  Status st = EnableControllersIn(above, WantedControllers(spec), &failed);
+  if (!st.ok()) return std::move(st).With("enabling the " + failed + " controller in " + above);
   if (mkdir(spec.v2_parent.c_str(), 0755) != 0 && errno != EEXIST) {
     return ErrnoError("creating " + spec.v2_parent, errno);
   }
@@ -164,31 +177,25 @@ Status Cgroup::MakeSharedV2Parent(const CgroupSpec& spec) {
 }
 
 Status Cgroup::EnableV2Controllers(const CgroupSpec& spec) {
-  const std::string control = spec.v2_parent + "/cgroup.subtree_control";
-  std::string enabled = " " + ReadText(control) + " ";
-  for (char& c : enabled) c = c == '\n' ? ' ' : c;
-  bool moved = false;
-  for (const std::string& c : WantedControllers(spec)) {
-    if (enabled.find(" " + c + " ") != std::string::npos) continue;
-    Status st = WriteText(control, "+" + c);
-    if (!st.ok() && st.err() == EBUSY && spec.v2_parent_is_own && !moved) {
-      // "No internal processes": our own cgroup can only hand controllers to children once no
-      // process lives in it. Move the supervisor to a leaf (swept once it has exited).
-      std::string leaf = spec.v2_parent + "/" + kPrefix + std::to_string(getpid()) + "-sup";
-      if (mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) {
-        return ErrnoError("creating " + leaf, errno);
-      }
-      WARD_TRY(WriteText(leaf + "/cgroup.procs", "0"));
-      moved = true;
-      st = WriteText(control, "+" + c);
+  const std::vector<std::string> wanted = WantedControllers(spec);
+  std::string failed;
+  Status st = EnableControllersIn(spec.v2_parent, wanted, &failed);
+  if (!st.ok() && st.err() == EBUSY && spec.v2_parent_is_own) {
+    // "No internal processes": our own cgroup can only hand controllers to children once no
+    // process lives in it. Move the supervisor to a leaf (swept once it has exited).
+    std::string leaf = spec.v2_parent + "/" + kPrefix + std::to_string(getpid()) + "-sup";
+    if (mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrnoError("creating " + leaf, errno);
     }
-    if (!st.ok()) {
-      return std::move(st).With(
-          "enabling the " + c + " controller for children of " + spec.v2_parent +
-          (st.err() == EBUSY ? " (other processes live in that cgroup: point WARD_CGROUP_ROOT at "
-                               "an empty delegated cgroup)"
-                             : ""));
-    }
+    WARD_TRY(WriteText(leaf + "/cgroup.procs", "0"));
+    st = EnableControllersIn(spec.v2_parent, wanted, &failed);
+  }
+  if (!st.ok()) {
+    return std::move(st).With(
+        "enabling the " + failed + " controller for children of " + spec.v2_parent +
+        (st.err() == EBUSY ? " (other processes live in that cgroup: point WARD_CGROUP_ROOT at "
+                             "an empty delegated cgroup)"
+                           : ""));
   }
   return Ok();
 }

@@ -113,6 +113,15 @@ bool HasOption(const std::string& opts, const char* name) {
 
 bool Writable(const std::string& path) { return access(path.c_str(), W_OK) == 0; }
 
+// The controllers a cgroup2 directory may hand to its children (its cgroup.controllers).
+std::vector<std::string> ControllersOf(const std::string& dir) {
+  // The text must outlive the views Fields returns.
+  const std::string text = ReadSmallFile(dir + "/cgroup.controllers");
+  std::vector<std::string> out;
+  for (std::string_view c : Fields(text)) out.emplace_back(c);
+  return out;
+}
+
 // Processes in a cgroup other than this one and its children: they keep it from handing
 // controllers to child cgroups, and moving ward alone out of their way does not help.
 int OtherProcessesIn(const std::string& dir) {
@@ -147,9 +156,7 @@ void AvoidBusyOwnCgroup(CgroupInfo* cg) {
     cg->v2_parent = cg->v2_path + "/ward";
     cg->v2_parent_is_own = false;
     cg->v2_parent_create = true;
-    cg->v2_controllers.clear();
-    const std::string controllers = ReadSmallFile(cg->v2_path + "/cgroup.controllers");
-    for (std::string_view c : Fields(controllers)) cg->v2_controllers.emplace_back(c);
+    cg->v2_controllers = ControllersOf(cg->v2_path);
     return;
   }
   cg->v2_delegated = false;
@@ -224,11 +231,7 @@ void ProbeCgroups(CgroupInfo* cg) {
     cg->v2_parent = parent;
     cg->v2_parent_is_own = parent == own;
     if (!parent.empty()) {
-      // The text must outlive the views Fields returns.
-      const std::string controllers = ReadSmallFile(parent + "/cgroup.controllers");
-      for (std::string_view c : Fields(controllers)) {
-        cg->v2_controllers.emplace_back(c);
-      }
+      cg->v2_controllers = ControllersOf(parent);
       cg->v2_delegated = Writable(parent) && Writable(parent + "/cgroup.subtree_control") &&
                          Writable(parent + "/cgroup.procs");
       if (cg->v2_delegated) AvoidBusyOwnCgroup(cg);

@@ -1,6 +1,7 @@
 #include "harness.h"
 
 #include "enforce/landlock.h"
+#include "enforce/landlock_coverage.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -156,8 +157,7 @@ std::string KillInitResult() {
 }
 
 std::string WhyAskIsRefusedHere() {
-  const int abi = enforce::LandlockAbi();
-  if (abi >= 1 && abi < 3) {
+  if (enforce::LandlockLacksTruncate(enforce::LandlockAbi())) {
     return "--ask is refused where Landlock lacks its truncate right (ABI 3, Linux 6.2): "
            "LowerLandlockAbis.AskNeedsTheTruncateRight checks the refusal";
   }

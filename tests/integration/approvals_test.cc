@@ -22,8 +22,6 @@
 #include <thread>
 
 #include "approver.h"
-#include "enforce/landlock.h"
-#include "enforce/landlock_coverage.h"
 #include "harness.h"
 #include "local_http.h"
 
@@ -36,11 +34,7 @@ class ApprovalsTest : public SandboxTest {
  protected:
   void SetUp() override {
     SandboxTest::SetUp();
-    if (enforce::LandlockLacksTruncate(enforce::LandlockAbi())) {
-      GTEST_SKIP()
-          << "--ask is refused where Landlock lacks its truncate right (ABI 3, Linux 6.2): "
-             "LowerLandlockAbis.AskNeedsTheTruncateRight checks the refusal";
-    }
+    if (std::string why = WhyAskIsRefusedHere(); !why.empty()) GTEST_SKIP() << why;
     runtime_ = root_->path() + "/run";
     MakeDirs(runtime_, 0700);
     char tmpl[] = "/run/lock/ward-ap.XXXXXX";
