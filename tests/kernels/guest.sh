@@ -5,13 +5,26 @@
 # results in /job and powers off.
 set -u
 export HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-. /job/job.env  # WARD_BUILD, WARD_TESTS (ctest -R, @ for the identity), WARD_KERNEL_ID, WARD_JOBS
+. /job/job.env  # WARD_SOURCE, WARD_BUILD, WARD_TESTS (ctest -R, @ for the identity), WARD_KERNEL_ID, WARD_JOBS
 
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts /dev/shm
 mount -t devpts -o ptmxmode=0666,mode=0620,gid=5 devpts /dev/pts
+# The source and build trees stay reachable at their paths when they lie below a directory the
+# guest replaces next (a clone in /tmp): bound aside first, back in place after.
+kept=()
+for tree in "$WARD_SOURCE" "$WARD_BUILD"; do
+  case "$tree" in
+    /tmp/* | /var/tmp/* | /run/* | /dev/shm/*)
+      case "$tree/" in "${kept[0]:-//}/"*) continue ;; esac  # the build inside the source
+      mkdir -p "/.ward-kept${#kept[@]}"
+      mount --bind "$tree" "/.ward-kept${#kept[@]}"
+      kept+=("$tree")
+      ;;
+  esac
+done
 # /tmp and /var/tmp on the ext4 disk run.sh made, as on a Debian 12 install; /run as systemd
 # lays it out.
 mkdir -p /disk
@@ -24,6 +37,10 @@ mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 mount -t tmpfs -o mode=755 tmpfs /run
 mkdir -p /run/lock /run/user
 chmod 1777 /run/lock
+for i in "${!kept[@]}"; do
+  mkdir -p "${kept[$i]}"
+  mount --bind "/.ward-kept$i" "${kept[$i]}"
+done
 hostname ward-kernel-vm
 ip link set lo up
 # QEMU's user-mode network: the package registries the tests reach (npm) and nothing else of ours.

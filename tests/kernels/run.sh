@@ -48,6 +48,7 @@ cp "$cache/$id/used" "$job/kernel.used"
 cat > "$job/job.env" <<ENV
 WARD_BUILD='$build'
 WARD_TESTS='$tests'
+WARD_SOURCE='$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt")'
 WARD_EXCLUDE='${WARD_KERNEL_EXCLUDE:-}'
 WARD_KERNEL_ID='$id'
 WARD_JOBS='$cpus'
