@@ -58,6 +58,10 @@ Result<UniqueFd> PinPeerProcess(int fd, pid_t pid, PeerPinning pinning, bool* mu
   return pidfd;
 }
 
+// How long a client waits for its server to accept before it can check the server's socket.
+constexpr int kAcceptWaitSteps = 200;
+constexpr int kAcceptWaitStepUs = 10000;
+
 // Whether the process behind `pidfd` has exited (a pidfd polls readable once it has).
 bool Exited(int pidfd) {
   struct pollfd p = {pidfd, POLLIN, 0};
@@ -142,6 +146,60 @@ Result<std::pair<dev_t, ino_t>> NamespaceOf(int dirfd, const std::string& path) 
   return std::make_pair(st.st_dev, st.st_ino);
 }
 
+// Compares the peer's pid, user and mount namespaces (through its /proc directory `proc`) with
+// ours; fills `differs`. A reason to refuse, or nothing when they are all ours.
+std::optional<std::string> CompareNamespaces(int proc, std::vector<std::string>* differs) {
+  for (const char* ns : kNamespaces) {
+    const std::string rel = std::string("ns/") + ns;
+    Result<std::pair<dev_t, ino_t>> ours = NamespaceOf(AT_FDCWD, "/proc/self/" + rel);
+    if (!ours.ok()) return "cannot read our own namespaces: " + ours.status().ToString();
+    Result<std::pair<dev_t, ino_t>> theirs = NamespaceOf(proc, rel);
+    if (!theirs.ok()) {
+      return "cannot read the peer's " + std::string(ns) + " namespace (" +
+             ErrnoText(theirs.status().err()) + ")";
+    }
+    if (*ours != *theirs) differs->emplace_back(ns);
+  }
+  if (differs->empty()) return std::nullopt;
+  std::string list;
+  for (const std::string& d : *differs) list += (list.empty() ? "" : ", ") + d;
+  return "the peer is in namespaces other than ours (" + list +
+         "): a sandboxed process is never answered";
+}
+
+// Whether our end of `fd` has seen the other end close.
+bool HungUp(int fd) {
+  struct pollfd p = {fd, POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP)) != 0;
+}
+
+// Where SO_PEERPIDFD is missing: proves that the pinned process (`pidfd`, /proc directory
+// `proc`) holds the connection's other end. The other end has no file yet while it waits in the
+// listener's queue (a client checks its server as soon as connect() returns) and none any more
+// once its holder closed it: the first is waited for, briefly and while the server lives; the
+// second sets `hung_up`. A reason to refuse, or nothing when proven.
+std::optional<std::string> ProveHolder(int fd, int pidfd, int proc, bool* hung_up) {
+  std::optional<uint32_t> peer_ino = PeerSocketInode(fd);
+  for (int i = 0; peer_ino == 0u && i < kAcceptWaitSteps; ++i) {
+    if (HungUp(fd)) {
+      *hung_up = true;
+      return "the peer closed the connection before it was checked";
+    }
+    if (Exited(pidfd)) return "the peer's process exited before it was checked";
+    ::usleep(kAcceptWaitStepUs);
+    peer_ino = PeerSocketInode(fd);
+  }
+  if (!peer_ino) {
+    return "cannot tell which socket is the connection's other end (sock_diag) on a kernel "
+           "without SO_PEERPIDFD";
+  }
+  if (*peer_ino == 0) return "the other end of the connection was never accepted";
+  if (!HoldsSocket(proc, *peer_ino)) {
+    return "its process does not hold the connection's other end (its pid was reused?)";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 PeerVerdict CheckSocketPeer(int fd, PeerPinning pinning) {
@@ -175,36 +233,15 @@ PeerVerdict CheckSocketPeer(int fd, PeerPinning pinning) {
   // so `proc` is that process (and reads through it fail once it is gone, whatever takes the
   // pid next).
   if (Exited(pidfd->get())) return Refused(v, "the peer's process exited before it was checked");
+  // Namespaces first: a process in other namespaces is refused for that, whether or not the pid
+  // is still the peer's; only an admission needs the proof that it is.
+  if (std::optional<std::string> why = CompareNamespaces(proc.get(), &v.differs)) {
+    return Refused(v, *why);
+  }
   if (must_hold_socket) {
-    std::optional<uint32_t> peer_ino = PeerSocketInode(fd);
-    if (!peer_ino) {
-      return Refused(v,
-                     "cannot tell which socket is the connection's other end (sock_diag) on "
-                     "a kernel without SO_PEERPIDFD");
+    if (std::optional<std::string> why = ProveHolder(fd, pidfd->get(), proc.get(), &v.hung_up)) {
+      return Refused(v, *why);
     }
-    if (!HoldsSocket(proc.get(), *peer_ino)) {
-      return Refused(v, "process " + std::to_string(cred->pid) +
-                            " does not hold the connection's other end (its pid was reused?)");
-    }
-  }
-  for (const char* ns : kNamespaces) {
-    const std::string rel = std::string("ns/") + ns;
-    Result<std::pair<dev_t, ino_t>> ours = NamespaceOf(AT_FDCWD, "/proc/self/" + rel);
-    if (!ours.ok()) {
-      return Refused(v, "cannot read our own namespaces: " + ours.status().ToString());
-    }
-    Result<std::pair<dev_t, ino_t>> theirs = NamespaceOf(proc.get(), rel);
-    if (!theirs.ok()) {
-      return Refused(v, "cannot read the peer's " + std::string(ns) + " namespace (" +
-                            ErrnoText(theirs.status().err()) + ")");
-    }
-    if (*ours != *theirs) v.differs.emplace_back(ns);
-  }
-  if (!v.differs.empty()) {
-    std::string list;
-    for (const std::string& d : v.differs) list += (list.empty() ? "" : ", ") + d;
-    return Refused(v, "the peer is in namespaces other than ours (" + list +
-                          "): a sandboxed process is never answered");
   }
   v.admitted = true;
   return v;
@@ -220,7 +257,7 @@ nlohmann::json PeerRefusedData(const std::string& socket, const PeerVerdict& v) 
 
 PeerVerdict PeerGate::Admit(int fd) {
   PeerVerdict v = CheckSocketPeer(fd);
-  if (v.admitted) return v;
+  if (v.admitted || v.hung_up) return v;
   EventSink* events = nullptr;
   uint64_t n = 0;
   {

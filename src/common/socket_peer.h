@@ -25,6 +25,7 @@ struct PeerVerdict {
   int64_t uid = -1;                  // -1: unknown
   std::vector<std::string> differs;  // the namespaces that are not ours: "pid", "user", "mnt"
   std::string reason;                // why it was refused (empty when admitted)
+  bool hung_up = false;  // refused because the peer closed first: it asked nothing, not recorded
 };
 
 // How the peer's process is pinned while its namespaces are read.
@@ -47,8 +48,9 @@ class PeerGate {
   // `socket` names the socket in the audit records (its path); `events` may be null.
   PeerGate(std::string socket, EventSink* events) : socket_(std::move(socket)), events_(events) {}
 
-  // Checks `fd`'s peer; a refusal is counted and recorded (at most kMaxAudited records per
-  // gate, then one saying the rest are only counted, so a flood cannot fill the audit trail).
+  // Checks `fd`'s peer; a refusal is counted and recorded (at most kMaxAudited records per gate,
+  // then one saying the rest are only counted, so a flood cannot fill the audit trail), but not
+  // that of a peer which hung up before it was checked.
   PeerVerdict Admit(int fd);
   uint64_t refused() const;
   void set_events(EventSink* events);
