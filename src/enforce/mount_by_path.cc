@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -48,9 +50,12 @@ UniqueFd Walk(int dir_fd, const std::string& rel) {
   return cur;
 }
 
-// Whether the mount holding `fd` refuses writes: faccessat answers EROFS for a read-only mount
-// before it looks at permissions.
+// Whether the mount holding `fd` refuses writes: its flags say read-only (Linux), or faccessat
+// answers EROFS (gVisor, whose statfs does not report a bind's own flags). faccessat alone is not
+// enough: it asks the file's permissions first, and /proc/sys answers EACCES before EROFS.
 bool RefusesWrites(int fd) {
+  struct statfs sf;
+  if (fstatfs(fd, &sf) == 0 && (sf.f_flags & ST_RDONLY) != 0) return true;
   char path[64];
   std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   return access(path, W_OK) != 0 && errno == EROFS;
