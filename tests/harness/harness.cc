@@ -5,15 +5,21 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -178,6 +184,26 @@ std::map<std::string, std::string> BaseEnv(const std::string& home) {
   return env;
 }
 
+// Installs RunOptions::without_mount_api's filter on the calling thread (after fork: no
+// allocation).
+static bool HideTheMountApi() {
+  static struct sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, SYS_open_tree, 0, 3),  // open_tree .. fspick
+      BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, SYS_fspick, 0, 1),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mount_setattr, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  static_assert(SYS_move_mount == SYS_open_tree + 1 && SYS_fspick == SYS_open_tree + 5);
+  struct sock_fprog prog = {sizeof filter / sizeof filter[0], filter};
+  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
+}
+
 RunResult RunProgram(const std::vector<std::string>& argv, const RunOptions& opts) {
   RunResult r;
   int out_pipe[2], err_pipe[2], in_pipe[2];
@@ -222,6 +248,7 @@ RunResult RunProgram(const std::vector<std::string>& argv, const RunOptions& opt
       fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
     }
     if (!opts.cwd.empty() && chdir(opts.cwd.c_str()) != 0) _exit(126);
+    if (opts.without_mount_api && !HideTheMountApi()) _exit(126);
     execve(args[0], args.data(), envp.data());
     _exit(127);
   }
@@ -308,6 +335,7 @@ RunResult SandboxTest::Probe(const std::vector<std::string>& verb_and_args,
     d.stdin_file = opts.stdin_file;
     d.timeout_s = opts.timeout_s;
     d.pass_fds = opts.pass_fds;
+    d.without_mount_api = opts.without_mount_api;
     for (auto& [k, v] : opts.env) d.env[k] = v;
     opts = d;
   }
@@ -327,6 +355,7 @@ RunResult SandboxTest::Shell(const std::string& script, const std::vector<std::s
     d.stdin_file = opts.stdin_file;
     d.timeout_s = opts.timeout_s;
     d.pass_fds = opts.pass_fds;
+    d.without_mount_api = opts.without_mount_api;
     for (auto& [k, v] : opts.env) d.env[k] = v;
     opts = d;
   }

@@ -70,6 +70,10 @@ struct RunOptions {
   std::string stdin_file;  // when set, stdin is this file opened read-only (not a pipe)
   int timeout_s = 60;
   std::vector<int> pass_fds;  // inherited fds (for --json-status N)
+  // The program sees a kernel without the mount API (Linux < 5.12): a seccomp filter answers
+  // ENOSYS to open_tree, move_mount, fsopen, fsconfig, fsmount, fspick and mount_setattr, so
+  // ward builds the root by path, as it does there.
+  bool without_mount_api = false;
 };
 
 // Forks `argv` with the pty's slave as its controlling terminal and stdio, in o.cwd, with
