@@ -69,12 +69,22 @@ inline long LandlockRestrictSelf(int ruleset_fd, uint32_t flags) {
 }
 
 // ---- openat2 / mount API / pidfd / misc ----
+// openat2, retried while it answers EAGAIN: with RESOLVE_BENEATH or RESOLVE_IN_ROOT, a ".." in
+// the path fails with EAGAIN when any rename or mount on the system raced the lookup, which the
+// kernel leaves to the caller to retry. Bounded, so a flood of renames elsewhere costs a caller
+// an error, never a hang.
 inline int Openat2(int dirfd, const char* path, uint64_t flags, uint64_t mode, uint64_t resolve) {
   struct open_how how = {};
   how.flags = flags;
   how.mode = mode;
   how.resolve = resolve;
-  return static_cast<int>(::syscall(SYS_openat2, dirfd, path, &how, sizeof(how)));
+  constexpr int kAttempts = 128;
+  int fd = -1;
+  for (int i = 0; i < kAttempts; ++i) {
+    fd = static_cast<int>(::syscall(SYS_openat2, dirfd, path, &how, sizeof(how)));
+    if (fd >= 0 || errno != EAGAIN) break;
+  }
+  return fd;
 }
 inline int OpenTree(int dirfd, const char* path, unsigned flags) {
   return static_cast<int>(::syscall(SYS_open_tree, dirfd, path, flags));
