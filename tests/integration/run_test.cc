@@ -391,7 +391,10 @@ TEST_F(SupervisorThreadsTest, InitCopiesNoOtherThreadsArenaOrStack) {
 // its teardown happens in the reaper's exit after the run, not in init's exit, which the
 // cgroup's removal waits for.
 TEST_F(SupervisorThreadsTest, TheCgroupReaperHoldsTheSandboxsMountNamespace) {
-  if (!RunningAsRoot()) GTEST_SKIP() << "only a root run has a cgroup here";
+  if (!RunningAsRoot()) {
+    GTEST_SKIP() << "an unprivileged test cannot read sandbox init's /proc/PID/ns (the root "
+                    "variant covers it)";
+  }
   int w = -1, r = -1;
   pid_t pid = StartWard("echo running; read x || true", &w, &r);
   ASSERT_GT(pid, 0);
