@@ -40,7 +40,7 @@ int RunClaudePreToolUse(const HookOptions& o) {
   }
   api::HookOptions h;
   h.ward_path.assign(self, static_cast<size_t>(n));
-  h.run_args = api::RunFlagsToArgs(o.run.flags, o.run.workdir);
+  h.run_args = RunOptionsToArgs(o.run);
   h.shell = !o.shell.empty() ? o.shell : (access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh");
   h.decision = o.decision == "none" ? "" : o.decision;
   api::HookOutcome r = api::RewritePreToolUse(input, h);

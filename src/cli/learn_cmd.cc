@@ -125,7 +125,7 @@ Result<std::string> ReadOwnFile(const std::string& path) {
 // The arguments of the `ward run` that does the learning run.
 std::vector<std::string> RunArgs(const LearnOptions& o, int status_fd) {
   std::vector<std::string> a = {"ward", "run"};
-  for (std::string& f : api::RunFlagsToArgs(o.run.flags, o.run.workdir)) a.push_back(std::move(f));
+  for (std::string& f : RunOptionsToArgs(o.run)) a.push_back(std::move(f));
   if (o.run.flags.proxy_connections) {
     a.push_back("--proxy-connections=" + *o.run.flags.proxy_connections);
   }

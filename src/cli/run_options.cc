@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "api/spec.h"
 #include "common/unique_fd.h"
 #include "common/untrusted_file.h"
 #include "policy/paths.h"
@@ -129,6 +130,23 @@ void AddTerminalOptions(CLI::App* app, RunOptions* o) {
   app->add_flag("--raw-terminal", o->raw_terminal,
                 "Relay the command's terminal output unfiltered (report requests, clipboard "
                 "writes and the like reach your terminal; see docs/terminal.md)");
+}
+
+std::vector<std::string> RunOptionsToArgs(const RunOptions& o) {
+  std::vector<std::string> args = api::RunFlagsToArgs(o.flags, o.workdir);
+  if (!o.approver.empty()) args.push_back("--approver=" + o.approver);
+  if (!o.approver_secret_env.empty()) {
+    args.push_back("--approver-secret-env=" + o.approver_secret_env);
+  }
+  if (!o.approver_secret_file.empty()) {
+    std::string file = o.approver_secret_file;
+    if (file[0] != '/') {
+      char cwd[PATH_MAX];
+      if (getcwd(cwd, sizeof cwd) != nullptr) file = std::string(cwd) + "/" + file;
+    }
+    args.push_back("--approver-secret-file=" + file);
+  }
+  return args;
 }
 
 std::vector<std::pair<std::string, std::string>> CallerEnvironment() {

@@ -38,6 +38,11 @@ void AddCreateOption(CLI::App* app, RunOptions* opts);
 // The options about the user's terminal: `ward run` and `ward explain` only.
 void AddTerminalOptions(CLI::App* app, RunOptions* opts);
 
+// These options as `ward run` arguments (before "--"), for a command that starts runs later
+// (the Claude Code hook and shell prefix, `ward learn`): every option that changes the run,
+// the approver's included. A relative --approver-secret-file is made absolute.
+std::vector<std::string> RunOptionsToArgs(const RunOptions& opts);
+
 // The caller's environment as (name, value) pairs.
 std::vector<std::pair<std::string, std::string>> CallerEnvironment();
 

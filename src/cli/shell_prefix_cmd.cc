@@ -35,6 +35,20 @@ std::string SelfPath() {
 
 std::string DefaultShell() { return access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh"; }
 
+// The directories above `path` that are missing (~/.local/bin on a fresh account), made 0755
+// like a bin directory of one's own.
+bool MakeParentDirectories(const std::string& path) {
+  for (size_t slash = path.find('/', 1); slash != std::string::npos;
+       slash = path.find('/', slash + 1)) {
+    const std::string dir = path.substr(0, slash);
+    if (mkdir(dir.c_str(), 0755) == 0 || errno == EEXIST) continue;
+    std::fprintf(stderr, "ward shell-prefix: cannot make the directory %s: %s\n", dir.c_str(),
+                 std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
 int Install(const ShellPrefixOptions& o) {
   if (o.install.empty() || o.install[0] != '/') {
     std::fprintf(stderr, "ward shell-prefix: --install needs an absolute path\n");
@@ -45,7 +59,8 @@ int Install(const ShellPrefixOptions& o) {
     std::fprintf(stderr, "ward shell-prefix: cannot tell where the ward binary is\n");
     return 1;
   }
-  std::vector<std::string> args = api::RunFlagsToArgs(o.run.flags, o.run.workdir);
+  if (!MakeParentDirectories(o.install)) return 1;
+  std::vector<std::string> args = RunOptionsToArgs(o.run);
   if (!o.shell.empty()) args.push_back("--shell=" + o.shell);
   std::string script = api::ShellPrefixWrapper(self, args);
   std::string tmp = o.install + ".tmp";
@@ -73,7 +88,7 @@ int RunShellPrefix(const ShellPrefixOptions& o) {
     return 125;
   }
   std::vector<std::string> args = {"ward", "run"};
-  for (auto& a : api::RunFlagsToArgs(o.run.flags, o.run.workdir)) args.push_back(std::move(a));
+  for (auto& a : RunOptionsToArgs(o.run)) args.push_back(std::move(a));
   args.push_back("--");
   for (auto& w : api::ShellPrefixCommand(o.words, o.shell.empty() ? DefaultShell() : o.shell)) {
     args.push_back(std::move(w));

@@ -95,5 +95,51 @@ TEST_F(AgentTest, PreToolUseHookRewritesBashCallsIntoASandbox) {
   EXPECT_NE(h.err.find("blocked"), std::string::npos) << h.err;
 }
 
+// The docs' example installs into ~/.local/bin, which a fresh account does not have.
+TEST_F(AgentTest, ShellPrefixInstallMakesTheDirectoriesItNeeds) {
+  std::string wrapper = root_->path() + "/fresh/.local/bin/ward-claude-prefix";
+  ASSERT_FALSE(PathExists(root_->path() + "/fresh"));
+  RunResult inst = RunWard({"shell-prefix", "--install", wrapper}, Defaults());
+  ASSERT_EQ(inst.status, 0) << inst.err;
+  EXPECT_TRUE(PathExists(wrapper));
+  RunResult r = RunProgram({wrapper, "echo from-the-wrapper"}, Defaults());
+  EXPECT_EQ(r.out, "from-the-wrapper\n") << r.err;
+}
+
+// The approver options are part of the run: the hook's rewritten command and the shell
+// prefix's wrapper carry them (they were once dropped silently, leaving the run without its
+// approver).
+TEST_F(AgentTest, TheApproverOptionsReachTheRunsTheyStart) {
+  const std::vector<std::string> approver = {"--approver", "unix:/nonexistent/approver.sock",
+                                             "--approver-secret-env", "WARD_TEST_APPROVER_KEY"};
+  nlohmann::json in = {{"hook_event_name", "PreToolUse"},
+                       {"tool_name", "Bash"},
+                       {"tool_input", {{"command", "true"}}}};
+  RunOptions o = Defaults();
+  o.stdin_data = in.dump();
+  std::vector<std::string> hook = {"hook", "claude-pretooluse"};
+  hook.insert(hook.end(), approver.begin(), approver.end());
+  RunResult h = RunWard(hook, o);
+  ASSERT_EQ(h.status, 0) << h.err;
+  auto out = nlohmann::json::parse(h.out, nullptr, false);
+  ASSERT_FALSE(out.is_discarded()) << h.out;
+  std::string cmd = out["hookSpecificOutput"]["updatedInput"]["command"];
+  EXPECT_NE(cmd.find("--approver=unix:/nonexistent/approver.sock"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--approver-secret-env=WARD_TEST_APPROVER_KEY"), std::string::npos) << cmd;
+  // Control: without them, the rewritten command names no approver.
+  RunResult plain = RunWard({"hook", "claude-pretooluse"}, o);
+  EXPECT_EQ(plain.out.find("--approver"), std::string::npos) << plain.out;
+
+  std::string wrapper = root_->path() + "/ward-claude-prefix";
+  std::vector<std::string> install = {"shell-prefix", "--install", wrapper};
+  install.insert(install.end(), approver.begin(), approver.end());
+  ASSERT_EQ(RunWard(install, Defaults()).status, 0);
+  std::string script = ReadFile(wrapper);
+  EXPECT_NE(script.find("--approver=unix:/nonexistent/approver.sock"), std::string::npos)
+      << script;
+  EXPECT_NE(script.find("--approver-secret-env=WARD_TEST_APPROVER_KEY"), std::string::npos)
+      << script;
+}
+
 }  // namespace
 }  // namespace ward::test
