@@ -1,12 +1,12 @@
 #include "harness.h"
 
+#include "enforce/bpf.h"
 #include "enforce/landlock.h"
 #include "enforce/landlock_coverage.h"
 
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/audit.h>
-#include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -184,23 +183,31 @@ std::map<std::string, std::string> BaseEnv(const std::string& home) {
   return env;
 }
 
-// Installs RunOptions::without_mount_api's filter on the calling thread (after fork: no
-// allocation).
-static bool HideTheMountApi() {
-  static struct sock_filter filter[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, SYS_open_tree, 0, 3),  // open_tree .. fspick
-      BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, SYS_fspick, 0, 1),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mount_setattr, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
+// RunOptions::without_mount_api's filter: ENOSYS for open_tree .. fspick and mount_setattr.
+static std::vector<sock_filter> MountApiHidingFilter() {
   static_assert(SYS_move_mount == SYS_open_tree + 1 && SYS_fspick == SYS_open_tree + 5);
-  struct sock_fprog prog = {sizeof filter / sizeof filter[0], filter};
-  return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+  using enforce::BpfBuilder;
+  BpfBuilder b;
+  const BpfBuilder::Label allow = b.NewLabel(), enosys = b.NewLabel();
+  b.LoadArch();
+  b.Jump(BPF_JEQ, AUDIT_ARCH_X86_64, BpfBuilder::kNext, allow);
+  b.LoadNr();
+  b.Jump(BPF_JEQ, SYS_mount_setattr, enosys, BpfBuilder::kNext);
+  b.Jump(BPF_JGE, SYS_open_tree, BpfBuilder::kNext, allow);
+  b.Jump(BPF_JGT, SYS_fspick, allow, enosys);
+  b.Bind(enosys);
+  b.Ret(SECCOMP_RET_ERRNO | ENOSYS);
+  b.Bind(allow);
+  b.Ret(SECCOMP_RET_ALLOW);
+  Result<std::vector<sock_filter>> insns = b.Finish();
+  EXPECT_TRUE(insns.ok()) << insns.status().ToString();
+  return insns.ok() ? *insns : std::vector<sock_filter>{};
+}
+
+// Installs `filter` on the calling thread (after fork: no allocation).
+static bool InstallFilter(std::vector<sock_filter>& filter) {
+  struct sock_fprog prog = {static_cast<unsigned short>(filter.size()), filter.data()};
+  return !filter.empty() && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
          prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
 }
 
@@ -228,6 +235,9 @@ RunResult RunProgram(const std::vector<std::string>& argv, const RunOptions& opt
   for (auto& s : argv_copy) args.push_back(s.data());
   args.push_back(nullptr);
 
+  std::vector<sock_filter> filter;
+  if (opts.without_mount_api) filter = MountApiHidingFilter();
+
   pid_t pid = fork();
   if (pid < 0) {
     ADD_FAILURE() << "fork: " << strerror(errno);
@@ -248,7 +258,7 @@ RunResult RunProgram(const std::vector<std::string>& argv, const RunOptions& opt
       fcntl(fd, F_SETFD, flags & ~FD_CLOEXEC);
     }
     if (!opts.cwd.empty() && chdir(opts.cwd.c_str()) != 0) _exit(126);
-    if (opts.without_mount_api && !HideTheMountApi()) _exit(126);
+    if (opts.without_mount_api && !InstallFilter(filter)) _exit(126);
     execve(args[0], args.data(), envp.data());
     _exit(127);
   }
