@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/host_paths.h"
 #include "cli/run_options.h"
 #include "enforce/plan.h"
 #include "net/egress_rules.h"
@@ -53,33 +54,6 @@ std::string CanonicalPath(const std::string& raw, const std::string& home) {
   return enforce::NormalizePath(base + rest);
 }
 
-// Nested repository roots between a writable root and the path (within the depth limit).
-std::vector<std::string> NestedRepoRoots(const policy::Policy& pol, const std::string& path) {
-  std::vector<std::string> roots;
-  std::vector<std::string> writable;
-  if (pol.workspace_access == policy::Access::kWrite) writable.push_back(pol.workspace);
-  for (const auto& r : pol.paths) {
-    if (r.access == policy::Access::kWrite) writable.push_back(r.path);
-  }
-  for (const auto& w : writable) {
-    if (!enforce::PathIsWithin(path, w) || path == w) continue;
-    std::string cur = w;
-    std::string rel = path.substr(w.size());
-    size_t pos = 1;
-    for (int depth = 1; depth <= pol.nested_repo_depth; ++depth) {
-      size_t next = rel.find('/', pos);
-      if (next == std::string::npos) break;
-      std::string comp = rel.substr(pos, next - pos);
-      if (comp == ".git" || comp == "node_modules") break;
-      cur += "/" + comp;
-      struct stat st;
-      if (lstat((cur + "/.git").c_str(), &st) == 0) roots.push_back(cur);
-      pos = next + 1;
-    }
-  }
-  return roots;
-}
-
 // The flag that would allow a denied host: "-n HOST" (with the port when it is not one the bare
 // name allows); "" when the host is allowed, or denied by a rule (a deny rule wins over every
 // -n, and is there on purpose) or not a valid name.
@@ -108,7 +82,7 @@ int RunWhy(const WhyOptions& opts) {
   for (const std::string& t : opts.targets) {
     if (LooksLikePath(t)) {
       std::string path = CanonicalPath(t, pol->home);
-      policy::PathDecision d = policy::DecidePath(*pol, path, NestedRepoRoots(*pol, path),
+      policy::PathDecision d = policy::DecidePath(*pol, path, NestedRepoRootsOnHost(*pol, path),
                                                      /*infer_nested_repos=*/false);
       bool visible = d.visibility != policy::PathDecision::Visibility::kHidden;
       all_ok = all_ok && visible;

@@ -311,6 +311,13 @@ std::optional<Denial> DenialOf(std::string_view type, const nlohmann::json& data
   if (type == "credential.leak_attempt") return CredentialDenial(data);
   if (type == "terminal.deny") return TerminalDenial(data);
   if (type == "net.direct.deny") return DirectSendsDenial(data);
+  if (type == "hook.decision" && Str(data, "decision") == "deny") {
+    Denial d;
+    d.kind = Str(data, "op") == "fetch" ? "net" : "file";
+    d.target = Str(data, "op") == "fetch" ? Str(data, "url") : Str(data, "path");
+    d.rule = Str(data, "why");
+    return d;
+  }
   if (type == "command.hidden") {
     Denial d;
     d.kind = "command";

@@ -69,7 +69,10 @@ TEST_F(AgentTest, PreToolUseHookRewritesBashCallsIntoASandbox) {
                        {"tool_input", {{"command", kSnoop}, {"description", "look around"}}}};
   RunOptions o = Defaults();
   o.stdin_data = in.dump();
-  RunResult h = RunWard({"hook", "claude-pretooluse", "-r", StageDir()}, o);
+  // No Claude Code runs this hook: any version is trusted here (claude_hook_test.cc tests the
+  // version check).
+  RunResult h = RunWard({"hook", "claude-pretooluse", "--trust-agent-version", "any", "-r",
+                         StageDir()}, o);
   ASSERT_EQ(h.status, 0) << h.err;
   auto out = nlohmann::json::parse(h.out, nullptr, false);
   ASSERT_FALSE(out.is_discarded()) << h.out;
@@ -84,11 +87,15 @@ TEST_F(AgentTest, PreToolUseHookRewritesBashCallsIntoASandbox) {
   EXPECT_NE(r.out.find("SNOOP-DONE"), std::string::npos) << cmd << "\n" << r.out << r.err;
   EXPECT_FALSE(Leaks(r)) << r.out << r.err;
 
-  // Other tools pass untouched; input it cannot read blocks the call.
+  // Tools that touch no host path pass untouched; input it cannot read blocks the call, and so
+  // does a file tool without its path.
+  o.stdin_data = R"({"hook_event_name":"PreToolUse","tool_name":"TodoWrite","tool_input":{}})";
+  h = RunWard({"hook", "claude-pretooluse"}, o);
+  EXPECT_EQ(h.status, 0) << h.err;
+  EXPECT_EQ(h.out, "");
   o.stdin_data = R"({"hook_event_name":"PreToolUse","tool_name":"Read","tool_input":{}})";
   h = RunWard({"hook", "claude-pretooluse"}, o);
-  EXPECT_EQ(h.status, 0);
-  EXPECT_EQ(h.out, "");
+  EXPECT_EQ(h.status, 2) << h.out;
   o.stdin_data = "{\"tool_name\":\"Bash\",";
   h = RunWard({"hook", "claude-pretooluse"}, o);
   EXPECT_EQ(h.status, 2);
@@ -117,7 +124,7 @@ TEST_F(AgentTest, TheApproverOptionsReachTheRunsTheyStart) {
                        {"tool_input", {{"command", "true"}}}};
   RunOptions o = Defaults();
   o.stdin_data = in.dump();
-  std::vector<std::string> hook = {"hook", "claude-pretooluse"};
+  std::vector<std::string> hook = {"hook", "claude-pretooluse", "--trust-agent-version", "any"};
   hook.insert(hook.end(), approver.begin(), approver.end());
   RunResult h = RunWard(hook, o);
   ASSERT_EQ(h.status, 0) << h.err;
@@ -127,7 +134,8 @@ TEST_F(AgentTest, TheApproverOptionsReachTheRunsTheyStart) {
   EXPECT_NE(cmd.find("--approver=unix:/nonexistent/approver.sock"), std::string::npos) << cmd;
   EXPECT_NE(cmd.find("--approver-secret-env=WARD_TEST_APPROVER_KEY"), std::string::npos) << cmd;
   // Control: without them, the rewritten command names no approver.
-  RunResult plain = RunWard({"hook", "claude-pretooluse"}, o);
+  RunResult plain = RunWard({"hook", "claude-pretooluse", "--trust-agent-version", "any"}, o);
+  ASSERT_EQ(plain.status, 0) << plain.err;
   EXPECT_EQ(plain.out.find("--approver"), std::string::npos) << plain.out;
 
   std::string wrapper = root_->path() + "/ward-claude-prefix";

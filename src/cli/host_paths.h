@@ -1,0 +1,25 @@
+// Paths as the host resolves them, for commands that judge a path with the policy before
+// something on the host acts on it (`ward why`, `ward hook claude-pretooluse`).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "policy/policy.h"
+
+namespace ward::cli {
+
+// Where an absolute path leads on the host: every symlink followed, relative and absolute ones,
+// a dangling one too (its target is what a create through it would make), ".." taken after the
+// prefix before it is resolved; from the first component that does not exist the rest is
+// lexical. An ELOOP-long chain is an error, and so is a /proc magic link that leads out of
+// /proc (a process's cwd, root, exe or open files): the process that acts on the path is not
+// the one that resolved it.
+Result<std::string> ResolveOnHost(const std::string& abs_path);
+
+// The nested repository roots between a writable root of the policy and `path` (within its
+// nested_repo_depth), found on disk, as policy::DecidePath takes them.
+std::vector<std::string> NestedRepoRootsOnHost(const policy::Policy& pol, const std::string& path);
+
+}  // namespace ward::cli
