@@ -41,22 +41,81 @@ bool TouchesNoPath(std::string_view tool) {
          tool == "ExitPlanMode" || tool.rfind("mcp__", 0) == 0;
 }
 
-Result<std::string> Absolute(const ClaudeToolCall& call, const std::string& field,
-                             const std::string& path) {
-  if (path.empty()) return InvalidArgument("tool_input." + field + " is empty");
+// The code point at the start (or end) of s, decoded from UTF-8; -1 when malformed.
+long FirstCodePoint(std::string_view s, bool from_end) {
+  if (s.empty()) return -1;
+  size_t start = 0;
+  if (from_end) {
+    start = s.size() - 1;
+    while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+  }
+  const auto c0 = static_cast<unsigned char>(s[start]);
+  int len = c0 < 0x80 ? 1 : (c0 >> 5) == 0x6 ? 2 : (c0 >> 4) == 0xE ? 3 : (c0 >> 3) == 0x1E ? 4 : 0;
+  if (len == 0 || start + static_cast<size_t>(len) > s.size()) return -1;
+  long cp = len == 1 ? c0 : c0 & (0x7F >> len);
+  for (int i = 1; i < len; ++i) cp = (cp << 6) | (static_cast<unsigned char>(s[start + i]) & 0x3F);
+  return cp;
+}
+
+// What JavaScript's String.prototype.trim() removes (Claude Code trims paths before using them).
+bool IsJsWhitespace(long cp) {
+  return cp == 0x09 || cp == 0x0A || cp == 0x0B || cp == 0x0C || cp == 0x0D || cp == 0x20 ||
+         cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
+         cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000 || cp == 0xFEFF;
+}
+
+// Claude Code turns a path into the one it opens by trimming it, expanding a leading "~" and
+// normalising it as text (".." removed before any symlink is followed), and skips that before
+// its hooks for paths longer than PATH_MAX. The hook takes the same steps and refuses what
+// they could read two ways: whitespace (or malformed UTF-8) at either end of a component, and
+// lengths past PATH_MAX.
+Status CheckPlainPath(const std::string& field, const std::string& path) {
+  if (path.size() > 4096) return InvalidArgument("tool_input." + field + " is longer than 4096");
   if (path.find('\0') != std::string::npos) {
     return InvalidArgument("tool_input." + field + " contains NUL");
   }
-  if (path[0] == '/') return path;
-  if (call.cwd.empty() || call.cwd[0] != '/') {
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t next = path.find('/', pos);
+    if (next == std::string::npos) next = path.size();
+    std::string_view comp(path.data() + pos, next - pos);
+    if (!comp.empty()) {
+      long first = FirstCodePoint(comp, false);
+      long last = FirstCodePoint(comp, true);
+      if (first < 0 || last < 0 || IsJsWhitespace(first) || IsJsWhitespace(last)) {
+        return InvalidArgument("tool_input." + field + " has a component that begins or ends "
+                               "with whitespace (or is not UTF-8): " + std::string(comp));
+      }
+    }
+    pos = next + 1;
+  }
+  return Ok();
+}
+
+Result<std::string> Absolute(const ClaudeToolCall& call, const std::string& field,
+                             const std::string& path) {
+  if (path.empty()) return InvalidArgument("tool_input." + field + " is empty");
+  WARD_TRY(CheckPlainPath(field, path));
+  std::string abs;
+  if (path[0] == '/') {
+    abs = path;
+  } else if (path == "~" || path.rfind("~/", 0) == 0) {
+    if (call.home.empty() || call.home[0] != '/') {
+      return InvalidArgument("tool_input." + field + " starts with ~ and HOME is not known");
+    }
+    abs = call.home + path.substr(1);
+  } else if (call.cwd.empty() || call.cwd[0] != '/') {
     return InvalidArgument("tool_input." + field + " is relative (" + path +
                            ") and the call has no absolute cwd");
+  } else {
+    abs = call.cwd + "/" + path;
   }
-  return call.cwd + "/" + path;
+  return policy::NormalizePath(abs);
 }
 
 // The directory a Glob pattern can reach: its components up to the first with a wildcard.
 Result<std::string> GlobBase(const std::string& base, const std::string& pattern) {
+  WARD_TRY(CheckPlainPath("pattern", pattern));
   std::string p = pattern[0] == '/' ? pattern : base + "/" + pattern;
   std::string out;
   size_t pos = 0;
@@ -167,6 +226,17 @@ std::string WebFetchUrlOf(const ClaudeToolCall& call) {
 }
 
 Result<FetchTarget> FetchTargetOf(std::string_view url) {
+  // Clients parse URLs by the WHATWG rules, which drop tabs and newlines anywhere, read "\\" as
+  // "/" and decode the host: such URLs are refused rather than read one way here and another
+  // way by the fetcher.
+  for (char c : url) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u >= 0x7F || c == '\\') {
+      return InvalidArgument("the URL contains whitespace, a control character, a backslash or "
+                             "a non-ASCII byte (percent-encode it, and write a host in its "
+                             "xn-- form)");
+    }
+  }
   FetchTarget t;
   size_t colon = url.find("://");
   if (colon == std::string_view::npos) return InvalidArgument("not an http(s) URL");
@@ -182,7 +252,8 @@ Result<FetchTarget> FetchTargetOf(std::string_view url) {
     authority.remove_prefix(at + 1);
   }
   std::string_view port;
-  if (!authority.empty() && authority.front() == '[') {
+  const bool bracketed = !authority.empty() && authority.front() == '[';
+  if (bracketed) {
     size_t close = authority.find(']');
     if (close == std::string_view::npos) return InvalidArgument("an unclosed [ in the host");
     t.host = std::string(authority.substr(1, close - 1));
@@ -197,6 +268,14 @@ Result<FetchTarget> FetchTargetOf(std::string_view url) {
     if (c != std::string_view::npos) port = authority.substr(c + 1);
   }
   if (t.host.empty()) return InvalidArgument("no host");
+  for (char c : t.host) {
+    const bool ok = bracketed ? (std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.')
+                              : (std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+                                 c == '-' || c == '_');
+    if (!ok) {
+      return InvalidArgument("the host " + t.host + " has a character a host name cannot have");
+    }
+  }
   if (!port.empty()) {
     unsigned long v = 0;
     for (char c : port) {

@@ -24,6 +24,7 @@ struct ClaudeToolCall {
   nlohmann::json input;    // tool_input (an object)
   std::string cwd;         // Claude Code's current directory (absolute) or ""
   std::string session_id;  // Claude Code's session, or ""
+  std::string home;        // the caller's HOME: Claude Code expands a leading "~" with it
 };
 
 // Parses the hook's input. Errors name what is missing or malformed (the hook then blocks).
@@ -38,7 +39,8 @@ struct FileAccess {
 const char* FileAccessOpName(FileAccess::Op op);  // "read" | "write" | "list"
 
 // The host paths a tool call touches. Empty for tools that touch none (Bash, which runs in a
-// sandbox; Task, TodoWrite, WebSearch, MCP tools, ...). A tool this hook does not know whose
+// sandbox; Task, TodoWrite, WebSearch, MCP tools, ...). "~" and "~/..." are under the call's
+// home, as Claude Code expands them. A tool this hook does not know whose
 // input names a path (file_path, notebook_path, path) is taken as a write there: a new file tool
 // is held to the strictest rule until the hook knows it. Errors: a path field that is not a
 // string, a relative path without an absolute cwd, a Glob pattern that climbs out with "..".

@@ -213,6 +213,13 @@ Judged JudgeFile(const policy::Policy& pol, const api::ClaudeToolCall& call,
     api::FileVerdict v = api::JudgeFileAccess(pol, a, *resolved, d);
     j.allowed = v.allowed;
     j.why = v.why;
+    // The policy decides by names; on the host the structure on disk decides what git runs.
+    if (j.allowed && a.op == api::FileAccess::Op::kWrite) {
+      if (std::string why = HostExecutedWriteWhy(pol, *resolved); !why.empty()) {
+        j.allowed = false;
+        j.why = "ward: " + a.path + " is host-executed content: " + why;
+      }
+    }
   }
   j.record = {{"tool", call.tool},
               {"op", api::FileAccessOpName(a.op)},
@@ -302,6 +309,7 @@ int RunClaudePreToolUse(const HookOptions& o) {
   if (!call.ok()) return Block(call.status().message());
   if (call->event != "PreToolUse") return 0;  // not ours: no opinion
   if (call->tool == "Bash") return AnswerBash(o, input);
+  call->home = CallerHome();
   return AnswerOwnTool(o, *call);
 }
 

@@ -1,12 +1,16 @@
 #include "cli/host_paths.h"
 
+#include <dirent.h>
 #include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <deque>
+#include <fstream>
+#include <sstream>
 
 #include "enforce/plan.h"
+#include "policy/host_executed.h"
 
 namespace ward::cli {
 namespace {
@@ -30,7 +34,109 @@ std::string Parent(const std::string& dir) {
   return slash == std::string::npos ? "" : dir.substr(0, slash);
 }
 
+bool IsDir(const std::string& p) {
+  struct stat st;
+  return lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+bool IsFile(const std::string& p) {
+  struct stat st;
+  return lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string ReadSmallFile(const std::string& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str().substr(0, 1 << 20);
+}
+
+// The shape of `dir` once a file is written at `path` below it (the write makes the missing
+// directories on its way).
+policy::DirShape ShapeAfterWrite(const std::string& dir, const std::string& path) {
+  auto made = [&](const std::string& name, bool as_dir) {
+    const std::string entry = dir + "/" + name;
+    return as_dir ? enforce::PathIsWithin(path, entry) && path != entry : path == entry;
+  };
+  policy::DirShape s;
+  s.head_file = IsFile(dir + "/HEAD") || made("HEAD", false);
+  s.objects_dir = IsDir(dir + "/objects") || made("objects", true);
+  s.refs_dir = IsDir(dir + "/refs") || made("refs", true);
+  s.commondir_file = IsFile(dir + "/commondir") || made("commondir", false);
+  s.named_dot_git = dir.size() >= 5 && dir.compare(dir.size() - 5, 5, "/.git") == 0;
+  return s;
+}
+
+policy::DirShape ShapeNow(const std::string& dir) {
+  policy::DirShape s;
+  s.head_file = IsFile(dir + "/HEAD");
+  s.objects_dir = IsDir(dir + "/objects");
+  s.refs_dir = IsDir(dir + "/refs");
+  s.commondir_file = IsFile(dir + "/commondir");
+  s.named_dot_git = dir.size() >= 5 && dir.compare(dir.size() - 5, 5, "/.git") == 0;
+  return s;
+}
+
+// What in a git directory that is about to become one git would run: a config that is not
+// inert, hooks that are not samples. "" when nothing.
+std::string RiskyContentOf(const std::string& gitdir) {
+  if (IsFile(gitdir + "/config")) {
+    policy::GitConfigReview r = policy::ReviewGitConfig(ReadSmallFile(gitdir + "/config"));
+    if (!r.inert) return gitdir + "/config (not inert)";
+  }
+  if (IsFile(gitdir + "/config.worktree")) return gitdir + "/config.worktree";
+  if (IsDir(gitdir + "/hooks")) {
+    std::string hooks = gitdir + "/hooks";
+    if (DIR* d = opendir(hooks.c_str())) {
+      std::string found;
+      while (struct dirent* e = readdir(d)) {
+        std::string name = e->d_name;
+        if (name == "." || name == "..") continue;
+        if (policy::ClassifyGitDirEntry("hooks/" + name) != policy::GitDirEntry::kInert) {
+          found = hooks + "/" + name;
+          break;
+        }
+      }
+      closedir(d);
+      if (!found.empty()) return found;
+    }
+  }
+  return "";
+}
+
+std::string WritableRootOf(const policy::Policy& pol, const std::string& path) {
+  std::string best;
+  auto consider = [&](const std::string& root) {
+    if (enforce::PathIsWithin(path, root) && root.size() > best.size()) best = root;
+  };
+  if (pol.workspace_access == policy::Access::kWrite) consider(pol.workspace);
+  for (const auto& r : pol.paths) {
+    if (r.access == policy::Access::kWrite) consider(r.path);
+  }
+  return best;
+}
+
 }  // namespace
+
+std::string HostExecutedWriteWhy(const policy::Policy& pol, const std::string& path) {
+  const std::string root = WritableRootOf(pol, path);
+  if (root.empty() || path == root) return "";
+  const std::string base = path.substr(path.find_last_of('/') + 1);
+  if (base == ".git") return "a .git file or directory tells the host's git where its config and hooks are";
+  for (std::string dir = Parent(path); dir.size() >= root.size(); dir = Parent(dir)) {
+    if (!policy::IsGitDirShape(ShapeAfterWrite(dir, path))) continue;
+    const std::string rel = path.substr(dir.size() + 1);
+    if (policy::ClassifyGitDirEntry(rel) != policy::GitDirEntry::kInert) {
+      return dir + " is a git directory and " + rel + " is what git runs or reads its config from";
+    }
+    if (!policy::IsGitDirShape(ShapeNow(dir))) {
+      if (std::string risky = RiskyContentOf(dir); !risky.empty()) {
+        return "the write makes " + dir + " a git directory around " + risky;
+      }
+    }
+    if (dir == root) break;
+  }
+  return "";
+}
 
 Result<std::string> ResolveOnHost(const std::string& abs_path) {
   if (abs_path.empty() || abs_path[0] != '/') {

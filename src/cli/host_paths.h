@@ -22,4 +22,12 @@ Result<std::string> ResolveOnHost(const std::string& abs_path);
 // nested_repo_depth), found on disk, as policy::DecidePath takes them.
 std::vector<std::string> NestedRepoRootsOnHost(const policy::Policy& pol, const std::string& path);
 
+// Why a write made directly on the host at `path` (resolved; inside a writable root) would be
+// content the host's git runs, judged by the structure on disk as the write would leave it
+// (policy/host_executed.h): a ".git" file (it redirects git), or inside a directory that is a
+// git directory (by its shape, whatever its name) anything but git's inert data, or the write
+// that completes a git directory's shape around a config or hooks that are not inert. "" when
+// none of these.
+std::string HostExecutedWriteWhy(const policy::Policy& pol, const std::string& path);
+
 }  // namespace ward::cli

@@ -159,14 +159,14 @@ std::vector<std::pair<std::string, std::string>> CallerEnvironment() {
   return env;
 }
 
-namespace {
-
 std::string CallerHome() {
   const char* h = getenv("HOME");
   if (h && *h == '/') return h;
   struct passwd* pw = getpwuid(getuid());
   return pw && pw->pw_dir ? pw->pw_dir : "/";
 }
+
+namespace {
 
 // The canonical form of a path, or the path itself when it does not resolve.
 std::string Canonical(const std::string& path) {

@@ -43,6 +43,9 @@ void AddTerminalOptions(CLI::App* app, RunOptions* opts);
 // the approver's included. A relative --approver-secret-file is made absolute.
 std::vector<std::string> RunOptionsToArgs(const RunOptions& opts);
 
+// The caller's HOME: $HOME when absolute, else the password database's, else "/".
+std::string CallerHome();
+
 // The caller's environment as (name, value) pairs.
 std::vector<std::pair<std::string, std::string>> CallerEnvironment();
 

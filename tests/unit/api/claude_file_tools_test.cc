@@ -27,6 +27,10 @@ TEST(ClaudeFileToolsTest, EachToolNamesWhatItTouches) {
   EXPECT_EQ(a.op, Op::kRead);
   EXPECT_EQ(a.path, "/ws/a");
   EXPECT_EQ(one(Call("Read", {{"file_path", "rel/b"}})).path, "/ws/rel/b");
+  ClaudeToolCall tilde = Call("Read", {{"file_path", "~/.ssh/id"}});
+  EXPECT_FALSE(FileAccessesOf(tilde).ok());  // no HOME known: not guessed
+  tilde.home = "/home/u";
+  EXPECT_EQ(one(tilde).path, "/home/u/.ssh/id");
   for (const char* t : {"Write", "Edit", "MultiEdit"}) {
     EXPECT_EQ(one(Call(t, {{"file_path", "/x"}})).op, Op::kWrite) << t;
   }
