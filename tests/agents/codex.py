@@ -13,13 +13,17 @@ bundle inside; on the host the test sets CODEX_CA_CERTIFICATE to the mock's CA.
 
 import json
 import os
+import socket
 import threading
 import time
 
 import agentlib as A
 
 HOST = "api.codex.test"
-MODEL = "gpt-5-codex"
+# A model Codex has no metadata for: it falls back to generic metadata, which offers every tool
+# (MCP tools included) as a plain function. For the models it knows, MCP tools hide behind its
+# tool search and some models take tools only through its JavaScript "code mode".
+MODEL = "ward-mock-model"
 PROMPT = "Run the commands you are asked to run."
 
 
@@ -153,7 +157,7 @@ def authorization(request):
 # Codex's configuration and command line
 
 
-def write_config(world, base_url, extra=""):
+def write_config(world, base_url, extra="", features=""):
     """~/.codex/config.toml: the mock as the model provider, Codex's sandbox, approvals, update
     check, analytics and telemetry off."""
     codex_home = os.path.join(world.home, ".codex")
@@ -182,7 +186,7 @@ remote_plugin = false
 apps = false
 in_app_updates = false
 tool_suggest = false
-
+%s
 [analytics]
 enabled = false
 
@@ -192,7 +196,7 @@ enabled = false
 [otel]
 exporter = "none"
 log_user_prompt = false
-%s""" % (MODEL, base_url, extra))
+%s""" % (MODEL, base_url, features, extra))
     return codex_home
 
 
@@ -215,12 +219,51 @@ def in_ward(world, mock, ca):
     return A.run(argv, cwd=world.ws, env=world.env(OPENAI_API_KEY=A.REAL_KEY), timeout=400)
 
 
-def on_host(world, mock, ca, extra=""):
+def on_host(world, mock, ca, extra="", features=""):
     """Codex run directly on the host against the mock (its name is not resolvable here, the
-    certificate also names 127.0.0.1)."""
-    write_config(world, "https://127.0.0.1:%d/v1" % mock.port, extra)
-    env = world.env(OPENAI_API_KEY=A.REAL_KEY, CODEX_CA_CERTIFICATE=ca)
-    return A.run(codex_argv(), cwd=world.ws, env=env, timeout=400)
+    certificate also names 127.0.0.1). Its proxy is a trap on loopback: a request for any other
+    host lands there instead of leaving the machine, and fails the test."""
+    write_config(world, "https://127.0.0.1:%d/v1" % mock.port, extra, features)
+    trap = ProxyTrap()
+    proxy = "http://127.0.0.1:%d" % trap.port
+    env = world.env(OPENAI_API_KEY=A.REAL_KEY, CODEX_CA_CERTIFICATE=ca, HTTPS_PROXY=proxy,
+                    HTTP_PROXY=proxy, ALL_PROXY=proxy, NO_PROXY="127.0.0.1")
+    try:
+        r = A.run(codex_argv(), cwd=world.ws, env=env, timeout=400)
+    finally:
+        trap.close()
+    if trap.requests:
+        A.fail("Codex reached for other hosts (update check, plugin sync, telemetry?): %s" %
+               trap.requests)
+    return r
+
+
+class ProxyTrap:
+    """A listener on loopback that records the first line of each connection and closes it."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.requests = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(2)
+                try:
+                    self.requests.append(conn.recv(512).split(b"\r\n")[0].decode(errors="replace"))
+                except OSError:
+                    self.requests.append("(a connection that sent nothing)")
+
+    def close(self):
+        self.sock.close()
 
 
 def check_exit(r, what):
@@ -274,12 +317,7 @@ def check_audit_whole(records, exfil_port, model_requests):
     the hook write refused as protected, the broker adding the key to the model requests. No
     other host is refused: Codex tried no update check, plugin sync or telemetry."""
     check_exfil_denied(records, exfil_port)
-    hooks = [r for r in A.records_of(records, "file.deny")
-             if r.get("data", {}).get("path", "").endswith(".git/hooks/pre-commit")
-             and r.get("data", {}).get("protected")]
-    if not hooks:
-        A.fail("no file.deny record of the protected .git/hooks/pre-commit; file.deny records: %s"
-               % A.records_of(records, "file.deny"))
+    check_hook_denied(records)
     uses = [r for r in A.records_of(records, "credential.use")
             if r.get("data", {}).get("host") == HOST]
     if len(uses) < model_requests:
@@ -288,6 +326,15 @@ def check_audit_whole(records, exfil_port, model_requests):
     others = [d for d in A.records_of(records, "net.deny") if str(exfil_port) not in json.dumps(d)]
     if others:
         A.fail("Codex reached for other hosts (update check, plugin sync, telemetry?): %s" % others)
+
+
+def check_hook_denied(records):
+    hooks = [r for r in A.records_of(records, "file.deny")
+             if r.get("data", {}).get("path", "").endswith(".git/hooks/pre-commit")
+             and r.get("data", {}).get("protected")]
+    if not hooks:
+        A.fail("no file.deny record of the protected .git/hooks/pre-commit; file.deny records: %s"
+               % A.records_of(records, "file.deny"))
 
 
 def check_exfil_denied(records, exfil_port):
@@ -300,23 +347,46 @@ def check_exfil_denied(records, exfil_port):
 def scenario_mcp():
     s = Setup(A.Hostile.commands, ward_exec_tool)
     try:
-        extra = """
-[mcp_servers.ward]
-command = "%s"
-args = ["mcp", "-p", "default", "-C", "%s"]
-startup_timeout_sec = 30
-tool_timeout_sec = 60
-""" % (A.ward_bin(), s.world.ws)
-        r = on_host(s.world, s.mock, s.ca, extra)
+        # Codex's own shell tool off: commands have no other way than ward's exec.
+        r = on_host(s.world, s.mock, s.ca, mcp_server(s.world), features="shell_tool = false\n")
         s.judge(r, "codex exec with ward mcp")
+        check_only_ward(s.convo)
         check_audit_mcp(A.audit_records(s.world.home), s.exfil.port)
     finally:
         s.close()
 
 
+def mcp_server(world):
+    return """
+[mcp_servers.ward]
+command = "%s"
+args = ["mcp", "-p", "default", "-C", "%s"]
+startup_timeout_sec = 30
+tool_timeout_sec = 60
+""" % (A.ward_bin(), world.ws)
+
+
+def check_only_ward(convo):
+    """Codex offered no tool of its own that runs commands or writes files, and every result
+    came from ward's exec (its JSON carries an exec_id)."""
+    own = [t["name"] for _, t in advertised_functions(convo.advertised)
+           if t["name"] in ("exec_command", "write_stdin", "shell", "local_shell", "apply_patch")]
+    own += [t.get("name") for t in convo.advertised if t.get("type") in ("custom", "local_shell")]
+    if own:
+        A.fail("with features.shell_tool = false Codex still offers %s" % own)
+    for name, text in convo.results.items():
+        if '"exec_id"' not in text:
+            A.fail("%s: the result did not come from ward's exec: %s" % (name, text[-400:]))
+
+
 def check_audit_mcp(records, exfil_port):
-    """Each exec is a ward session of its own: the exfiltration is refused and audited."""
+    """Each exec is a ward session of its own; the exfiltration is refused by the proxy and the
+    hook write as protected, both audited."""
+    sessions = A.records_of(records, "session.start")
+    if len(sessions) < len(A.Hostile.NAMES):
+        A.fail("%d ward sessions for %d exec calls" % (len(sessions), len(A.Hostile.NAMES)))
     check_exfil_denied(records, exfil_port)
+    check_hook_denied(records)
 
 
 def benign_steps(world, exfil_port):
