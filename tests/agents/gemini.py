@@ -124,14 +124,19 @@ class Session:
 
     def __init__(self, commands_of):
         self.world = A.World("gemini")
-        self.exfil = A.Mock(lambda req, respond: respond.json(200, {"ok": True})).start()
-        self.tls = A.make_tls(self.world.root, HOST)
-        self.conv = Conversation(commands_of(self.world, self.exfil.port))
-        self.mock = A.Mock(self.conv.handle, self.tls).start()
-        self.catch = offline.catch_proxy()
-        os.makedirs(os.path.join(self.world.home, ".gemini"))
-        with open(os.path.join(self.world.home, ".gemini", "settings.json"), "w") as f:
-            json.dump(SETTINGS, f)
+        self.exfil = self.mock = self.catch = None
+        try:
+            self.exfil = A.Mock(lambda req, respond: respond.json(200, {"ok": True})).start()
+            self.tls = A.make_tls(self.world.root, HOST)
+            self.conv = Conversation(commands_of(self.world, self.exfil.port))
+            self.mock = A.Mock(self.conv.handle, self.tls).start()
+            self.catch = offline.catch_proxy()
+            os.makedirs(os.path.join(self.world.home, ".gemini"))
+            with open(os.path.join(self.world.home, ".gemini", "settings.json"), "w") as f:
+                json.dump(SETTINGS, f)
+        except BaseException:
+            self.close()
+            raise
 
     def agent_args(self):
         return [A.agent_command("gemini"), "-p", PROMPT, "--approval-mode", "yolo",
@@ -169,9 +174,9 @@ class Session:
         A.check_keys(self.mock, keys_of)
 
     def close(self):
-        self.catch.stop()
-        self.mock.stop()
-        self.exfil.stop()
+        for server in (self.catch, self.mock, self.exfil):
+            if server:
+                server.stop()
         self.world.cleanup()
 
 

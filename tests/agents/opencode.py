@@ -166,13 +166,18 @@ class Session:
 
     def __init__(self, commands_of):
         self.world = A.World("opencode")
-        self.exfil = A.Mock(lambda req, respond: respond.json(200, {"ok": True})).start()
-        self.tls = A.make_tls(self.world.root, HOST)
-        self.conv = Conversation(commands_of(self.world, self.exfil.port))
-        self.mock = A.Mock(self.conv.handle, self.tls).start()
-        self.config_dir = os.path.join(self.world.home, ".config", "opencode")
-        self.catch = offline.catch_proxy()
-        seed_plugin_dependency(self.config_dir)
+        self.exfil = self.mock = self.catch = None
+        try:
+            self.exfil = A.Mock(lambda req, respond: respond.json(200, {"ok": True})).start()
+            self.tls = A.make_tls(self.world.root, HOST)
+            self.conv = Conversation(commands_of(self.world, self.exfil.port))
+            self.mock = A.Mock(self.conv.handle, self.tls).start()
+            self.config_dir = os.path.join(self.world.home, ".config", "opencode")
+            self.catch = offline.catch_proxy()
+            seed_plugin_dependency(self.config_dir)
+        except BaseException:
+            self.close()
+            raise
 
     def write_config(self, base_url):
         with open(os.path.join(self.config_dir, "opencode.json"), "w") as f:
@@ -217,9 +222,9 @@ class Session:
         A.check_keys(self.mock, keys_of)
 
     def close(self):
-        self.catch.stop()
-        self.mock.stop()
-        self.exfil.stop()
+        for server in (self.catch, self.mock, self.exfil):
+            if server:
+                server.stop()
         self.world.cleanup()
 
 
