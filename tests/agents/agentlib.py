@@ -89,6 +89,9 @@ def become_test_identity():
         return
     if os.geteuid() != 0:
         return
+    # Load now what the servers load lazily (HTTPServer.server_bind -> socket.getfqdn -> the
+    # idna codec): a Python installed under root's HOME (pyenv) is unreadable once dropped.
+    import encodings.idna  # noqa: F401
     pw = pwd.getpwnam(TEST_USER)
     os.setgroups([])
     os.setresgid(pw.pw_gid, pw.pw_gid, pw.pw_gid)

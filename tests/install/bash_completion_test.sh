@@ -78,7 +78,7 @@ expect "run -- ech" echo
 refuse "run -- echo ''" run
 expect "shell-prefix --sh" --shell
 if [ "$installed" = installed ]; then
-  expect "run -p ''" default claude-code codex aider opencode mine
+  expect "run -p ''" default claude-code codex gemini aider opencode mine
 fi
 [ "$failures" = 0 ] && echo "bash completion: every expected candidate offered"
 exit $((failures > 0))

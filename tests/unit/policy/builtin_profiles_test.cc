@@ -30,7 +30,7 @@ std::vector<std::string> BuiltinNames() {
 
 TEST(BuiltinProfiles, TheExpectedOnesShip) {
   std::vector<std::string> names = BuiltinNames();
-  for (const char* want : {"default", "claude-code", "codex", "opencode", "aider"}) {
+  for (const char* want : {"default", "claude-code", "codex", "gemini", "opencode", "aider"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
   }
 }
@@ -130,12 +130,21 @@ TEST(BuiltinProfiles, AgentProfilesGiveStateButNoSecrets) {
        {"/home/u/.codex/config.toml"},
        {"api.openai.com"},
        {"openai"}},
+      {"gemini",
+       {"/home/u/.gemini/tmp/ws/chats/s.jsonl", "/home/u/.gemini/history/ws/.project_root",
+        "/home/u/.gemini/projects.json", "/home/u/.gemini/installation_id"},
+       {"/home/u/.gemini/oauth_creds.json", "/home/u/.gemini/google_accounts.json",
+        "/home/u/.gemini/mcp-oauth-tokens.json", "/home/u/.gemini/.env"},
+       {"/home/u/.gemini/settings.json", "/home/u/.gemini/trustedFolders.json",
+        "/home/u/.gemini/extensions/x/gemini-extension.json", "/home/u/.gemini/commands/c.toml"},
+       {"generativelanguage.googleapis.com"},
+       {"gemini"}},
       {"opencode",
        {"/home/u/.config/opencode/package.json", "/home/u/.local/share/opencode/log/x.log",
         "/home/u/.local/state/opencode/kv.json", "/home/u/.cache/opencode/models.json"},
        {"/home/u/.local/share/opencode/auth.json"},
        {"/home/u/.config/opencode/opencode.json"},
-       {"api.anthropic.com", "api.openai.com", "models.dev"},
+       {"api.anthropic.com", "api.openai.com", "models.opencode.ai", "models.dev"},
        {"anthropic", "openai"}},
       {"aider",
        {"/home/u/.aider/caches/x"},
@@ -174,7 +183,9 @@ TEST(BuiltinProfiles, AgentProfilesGiveStateButNoSecrets) {
       ASSERT_EQ(p.credentials.count(name), 1u) << c.profile << " " << name;
       const Credential& cred = p.credentials.at(name);
       EXPECT_FALSE(cred.route.empty());
-      EXPECT_FALSE(cred.route_env.empty());
+      // Gemini CLI takes a base URL as a different sign-in ("gateway") that headless use
+      // refuses; it reaches its API through interception instead (profiles/gemini.toml).
+      EXPECT_EQ(cred.route_env.empty(), std::string(c.profile) == "gemini") << c.profile;
       EXPECT_FALSE(cred.env.empty());
     }
   }
@@ -198,6 +209,15 @@ TEST(BuiltinProfiles, ModelApiCredentials) {
   EXPECT_EQ(o.inject.template_, "Bearer {secret}");
   EXPECT_EQ(o.route, "openai");
   EXPECT_EQ(o.route_env.at("OPENAI_BASE_URL"), "{route_url}/v1");
+  Result<Policy> gemini = LoadBuiltin("gemini");
+  ASSERT_TRUE(gemini.ok()) << ErrorOf(gemini);
+  const Credential& g = gemini->credentials.at("gemini");
+  EXPECT_EQ(g.from.value, "GEMINI_API_KEY");
+  EXPECT_EQ(g.env, "GEMINI_API_KEY");
+  EXPECT_EQ(g.hosts, std::vector<std::string>{"generativelanguage.googleapis.com"});
+  EXPECT_EQ(g.inject.kind, CredentialInject::Kind::kHeader);
+  EXPECT_EQ(g.inject.name, "x-goog-api-key");
+  EXPECT_EQ(g.inject.template_, "{secret}");
 }
 
 TEST(PolicyToJson, CarriesTheEffectivePolicyAndNoSecrets) {
