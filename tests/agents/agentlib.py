@@ -7,7 +7,6 @@ model API and how to start the agent; run.py picks the scenario.
 """
 
 import ctypes
-import encodings.idna  # noqa: F401  loaded before the drop to the test user (a lazy import then may not be readable)
 import glob
 import http.server
 import json

@@ -11,9 +11,6 @@ trusts CODEX_CA_CERTIFICATE or SSL_CERT_FILE, and ward points SSL_CERT_FILE at i
 bundle inside; on the host the test sets CODEX_CA_CERTIFICATE to the mock's CA.
 """
 
-# HTTPServer needs the idna codec; loaded here, before run.py drops to the test user, who may
-# not be able to read this interpreter's library (an interpreter under root's HOME).
-import encodings.idna  # noqa: F401
 import json
 import os
 import socket
