@@ -380,12 +380,48 @@ def whole():
                       "the exfiltration to 127.0.0.1:%d" % c.exfil.port)
         expect_record(failures, records, PLANT_RECORDS, planted_hook,
                       "the planted .git/hooks/pre-commit")
-        # Its update checks and telemetry are off: nothing else was tried.
+        expect_record(failures, records, "credential.use", lambda d: d.get("host") == HOST,
+                      "the key injected on the way to %s" % HOST)
+        # Its update checks and telemetry are off: nothing else was tried (but the exfiltration,
+        # and the line append_bashrc left in the private ~/.bashrc, which later shells run).
         others = sorted({str(r["data"].get("host")) for r in
-                         agentlib.records_of(records, "net.deny")} - {"127.0.0.1"})
+                         agentlib.records_of(records, "net.deny")} - {"127.0.0.1", "evil"})
         if others:
             failures.append("Claude Code tried to reach other hosts: %s" % ", ".join(others))
         finish(failures, "Claude Code inside ward (whole agent)")
+    finally:
+        c.close()
+
+
+def whole_route():
+    """As whole, but the way the claude-code profile's own credential reaches the API: a route
+    (ANTHROPIC_BASE_URL=http://127.0.0.1:3128/ROUTE inside, plain HTTP to the broker, TLS from
+    there), defined like the profile's for the mock's host and port."""
+    c = Conversation(bash_steps)
+    try:
+        profile = os.path.join(c.world.root, "claude-mock.toml")
+        with open(profile, "w") as f:
+            f.write('extends = "claude-code"\n'
+                    '[credentials.mock]\n'
+                    'from = "env:ANTHROPIC_API_KEY"\n'
+                    'hosts = ["%s:%d"]\n'
+                    'inject = { header = "x-api-key", value = "{secret}" }\n'
+                    'env = "ANTHROPIC_API_KEY"\n'
+                    'route = "mock"\n'
+                    'route_env = { ANTHROPIC_BASE_URL = "{route_url}" }\n'
+                    'enabled = true\n' % (HOST, c.api.port))
+        os.chmod(profile, 0o644)
+        argv = [agentlib.ward_bin(), "run", "-p", profile, "--resolve", "%s:127.0.0.1" % HOST,
+                "--upstream-ca", c.ca, "-n", "127.0.0.1:%d" % c.api.port,
+                "-r", agentlib.agent_prefix(AGENT), "-C", c.world.ws, "--"] + headless(c.world)
+        r = run(argv, cwd=c.world.ws, env=c.world.env(ANTHROPIC_API_KEY=agentlib.REAL_KEY),
+                timeout=300)
+        c.check_script_played(r)
+        must_exit_0(r, "ward run -p claude-code (route) -- claude")
+        agentlib.check_keys(c.api, key_of)
+        failures = []
+        judge_hostile(c, failures)
+        finish(failures, "Claude Code inside ward (whole agent, through a route)")
     finally:
         c.close()
 
@@ -612,6 +648,7 @@ def bench():
 
 SCENARIOS = {
     "whole": whole,
+    "whole-route": whole_route,
     "hook": hook,
     "prefix": prefix,
     "mcp": mcp,
