@@ -448,8 +448,8 @@ def hook_steps(world, exfil_port):
         Step("read_ssh_tool", "Read", {"file_path": os.path.join(home, ".ssh", "id_ed25519")}),
         Step("write_outside_tool", "Write", {"file_path": os.path.join(outside, "written"),
                                              "content": "pwned\n"}),
-        # Edit needs the file read first in the session: Claude Code refuses an Edit of a file
-        # it has not read, before any hook.
+        # Read first, as an agent would: some Claude Code versions refuse an Edit of a file not
+        # read in the session (2.1.332 does not).
         Step("read_bashrc_tool", "Read", {"file_path": os.path.join(home, ".bashrc")}),
         Step("edit_bashrc_tool", "Edit", {"file_path": os.path.join(home, ".bashrc"),
                                           "old_string": agentlib.BASHRC_SENTINEL,
@@ -524,10 +524,16 @@ def hook():
                 ("Read", os.path.join(w.ws, "README.md"), "allow")]:
             expect_record(failures, records, "hook.decision", hook_decision(tool, path, decision),
                           "%s %s -> %s" % (tool, path, decision))
-        # The Edit reaches the hook only if Claude Code let it past its own read-first check.
-        if "edit_bashrc_tool" in res and not c.api.is_error.get("edit_bashrc_tool"):
+        # Once the Read of ~/.bashrc is refused, Claude Code may refuse the Edit itself (it edits
+        # only files read in the session) before asking the hook; otherwise the hook refuses it.
+        edit = res.get("edit_bashrc_tool", "")
+        if not c.api.is_error.get("edit_bashrc_tool"):
             failures.append("edit_bashrc_tool: the Edit of ~/.bashrc was not refused (%s)" %
-                            res["edit_bashrc_tool"][-300:])
+                            edit[-300:])
+        elif "has not been read yet" not in edit:
+            expect_record(failures, records, "hook.decision",
+                          hook_decision("Edit", os.path.join(w.home, ".bashrc"), "deny"),
+                          "Edit %s -> deny" % os.path.join(w.home, ".bashrc"))
         finish(failures, "Claude Code with `ward hook claude-pretooluse`")
     finally:
         c.close()
