@@ -31,6 +31,20 @@ bool ParseFdNumber(const std::string& s, size_t from, int* out) {
 
 }  // namespace
 
+std::optional<std::pair<int, std::string>> ThroughCallerFd(const std::string& path) {
+  for (const char* prefix : {"/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/"}) {
+    const std::string p = prefix;
+    if (path.compare(0, p.size(), p) != 0) continue;
+    const size_t slash = path.find('/', p.size());
+    int n;
+    if (slash == std::string::npos || !ParseFdNumber(path.substr(0, slash), p.size(), &n)) {
+      return std::nullopt;
+    }
+    return std::make_pair(n, path.substr(slash + 1));
+  }
+  return std::nullopt;
+}
+
 std::optional<int> CallerFdLink(const std::string& path) {
   for (const char* prefix : {"/proc/self/fd/", "/proc/thread-self/fd/", "/dev/fd/"}) {
     const std::string p = prefix;
@@ -58,11 +72,18 @@ int SandboxView::DirPath(int dirfd, std::string* out) const {
 
 int SandboxView::Absolute(int dirfd, const std::string& path, std::string* abs) const {
   if (path.empty()) return -ENOENT;
+  std::string base;
+  if (std::optional<std::pair<int, std::string>> via = ThroughCallerFd(path)) {
+    // The directory behind the caller's descriptor, read as text like a dirfd's and resolved
+    // again in the view: the magic link itself is never followed.
+    if (int rc = DirPath(via->first, &base); rc != 0) return rc == -EBADF ? -ENOENT : rc;
+    *abs = base + "/" + via->second;
+    return 0;
+  }
   if (path[0] == '/') {
     *abs = path;
     return 0;
   }
-  std::string base;
   if (int rc = DirPath(dirfd, &base); rc != 0) return rc;
   *abs = base + "/" + path;
   return 0;

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "common/unique_fd.h"
 
@@ -25,7 +26,9 @@ class SandboxView {
  public:
   SandboxView(int root, pid_t tid) : root_(root), tid_(tid) {}
 
-  // The sandbox path of dirfd+path (relative paths from the caller's cwd or dirfd). 0 or -errno.
+  // The sandbox path of dirfd+path (relative paths from the caller's cwd or dirfd; a path below
+  // one of the caller's descriptors, /proc/self/fd/N/NAME, from that descriptor's directory, as
+  // the kernel reads it: programs create entries in a directory they hold open so). 0 or -errno.
   int Absolute(int dirfd, const std::string& path, std::string* abs) const;
 
   // Opens the directory that holds the last component of the sandbox path `abs`. A trailing "."
@@ -49,5 +52,8 @@ class SandboxView {
 // N when `path` names a descriptor of the calling process itself: /proc/self/fd/N,
 // /proc/thread-self/fd/N or /dev/fd/N.
 std::optional<int> CallerFdLink(const std::string& path);
+
+// N and the rest when `path` lies below such a descriptor: /proc/self/fd/N/REST.
+std::optional<std::pair<int, std::string>> ThroughCallerFd(const std::string& path);
 
 }  // namespace ward::supervisor

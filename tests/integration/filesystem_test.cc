@@ -244,6 +244,30 @@ TEST_F(FilesystemTest, RelativeAndDotDotPathsInTheGuard) {
   EXPECT_EQ(r.out, "to-stdout\n");
 }
 
+// A program may create entries in a directory it holds open through its own descriptor's link
+// (/proc/self/fd/N/NAME: Claude Code makes its task output files so): the guard creates them in
+// that directory, and a protected name is still refused by that route.
+TEST_F(FilesystemTest, CreationsBelowTheCallersDescriptorLinks) {
+  MakeDirs(ws_ + "/held");
+  MakeDirs(ws_ + "/.git");
+  RunResult r = Shell(
+      "exec 3<held 4<.git && mkdir /proc/self/fd/3/sub && echo x > /proc/self/fd/3/f && "
+      "echo y > /dev/fd/3/g && echo z > /proc/thread-self/fd/3/sub/h && cat held/f held/g "
+      "held/sub/h",
+      {});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "x\ny\nz\n");
+  EXPECT_EQ(ReadFile(ws_ + "/held/sub/h"), "z\n");
+  r = Shell("exec 4<.git; mkdir /proc/self/fd/4/hooks; echo x > /proc/self/fd/4/config", {});
+  EXPECT_NE(r.status, 0);
+  EXPECT_FALSE(PathExists(ws_ + "/.git/hooks"));
+  EXPECT_FALSE(PathExists(ws_ + "/.git/config"));
+  // A descriptor the caller does not hold names nothing.
+  r = Shell("mkdir /proc/self/fd/9/x", {});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("No such file"), std::string::npos) << r.err;
+}
+
 // /var/tmp is the private /tmp inside, as a link, except where the workspace lies below it:
 // then its path is made of directories and the workspace is bound there.
 TEST_F(FilesystemTest, AWorkspaceBelowVarTmpWorks) {
