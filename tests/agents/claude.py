@@ -18,10 +18,6 @@ import time
 import agentlib
 from agentlib import Hostile, Mock, World, fail, run
 
-# The mock's server looks its name up through the idna codec, which Python loads lazily: load
-# it now, before run.py drops to the test user, who may not read this Python's library.
-import encodings.idna  # noqa: E402,F401
-
 AGENT = "claude"
 HOST = "api.claude.test"
 PROMPT = "Run the tool calls the task needs, one at a time, and then say done."
