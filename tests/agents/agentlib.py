@@ -421,6 +421,17 @@ def records_of(records, type_):
     return [r for r in records if r.get("type") == type_]
 
 
+def bench_rounds():
+    """How many interleaved rounds a bench runs (WARD_BENCH_ROUNDS, default 3)."""
+    return max(1, int(os.environ.get("WARD_BENCH_ROUNDS", "3")))
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
 def timed(fn):
     t = time.monotonic()
     fn()

@@ -415,12 +415,12 @@ def bench_once(where):
 
 def scenario_bench():
     times = {"ward": [], "host": []}
-    for i in range(3):
+    for i in range(A.bench_rounds()):
         for where in ("host", "ward"):
             times[where].append(bench_once(where))
             print("bench %d %s: %.2f s" % (i + 1, where, times[where][-1]), flush=True)
-    w, h = sum(times["ward"]) / 3, sum(times["host"]) / 3
-    print("bench codex: in ward %.2f s, without ward %.2f s (mean of 3), ratio %.2f" %
+    w, h = A.median(times["ward"]), A.median(times["host"])
+    print("codex bench: median inside ward %.2f s, without ward %.2f s, ratio %.2f" %
           (w, h, w / h))
 
 

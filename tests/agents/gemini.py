@@ -233,7 +233,7 @@ BENIGN = [
 def bench():
     """The benign conversation inside ward and without it, interleaved; prints the ratio."""
     inside, outside = [], []
-    for _ in range(3):
+    for _ in range(A.bench_rounds()):
         for where, times in (("inside ward", inside), ("without ward", outside)):
             s = Session(lambda world, port: BENIGN)
             try:
@@ -248,11 +248,7 @@ def bench():
                 s.close()
     print("gemini bench: inside ward %s s, without %s s; ratio of the medians %.2f" %
           (" ".join("%.2f" % t for t in inside), " ".join("%.2f" % t for t in outside),
-           median(inside) / median(outside)))
-
-
-def median(xs):
-    return sorted(xs)[len(xs) // 2]
+           A.median(inside) / A.median(outside)))
 
 
 SCENARIOS = {"whole": whole, "bench": bench}
