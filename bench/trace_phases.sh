@@ -3,7 +3,7 @@
 # prints, for every trace mark (src/common/trace.h), its median time since ward's own start and
 # the 10th and 90th percentiles, in the order of the medians. The supervisor's marks and those of
 # sandbox init ("init: ..."), the command ("command: ...") and the helper threads interleave, so
-# the critical path shows as the chain of marks each side waits on (docs/architecture.md, "Where
+# the critical path shows as the chain of marks each side waits on (docs/performance.md, "Where
 # a run's start-up goes"). The marks print to stderr, which is a file here: a terminal or a pipe
 # read by a busy process would slow the marks down.
 #   bench/trace_phases.sh [WARD] [N]      env: RUN_AS=<uid> (run unprivileged)
