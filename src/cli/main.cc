@@ -37,10 +37,8 @@ void AddOtherCommands(CLI::App& app, int* exit_code, int argc, char** argv) {
 // The end of a run: what stdio holds is written out, and the process ends without the static
 // destructors and exit handlers (the iostreams' and locale's, the loader's walk of every object's
 // finalisers), which a run needs none of: RunCommand has closed the audit trail (and synced it when
-// asked to), init has emptied the sandbox and the outcome is written. Interleaved against a return
-// from main (bench/startup_ab.sh, 500 rounds each): 0.977, 0.994 and 1.000 of the time
-// unprivileged, 0.993 and 0.995 as root; small, but it only removes work. Under AddressSanitizer
-// the run returns, so that LeakSanitizer still checks it at exit.
+// asked to), init has emptied the sandbox and the outcome is written. Under AddressSanitizer the
+// run returns, so that LeakSanitizer still checks it at exit.
 #if !defined(__SANITIZE_ADDRESS__)
 [[noreturn]] void EndRun(int exit_code) {
   std::fflush(nullptr);
@@ -68,9 +66,9 @@ int main(int argc, char** argv) {
   // Sandbox init is cloned now, while this process is small and single-threaded; its first
   // wakeup overlaps with the parsing and planning below (enforce/launcher.h).
   if (run) ward::enforce::PrecloneSandboxInit();
-  // The heap the run will use (~400 KiB), present in one call: interleaved, 0.97-0.98 of the
-  // time of faulting it in page by page. After the clone, so that these pages are the
-  // supervisor's own rather than shared with init, where every write would be a copy.
+  // The heap the run will use, present in one call rather than faulted in page by page. After
+  // the clone, so that these pages are the supervisor's own rather than shared with init, where
+  // every write would be a copy.
   if (run) ward::PopulateHeap(512 << 10);
   ward::cli::AddRunCommand(app, &exit_code);
   if (!run) AddOtherCommands(app, &exit_code, argc, argv);

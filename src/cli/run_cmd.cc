@@ -524,8 +524,8 @@ int RunCommand(RunCommandOptions& opts) {
     TraceMark("policy loaded");
     supervisor::RunRequest req;
     req.policy = std::move(pol).value();
-    // A run that brokers credentials or asks a webhook needs OpenSSL: opening it (~1.5 ms)
-    // overlaps with the planning below, on a thread settled before the clone like the probe's.
+    // A run that brokers credentials or asks a webhook needs OpenSSL: opening it overlaps with
+    // the planning below, on a thread joined before the clone (a clone copies only this thread).
     std::optional<ElsewhereThread> tls_preload;
     if (supervisor::AnyCredentialEnabled(req.policy) || !opts.run.approver.empty()) {
       try {
@@ -687,8 +687,8 @@ int RunCommand(RunCommandOptions& opts) {
           sink->LeaveReserveToLaterSessions();
         });
       };
-      // On this thread: a run is bound by CPU time (docs/architecture.md), and a thread of its
-      // own for these few syscalls and file reads cost more than it overlapped (0.97-1.00).
+      // On this thread: a run is bound by CPU time, and a thread of its own for these few
+      // syscalls and file reads costs more than it overlaps (docs/performance.md).
       req.features = enforce::ProbeKernel(/*probe_user_ns=*/false);
       req.before_clone = [&tls_preload] {
         if (tls_preload) tls_preload->Settle();

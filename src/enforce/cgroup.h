@@ -41,7 +41,7 @@ class Cgroup {
   int clone_fd() const { return clone_fd_.get(); }
   // v1: the run's "tasks" files, opened by the supervisor. Sandbox init writes "0" to each before
   // it may fork the command: a thread moving itself skips the global lock (and RCU grace period)
-  // that moving a process by pid takes, which made a v1 run some 10 ms slower to start.
+  // that moving a process by pid takes.
   std::vector<int> self_join_fds() const;
   void CloseSelfJoinFds() { join_fds_.clear(); }
   // Moves a process into every directory of the run (v2 without CLONE_INTO_CGROUP).
@@ -61,8 +61,8 @@ class Cgroup {
   // Destroy tells it to exit and does not wait for that; it is reaped by a later Destroy or
   // StartReaper (WNOHANG), or by whoever inherits it when this process exits.
   // `keep_fd`, when valid, is held by the reaper until it exits: for the sandbox's mount
-  // namespace, whose teardown (hundreds of µs) then happens in the reaper's exit, after the
-  // run, instead of in sandbox init's, which Destroy waits for before removing the cgroup.
+  // namespace, whose teardown then happens in the reaper's exit, after the run, instead of in
+  // sandbox init's, which Destroy waits for before removing the cgroup.
   void StartReaper(int keep_fd = -1);
   // The running reaper's pid; -1 before StartReaper and after Destroy.
   pid_t reaper_pid() const { return reaper_; }

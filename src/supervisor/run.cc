@@ -990,8 +990,8 @@ Outcome Run(const RunRequest& req) {
     return Ok();
   };
   // v2: made first, and init is cloned into it. v1: made after the clone, while init builds the
-  // root, and joined by init before it may fork the command (SendCgroupJoin); made before, it
-  // cost the start-up some 0.3 ms.
+  // root, off the start-up's path, and joined by init before it may fork the command
+  // (SendCgroupJoin).
   plan->cgroup_after_clone = plan->limits.cgroup.version == 1;
   if (plan->limits.cgroup.version != 0 && !plan->cgroup_after_clone) {
     enforce::DiscardPreclonedInit();  // init is cloned into the v2 cgroup instead
