@@ -1,5 +1,5 @@
 // `ward approvals list`, `ward approve`, `ward deny`, `ward grants list|revoke`: the approver's
-// side of issue 7, from another terminal. Each talks to one running session over its approval
+// side of approvals, from another terminal. Each talks to one running session over its approval
 // socket (supervisor/approvals_socket.h; protocol in docs/approvals.md). This file picks the
 // session, sends one request, and prints.
 #include <fmt/core.h>

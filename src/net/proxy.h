@@ -44,7 +44,7 @@ namespace ward::net {
 
 class CredentialBroker;
 
-// A question for the approver (issue 7): a destination that is denied only because no allow rule
+// A question for the approver: a destination that is denied only because no allow rule
 // names it. Not asked for explicit deny rules, blocked address ranges, phantom leaks or port 0.
 enum class HostTransport : uint8_t { kConnect, kHttp, kSocks5 };
 const char* HostTransportName(HostTransport t);  // "connect" | "http" | "socks5"

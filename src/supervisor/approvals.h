@@ -1,4 +1,4 @@
-// The approval broker (issue 7): the only way the policy grows during a run. A request (a file
+// The approval broker: the only way the policy grows during a run. A request (a file
 // the policy does not allow, a host not on the allow list) is answered by, in order: a live
 // grant, the policy's standing answers (`auto_deny`, then `auto_allow_once`), then the
 // configured channels (the per-session socket, the terminal prompt, a webhook) — the first

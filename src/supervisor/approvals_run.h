@@ -1,4 +1,4 @@
-// Approvals in `ward run` (issue 7): the broker with the policy's standing answers and timeout,
+// Approvals in `ward run`: the broker with the policy's standing answers and timeout,
 // the per-session socket (outside the sandbox's view), the webhook channel (--approver) or the
 // terminal prompt, and the file approvals the notifier consults for every trapped open.
 #pragma once

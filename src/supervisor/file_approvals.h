@@ -1,4 +1,4 @@
-// File approvals (issue 7): what the notifier does with a trapped open when approvals are on.
+// File approvals: what the notifier does with a trapped open when approvals are on.
 // The decision is computed from the LaunchPlan (the mounts of the sandbox's view and their
 // access) and the policy's deny rules: an access the view already allows continues in the
 // kernel, a denied path is refused at once, anything else is asked for through the

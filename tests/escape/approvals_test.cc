@@ -1,4 +1,4 @@
-// Approvals (issue 7), threat class G (TOCTOU) and A (read secrets): with `ward run --ask` every
+// Approvals, threat class G (TOCTOU) and A (read secrets): with `ward run --ask` every
 // open is trapped and decided by the supervisor. A second thread that rewrites the path buffer
 // while the supervisor decides, or a symlink planted where a grant points, must never yield a
 // denied file. Each denial has a positive control (the granted file is read).

@@ -1,4 +1,4 @@
-// File approvals end to end (issue 7): `ward run --ask` traps opens the policy does not allow
+// File approvals end to end: `ward run --ask` traps opens the policy does not allow
 // and asks through the per-session socket; the test plays the approver with the CLI's client.
 // The asked-for files live under /run/lock (world-writable on the host, outside the sandbox's
 // view and outside ward's own trees, which are never asked about).

@@ -1,4 +1,4 @@
-// The credential broker in real sandboxes (issue 6): clients inside (curl, Python's urllib,
+// The credential broker in real sandboxes: clients inside (curl, Python's urllib,
 // Node's https) reach a test HTTPS upstream on the host's loopback through a route and through
 // TLS interception; the upstream receives the real secret, the sandbox holds only the phantom,
 // and the real value appears nowhere inside (environments, files, process memory) nor in the

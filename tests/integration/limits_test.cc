@@ -1,4 +1,4 @@
-// Resource limits and lifetime (issue 5), through the real ward binary and the static probe, as
+// Resource limits and lifetime, through the real ward binary and the static probe, as
 // root (cgroup v1 on the test machines) and unprivileged (rlimits): fork bomb, memory bomb,
 // disk fill, CPU hog, wall-clock timeout, per-user kernel objects, IPC lifetime; and the
 // limit.hit events, through the supervisor in-process.

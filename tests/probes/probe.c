@@ -228,7 +228,7 @@ static int RaceCreate(const char* good, const char* bad, int rounds) {
   return created_bad ? Ok(d) : Err(ENOENT, d);
 }
 
-/* File approvals (issue 7). */
+/* File approvals. */
 static long ReadSome(const char* path, int flags, char* out, size_t cap) {
   int fd = open(path, flags | O_CLOEXEC);
   if (fd < 0) return -errno;
@@ -1148,7 +1148,7 @@ int main(int argc, char** argv) {
     snprintf(d, sizeof d, "pid=%d ppid=%d", getpid(), getppid());
     return Ok(d);
   }
-  /* ---- resource limits (issue 5) ---- */
+  /* ---- resource limits ---- */
   if (!strcmp(v, "forkbomb")) {
     /* Children wait forever (they carry the marker in argv); stops at the first failure. */
     int n = 0;

@@ -1,4 +1,4 @@
-// The proxy's host hold (ProxyOptions::ask_host, issue 7) over real loopback sockets: a request
+// The proxy's host hold (ProxyOptions::ask_host) over real loopback sockets: a request
 // for a host without a rule is held while the approver decides, then forwarded (CONNECT, plain
 // HTTP, SOCKS5) or refused; timeouts, clients that leave, the cap on held requests, and the
 // refusals that are never asked (deny rules, blocked address ranges, an approved name that
