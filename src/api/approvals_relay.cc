@@ -47,7 +47,7 @@ class SocketCall : public std::enable_shared_from_this<SocketCall> {
                                     " (the run's approvals have "
                                     "not started, or the run has ended)"));
       }
-      return Finish(ApprovalError(dir));
+      return Finish(FromStatus(dir));
     }
     struct stat st;
     if (::lstat(path_.c_str(), &st) != 0) {
@@ -56,7 +56,7 @@ class SocketCall : public std::enable_shared_from_this<SocketCall> {
                                     " (the run's approvals have "
                                     "not started, or the run has ended)"));
       }
-      return Finish(ApprovalError(ErrnoError(path_, errno)));
+      return Finish(FromStatus(ErrnoError(path_, errno)));
     }
     if (!S_ISSOCK(st.st_mode)) return Finish(DeniedError(path_ + " is not a socket"));
     if (path_.size() >= sizeof(sockaddr_un::sun_path)) {
@@ -88,7 +88,7 @@ class SocketCall : public std::enable_shared_from_this<SocketCall> {
           MakeError(ErrorKind::kInterrupted, "connecting to " + path_ + ": " + ec.message()));
     }
     Status peer = supervisor::CheckApprovalServerPeer(socket_.native_handle(), path_);
-    if (!peer.ok()) return Finish(ApprovalError(peer));
+    if (!peer.ok()) return Finish(FromStatus(peer));
     auto self = shared_from_this();
     asio::async_write(socket_, asio::buffer(out_),
                       [self](const asio::error_code& wec, size_t) { self->OnWritten(wec); });
@@ -121,7 +121,7 @@ class SocketCall : public std::enable_shared_from_this<SocketCall> {
       return Finish(MakeError(ErrorKind::kInterrupted, "malformed reply from " + path_));
     }
     Status verdict = supervisor::ApprovalReplyStatus(reply);
-    if (!verdict.ok()) return Finish(ApprovalError(verdict));
+    if (!verdict.ok()) return Finish(FromStatus(verdict));
     Finish(std::move(reply));
   }
 
@@ -148,36 +148,6 @@ class SocketCall : public std::enable_shared_from_this<SocketCall> {
 };
 
 }  // namespace
-
-Error ApprovalError(const Status& st) {
-  ErrorKind kind = ErrorKind::kInterrupted;
-  switch (st.code()) {
-    case Code::kOk:
-    case Code::kInvalidArgument:
-    case Code::kFailedPrecondition:  // e.g. revoking a grant that is no longer live
-      kind = ErrorKind::kInvalidRequest;
-      break;
-    case Code::kNotFound:
-      kind = ErrorKind::kNotFound;
-      break;
-    case Code::kPermissionDenied:
-      kind = ErrorKind::kPolicyDenied;
-      break;
-    case Code::kResourceExhausted:
-      kind = ErrorKind::kResourceExhausted;
-      break;
-    case Code::kTimeout:
-      kind = ErrorKind::kTimeout;
-      break;
-    case Code::kUnavailable:
-    case Code::kInternal:
-      kind = ErrorKind::kInterrupted;
-      break;
-  }
-  Error e = MakeError(kind, st.ToString());
-  if (st.err() != 0) e.data["errno"] = st.err();
-  return e;
-}
 
 std::string ApprovalSocketPathFor(const std::string& session) {
   if (!audit::IsNewSessionIdFormat(session)) return "";

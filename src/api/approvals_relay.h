@@ -45,9 +45,6 @@ void CallApprovalSocketAsync(asio::io_context& io, const std::string& path,
 // runtime directory can be told.
 std::string ApprovalSocketPathFor(const std::string& session);
 
-// The serve error for a Status of the approvals client or of a socket's {"ok": false} reply.
-Error ApprovalError(const Status& st);
-
 // The number of questions pending in the run of `session` ({"op":"hello"}, bounded by
 // `timeout`): 0 when the run has no socket (not started yet, or ended), nullopt when the socket
 // does not answer properly. `done` runs on the loop, never inline.

@@ -74,20 +74,13 @@ Status CheckPlainPath(const std::string& field, const std::string& path) {
   if (path.find('\0') != std::string::npos) {
     return InvalidArgument("tool_input." + field + " contains NUL");
   }
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    size_t next = path.find('/', pos);
-    if (next == std::string::npos) next = path.size();
-    std::string_view comp(path.data() + pos, next - pos);
-    if (!comp.empty()) {
-      long first = FirstCodePoint(comp, false);
-      long last = FirstCodePoint(comp, true);
-      if (first < 0 || last < 0 || IsJsWhitespace(first) || IsJsWhitespace(last)) {
-        return InvalidArgument("tool_input." + field + " has a component that begins or ends "
-                               "with whitespace (or is not UTF-8): " + std::string(comp));
-      }
+  for (const std::string& comp : policy::PathComponents(path)) {
+    long first = FirstCodePoint(comp, false);
+    long last = FirstCodePoint(comp, true);
+    if (first < 0 || last < 0 || IsJsWhitespace(first) || IsJsWhitespace(last)) {
+      return InvalidArgument("tool_input." + field + " has a component that begins or ends "
+                             "with whitespace (or is not UTF-8): " + comp);
     }
-    pos = next + 1;
   }
   return Ok();
 }
@@ -118,13 +111,8 @@ Result<std::string> GlobBase(const std::string& base, const std::string& pattern
   WARD_TRY(CheckPlainPath("pattern", pattern));
   std::string p = pattern[0] == '/' ? pattern : base + "/" + pattern;
   std::string out;
-  size_t pos = 0;
-  while (pos < p.size()) {
-    size_t next = p.find('/', pos);
-    if (next == std::string::npos) next = p.size();
-    std::string comp = p.substr(pos, next - pos);
-    pos = next + 1;
-    if (comp.empty() || comp == ".") continue;
+  for (const std::string& comp : policy::PathComponents(p)) {
+    if (comp == ".") continue;
     if (comp == "..") {
       return InvalidArgument("the Glob pattern " + pattern + " climbs out with \"..\"");
     }

@@ -1,7 +1,6 @@
 #include "api/error.h"
 
 #include <cerrno>
-#include <cstring>
 
 namespace ward::api {
 
@@ -62,6 +61,10 @@ Error FromStatus(const Status& st) {
   switch (st.code()) {
     case Code::kOk:
     case Code::kInvalidArgument:
+    // A request the present state does not allow (revoking a grant that is no longer live,
+    // applying a review session that has ended): the request is what is wrong, so
+    // invalid_request, as docs/agents.md says; `unsupported` is for unknown methods.
+    case Code::kFailedPrecondition:
       kind = ErrorKind::kInvalidRequest;
       break;
     case Code::kNotFound:
@@ -69,9 +72,6 @@ Error FromStatus(const Status& st) {
       break;
     case Code::kPermissionDenied:
       kind = ErrorKind::kPolicyDenied;
-      break;
-    case Code::kFailedPrecondition:
-      kind = ErrorKind::kUnsupported;
       break;
     case Code::kResourceExhausted:
       kind = ErrorKind::kResourceExhausted;
@@ -89,49 +89,39 @@ Error FromStatus(const Status& st) {
   return e;
 }
 
-Error FromErrno(std::string what, int err) {
-  ErrorKind kind = ErrorKind::kInterrupted;
+namespace {
+// What an errno of a file operation in the workspace means to a client where that differs from
+// ErrnoError's coarse code (common/status.cc): the workspace boundary refuses with EXDEV and
+// ELOOP, a path of the wrong type is the request's fault, and a kernel without the call is
+// unsupported.
+std::optional<ErrorKind> FileErrnoKind(int err) {
   switch (err) {
-    case ENOENT:
-      kind = ErrorKind::kNotFound;
-      break;
-    case EACCES:
-    case EPERM:
     case EXDEV:  // RESOLVE_BENEATH: the path leaves the workspace
     case ELOOP:  // RESOLVE_NO_SYMLINKS or O_NOFOLLOW: a symlink on the way
     case EROFS:
     case ETXTBSY:
-      kind = ErrorKind::kPolicyDenied;
-      break;
-    case ENOSPC:
-    case EDQUOT:
-    case EMFILE:
-    case ENFILE:
-    case ENOMEM:
+      return ErrorKind::kPolicyDenied;
     case EFBIG:
-      kind = ErrorKind::kResourceExhausted;
-      break;
-    case ETIMEDOUT:
-      kind = ErrorKind::kTimeout;
-      break;
+      return ErrorKind::kResourceExhausted;
     case ENOTDIR:
     case EISDIR:
-    case EINVAL:
     case ENAMETOOLONG:
     case EEXIST:
     case ENOTEMPTY:
     case EBUSY:
-      kind = ErrorKind::kInvalidRequest;
-      break;
+      return ErrorKind::kInvalidRequest;
     case ENOSYS:
     case EOPNOTSUPP:
-      kind = ErrorKind::kUnsupported;
-      break;
+      return ErrorKind::kUnsupported;
     default:
-      break;
+      return std::nullopt;
   }
-  Error e = MakeError(kind, what + ": " + std::strerror(err));
-  e.data["errno"] = err;
+}
+}  // namespace
+
+Error FromErrno(std::string what, int err) {
+  Error e = FromStatus(ErrnoError(std::move(what), err));
+  if (std::optional<ErrorKind> kind = FileErrnoKind(err)) e.kind = *kind;
   return e;
 }
 

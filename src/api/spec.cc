@@ -58,28 +58,8 @@ std::optional<std::string> AbsolutePath(const std::string& path, const std::stri
 }
 
 bool HasDotDot(const std::string& path) {
-  for (size_t i = 0, j; i <= path.size(); i = j + 1) {
-    j = path.find('/', i);
-    if (j == std::string::npos) j = path.size();
-    if (path.compare(i, j - i, "..") == 0) return true;
-  }
-  return false;
-}
-
-// Whether the ".." components of a relative path take it above where it starts.
-bool ClimbsOut(const std::string& rel) {
-  int depth = 0;
-  for (size_t i = 0, j; i <= rel.size(); i = j + 1) {
-    j = rel.find('/', i);
-    if (j == std::string::npos) j = rel.size();
-    std::string_view comp(rel.data() + i, j - i);
-    if (comp == "..") {
-      if (--depth < 0) return true;
-    } else if (!comp.empty() && comp != ".") {
-      ++depth;
-    }
-  }
-  return false;
+  std::vector<std::string> comps = policy::PathComponents(path);
+  return std::find(comps.begin(), comps.end(), "..") != comps.end();
 }
 
 Expected<UniqueFd> OpenWorkspace(const std::string& workspace) {
@@ -439,7 +419,7 @@ Expected<std::string> ResolveCwd(const std::string& workspace, const std::string
   std::string abs = cwd[0] == '/' ? policy::NormalizePath(cwd)
                                   : policy::NormalizePath(policy::JoinPath(workspace, cwd));
   // Lexical check first: JoinPath + Normalize folds "..", so escapes show up here.
-  if (cwd[0] != '/' && ClimbsOut(cwd)) {
+  if (cwd[0] != '/' && policy::ClimbsOut(cwd)) {
     return DeniedError("cwd \"" + cwd + "\" leaves the workspace");
   }
   if (!policy::PathIsWithin(abs, workspace)) {

@@ -72,20 +72,8 @@ Expected<std::string> WorkspaceFs::Relative(const std::string& path) const {
   if (!path.empty() && path[0] == '/') {
     abs = policy::NormalizePath(path);
   } else {
-    // Count the components so "a/../../x" is caught before normalisation hides it.
-    int depth = 0;
-    size_t i = 0;
-    while (i <= path.size()) {
-      size_t j = path.find('/', i);
-      if (j == std::string::npos) j = path.size();
-      std::string comp = path.substr(i, j - i);
-      if (comp == "..") {
-        if (--depth < 0) return DeniedError("\"" + path + "\" leaves the workspace");
-      } else if (!comp.empty() && comp != ".") {
-        ++depth;
-      }
-      i = j + 1;
-    }
+    // Before normalisation hides it: "a/../../x" leaves.
+    if (policy::ClimbsOut(path)) return DeniedError("\"" + path + "\" leaves the workspace");
     abs = policy::NormalizePath(policy::JoinPath(workspace_, path));
   }
   if (!policy::PathIsWithin(abs, workspace_)) {
@@ -331,14 +319,7 @@ Expected<FileInfo> WorkspaceFs::Mkdir(const std::string& path, bool parents) con
   WARD_API_ASSIGN_OR_RETURN(std::string rel, Relative(path));
   if (rel.empty()) return FromErrno(".", EEXIST);
   WARD_API_TRY(Check(rel, true));
-  std::vector<std::string> comps;
-  size_t i = 0;
-  while (i <= rel.size()) {
-    size_t j = rel.find('/', i);
-    if (j == std::string::npos) j = rel.size();
-    comps.push_back(rel.substr(i, j - i));
-    i = j + 1;
-  }
+  const std::vector<std::string> comps = policy::PathComponents(rel);  // normalised: no empties
   std::string cur;
   for (size_t k = 0; k < comps.size(); ++k) {
     std::string next = JoinRel(cur, comps[k]);

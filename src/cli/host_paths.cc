@@ -11,6 +11,7 @@
 
 #include "enforce/plan.h"
 #include "policy/host_executed.h"
+#include "policy/paths.h"
 
 namespace ward::cli {
 namespace {
@@ -18,14 +19,7 @@ namespace {
 constexpr int kMaxSymlinkHops = 40;  // as the kernel's MAXSYMLINKS
 
 void PushComponentsFront(std::deque<std::string>* todo, const std::string& path) {
-  std::deque<std::string> comps;
-  size_t pos = 0;
-  while (pos <= path.size()) {
-    size_t next = path.find('/', pos);
-    if (next == std::string::npos) next = path.size();
-    if (next > pos) comps.push_back(path.substr(pos, next - pos));
-    pos = next + 1;
-  }
+  std::vector<std::string> comps = policy::PathComponents(path);
   todo->insert(todo->begin(), comps.begin(), comps.end());
 }
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/format.h"
+
 namespace ward::enforce {
 namespace {
 
@@ -18,16 +20,6 @@ std::string FormatCores(double cores) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%g", cores);
   return std::string(buf) + (cores == 1 ? " core" : " cores");
-}
-
-std::string FormatDuration(uint64_t ms) {
-  char buf[32];
-  if (ms % 1000 == 0) {
-    std::snprintf(buf, sizeof buf, "%llu s", static_cast<unsigned long long>(ms / 1000));
-  } else {
-    std::snprintf(buf, sizeof buf, "%llu ms", static_cast<unsigned long long>(ms));
-  }
-  return buf;
 }
 
 // Never asks for more than the caller has: raising a hard limit needs privileges outside.
@@ -84,20 +76,6 @@ const char* LimitsBackendName(LimitsBackend b) {
       return "rlimits";
   }
   return "unknown";
-}
-
-std::string FormatSize(uint64_t bytes) {
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  if (bytes < 1024) return std::to_string(bytes) + (bytes == 1 ? " byte" : " bytes");
-  double v = static_cast<double>(bytes);
-  int unit = -1;
-  while (v >= 1024 && unit < 5) {
-    v /= 1024;
-    ++unit;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g %s", v, kUnits[unit]);
-  return buf;
 }
 
 CgroupChoice ChooseCgroup(const CgroupInfo& cg, bool memory, bool pids, bool cpu) {
@@ -205,9 +183,9 @@ Result<LimitsPlan> PlanLimits(const policy::Policy& policy, const KernelFeatures
   if (l.timeout_ms) {
     spec.timeout_ms = *l.timeout_ms;
     spec.grace_ms = kTimeoutGraceMs;
-    line("timeout", FormatDuration(*l.timeout_ms),
+    line("timeout", FormatMs(*l.timeout_ms),
          "supervisor timer: SIGTERM to everything inside, SIGKILL " +
-             FormatDuration(kTimeoutGraceMs) + " later; exit status 124");
+             FormatMs(kTimeoutGraceMs) + " later; exit status 124");
   }
   if (l.tmp_size_bytes) {
     line("tmp_size", FormatSize(*l.tmp_size_bytes), "tmpfs size of the private /tmp and of HOME");

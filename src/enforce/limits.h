@@ -60,7 +60,4 @@ LimitsMechanism DescribeLimitsMechanism(const KernelFeatures& f, uid_t uid);
 // Every line of spec.lines is there; unenforced ones are marked NOT ENFORCED.
 std::string LimitsSummary(const LimitsSpec& spec);
 
-// "8 GiB", "512 MiB", "1.5 GiB", "1000 bytes".
-std::string FormatSize(uint64_t bytes);
-
 }  // namespace ward::enforce

@@ -1,6 +1,5 @@
 #include "enforce/plan.h"
 
-#include <fnmatch.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -28,15 +27,6 @@ std::string_view NextComponent(std::string_view p, size_t* i) {
   return c;
 }
 
-std::vector<std::string> Components(std::string_view p) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  for (std::string_view c = NextComponent(p, &i); !c.empty(); c = NextComponent(p, &i)) {
-    out.emplace_back(c);
-  }
-  return out;
-}
-
 // Component by component, so that a directory sorts right before what is below it.
 bool PathLess(std::string_view a, std::string_view b) {
   size_t i = 0, j = 0;
@@ -55,7 +45,7 @@ class DenyMatcher {
   explicit DenyMatcher(const std::vector<policy::DenyRule>& rules) {
     for (const policy::DenyRule& d : rules) {
       Rule r{&d, {}};
-      if (d.path.find_first_of("*?[") != std::string::npos) r.glob = Components(d.path);
+      if (policy::HasGlob(d.path)) r.glob = policy::PathComponents(d.path);
       rules_.push_back(std::move(r));
     }
   }
@@ -67,11 +57,11 @@ class DenyMatcher {
         if (PathIsWithin(path, r.rule->path)) return r.rule;
         continue;
       }
-      if (pc.empty()) pc = Components(path);
+      if (pc.empty()) pc = policy::PathComponents(path);
       if (pc.size() < r.glob.size()) continue;
       bool all = true;
       for (size_t i = 0; i < r.glob.size() && all; ++i) {
-        all = fnmatch(r.glob[i].c_str(), pc[i].c_str(), FNM_PERIOD) == 0;
+        all = policy::MatchComponent(r.glob[i], pc[i]);
       }
       if (all) return r.rule;
     }

@@ -2,13 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstring>
 
 #include "common/unique_fd.h"
+#include "policy/paths.h"
 
 namespace ward::enforce {
 
@@ -31,12 +31,12 @@ bool ListDir(int dirfd, Listing* out) {
 }
 
 std::vector<std::string> MaskNames(int dirfd, const std::string& pattern) {
-  if (pattern.find_first_of("*?[") == std::string::npos) return {pattern};
+  if (!policy::HasGlob(pattern)) return {pattern};
   std::vector<std::string> names;
   Listing entries;
   if (!ListDir(dirfd, &entries)) return names;
   for (auto& [name, type] : entries) {
-    if (fnmatch(pattern.c_str(), name.c_str(), FNM_PERIOD) == 0) names.push_back(std::move(name));
+    if (policy::MatchComponent(pattern, name)) names.push_back(std::move(name));
   }
   return names;
 }

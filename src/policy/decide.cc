@@ -124,14 +124,8 @@ std::vector<std::string> RepoBases(const Policy& p, const std::string& root,
     int depth = PathDepthBelow(d, root);
     if (depth < 1 || depth > p.nested_repo_depth) return false;
     // The planner does not descend into .git or node_modules directories.
-    std::string rest = d.substr(root == "/" ? 1 : root.size() + 1);
-    size_t i = 0;
-    while (i <= rest.size()) {
-      size_t j = rest.find('/', i);
-      if (j == std::string::npos) j = rest.size();
-      std::string comp = rest.substr(i, j - i);
+    for (const std::string& comp : PathComponents(d.substr(root.size()))) {
       if (comp == ".git" || comp == "node_modules") return false;
-      i = j + 1;
     }
     return true;
   };

@@ -632,10 +632,8 @@ class Loader {
     }
     if (HasGlob(s)) return ErrorAt(it.origin, Quote(s) + ": globs are not allowed here");
     std::string norm = NormalizePath("/" + s);
-    for (size_t i = 0, j; i <= s.size(); i = j + 1) {
-      j = s.find('/', i);
-      if (j == std::string::npos) j = s.size();
-      if (s.compare(i, j - i, "..") == 0) {
+    for (const std::string& comp : PathComponents(s)) {
+      if (comp == "..") {
         return ErrorAt(it.origin, Quote(s) + ": '..' is not allowed in a protected path");
       }
     }

@@ -64,6 +64,18 @@ std::vector<std::string> PathComponents(std::string_view path) {
   return out;
 }
 
+bool ClimbsOut(std::string_view rel) {
+  int depth = 0;
+  for (const std::string& comp : PathComponents(rel)) {
+    if (comp == "..") {
+      if (--depth < 0) return true;
+    } else if (comp != ".") {
+      ++depth;
+    }
+  }
+  return false;
+}
+
 std::string ParentPath(std::string_view path) {
   size_t slash = path.rfind('/');
   if (slash == std::string_view::npos || slash == 0) return "/";

@@ -25,6 +25,10 @@ std::string JoinPath(std::string_view base, std::string_view rel);
 // normalisation: "." and ".." are kept).
 std::vector<std::string> PathComponents(std::string_view path);
 
+// Whether the ".." components of a relative path take it above where it starts: "a/../../x"
+// does, "a/../x" does not ("." and empty components count for nothing).
+bool ClimbsOut(std::string_view rel);
+
 // The parent of a normalised absolute path ("/" for "/x" and for "/").
 std::string ParentPath(std::string_view path);
 

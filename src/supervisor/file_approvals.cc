@@ -1,7 +1,6 @@
 #include "supervisor/file_approvals.h"
 
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -29,11 +28,11 @@ void AddAncestors(const std::string& path, std::vector<std::string>* out) {
 
 // Like the planner's deny matching: at or below the rule; a glob component matches one entry.
 bool DeniedBy(const std::string& path, const std::string& rule) {
-  if (rule.find_first_of("*?[") == std::string::npos) return enforce::PathIsWithin(path, rule);
+  if (!policy::HasGlob(rule)) return enforce::PathIsWithin(path, rule);
   std::vector<std::string> rc = policy::PathComponents(rule), pc = policy::PathComponents(path);
   if (pc.size() < rc.size()) return false;
   for (size_t i = 0; i < rc.size(); ++i) {
-    if (fnmatch(rc[i].c_str(), pc[i].c_str(), FNM_PERIOD) != 0) return false;
+    if (!policy::MatchComponent(rc[i], pc[i])) return false;
   }
   return true;
 }

@@ -17,6 +17,7 @@
 #include "common/linux.h"
 #include "common/unique_fd.h"
 #include "enforce/beneath.h"
+#include "policy/paths.h"
 #include "supervisor/review_copy.h"
 
 namespace ward::supervisor {
@@ -346,17 +347,15 @@ UniqueFd OpenTreeEntry(int root_fd, const std::string& rel, int flags) {
 
 bool SplitRelative(const std::string& rel, std::vector<std::string>* out) {
   out->clear();
-  if (rel.empty() || rel[0] == '/') return false;
-  size_t i = 0;
-  while (i <= rel.size()) {
-    size_t j = rel.find('/', i);
-    if (j == std::string::npos) j = rel.size();
-    std::string comp = rel.substr(i, j - i);
-    if (comp.empty() || comp == "." || comp == "..") return false;
-    out->push_back(std::move(comp));
-    i = j + 1;
+  // PathComponents skips empty components: refuse them first ("a//b", "a/").
+  if (rel.empty() || rel[0] == '/' || rel.back() == '/' || rel.find("//") != std::string::npos) {
+    return false;
   }
-  return !out->empty();
+  *out = policy::PathComponents(rel);
+  for (const std::string& comp : *out) {
+    if (comp == "." || comp == "..") return false;
+  }
+  return true;
 }
 
 std::vector<ReviewChange> SelectChanges(const std::vector<ReviewChange>& all,

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "audit/session_log.h"
+#include "common/format.h"
 #include "common/linux.h"
 #include "common/trace.h"
 #include "enforce/cgroup.h"
@@ -40,11 +41,6 @@ namespace ward::supervisor {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string FormatMs(uint64_t ms) {
-  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
-  return std::to_string(ms) + " ms";
-}
 
 // Fail closed: the audit trail's first write error, reported from whichever thread hit it
 // (the log's flusher, an emitter), ends the sandbox on the run's own loop once that loop
@@ -718,7 +714,7 @@ void CollectLimits(const RunRequest& req, EventSink* events, const enforce::Laun
     if (u.oom_kills > 0 && spec.memory_bytes) {
       LimitHit h;
       h.limit = "memory";
-      h.message = "the memory limit of " + enforce::FormatSize(*spec.memory_bytes) +
+      h.message = "the memory limit of " + FormatSize(*spec.memory_bytes) +
                   " was reached: the kernel's OOM killer ended " + std::to_string(u.oom_kills) +
                   " process(es) inside";
       h.data = {{"limit", "memory"},
@@ -751,7 +747,7 @@ void CollectLimits(const RunRequest& req, EventSink* events, const enforce::Laun
     LimitHit h;
     h.limit = "file_size";
     h.message = "the file size limit of " +
-                enforce::FormatSize(*req.policy.limits.file_size_bytes) + " was exceeded (SIGXFSZ)";
+                FormatSize(*req.policy.limits.file_size_bytes) + " was exceeded (SIGXFSZ)";
     h.data = {{"limit", "file_size"}, {"limit_bytes", *req.policy.limits.file_size_bytes}};
     hit(std::move(h));
   }

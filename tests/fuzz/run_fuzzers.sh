@@ -18,18 +18,8 @@ seconds=${FUZZ_SECONDS:-5}
 jobs=${FUZZ_JOBS:-2}
 max_len=${FUZZ_MAX_LEN:-20000}
 
-# Only the pure code: no sockets, no policy library, nothing but these files.
-sources=(
-  src/common/status.cc
-  src/net/text_util.cc
-  src/net/addr.cc
-  src/net/idna.cc
-  src/net/egress_rules.cc
-  src/net/http_parser.cc
-  src/net/socks5.cc
-  src/net/tls_client_hello.cc
-  src/net/dns_message.cc
-)
+# The one list of sources (tests/fuzz/sources.txt, shared with the CMake build).
+mapfile -t sources < <(grep -v -e '^#' -e '^[[:space:]]*$' "$here/sources.txt")
 
 cxx=${FUZZ_CXX:-}
 if [ -z "$cxx" ]; then
@@ -58,7 +48,7 @@ fi
 
 # Rebuild an object when its source or any header it may include is newer.
 newest_header=$(ls -t "$root"/src/common/*.h "$root"/src/net/*.h "$root"/src/policy/policy.h \
-  "$here"/*.h "$0" 2>/dev/null | head -n1)
+  "$here"/*.h "$here/sources.txt" "$0" 2>/dev/null | head -n1)
 needs_build() {  # target, sources...
   local out=$1
   shift

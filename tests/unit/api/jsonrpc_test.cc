@@ -1,6 +1,7 @@
 // JSON-RPC framing and parsing: every malformed or hostile line becomes an error value.
 #include "api/jsonrpc.h"
 
+#include <cstring>
 #include <gtest/gtest.h>
 
 #include "api/error.h"
@@ -166,6 +167,17 @@ TEST(Errors, KindsHaveStableNamesAndCodes) {
   EXPECT_EQ(FromErrno("x", ENOSPC).kind, ErrorKind::kResourceExhausted);
   EXPECT_EQ(FromStatus(InvalidArgument("bad")).kind, ErrorKind::kInvalidRequest);
   EXPECT_EQ(FromStatus(NotFound("x")).kind, ErrorKind::kNotFound);
+  // One mapping for every caller: a state the request does not fit is the request's fault.
+  EXPECT_EQ(FromStatus(Error(Code::kFailedPrecondition, "not live")).kind,
+            ErrorKind::kInvalidRequest);
+  // A file operation's errno: ErrnoError's code, refined where the workspace means more.
+  EXPECT_EQ(FromErrno("x", EACCES).kind, ErrorKind::kPolicyDenied);
+  EXPECT_EQ(FromErrno("x", EEXIST).kind, ErrorKind::kInvalidRequest);
+  EXPECT_EQ(FromErrno("x", ENOSYS).kind, ErrorKind::kUnsupported);
+  EXPECT_EQ(FromErrno("x", EIO).kind, ErrorKind::kInterrupted);
+  Error e = FromErrno("reading x", ENOENT);
+  EXPECT_EQ(e.message, std::string("reading x: ") + std::strerror(ENOENT));
+  EXPECT_EQ(e.data["errno"], ENOENT);
 }
 
 TEST(Params, TypesRangesAndUnknownKeys) {

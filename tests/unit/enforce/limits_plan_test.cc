@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "common/format.h"
 #include "enforce/limits.h"
 #include "policy/loader.h"
 
