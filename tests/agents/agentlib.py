@@ -202,6 +202,7 @@ def make_tls(directory, name):
 class Request:
     def __init__(self, method, path, headers, body):
         self.method, self.path, self.headers, self.body = method, path, headers, body
+        self.at = time.monotonic()  # when it was read, for timelines
 
     def json(self):
         try:

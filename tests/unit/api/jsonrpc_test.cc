@@ -168,7 +168,7 @@ TEST(Errors, KindsHaveStableNamesAndCodes) {
   EXPECT_EQ(FromStatus(InvalidArgument("bad")).kind, ErrorKind::kInvalidRequest);
   EXPECT_EQ(FromStatus(NotFound("x")).kind, ErrorKind::kNotFound);
   // One mapping for every caller: a state the request does not fit is the request's fault.
-  EXPECT_EQ(FromStatus(Error(Code::kFailedPrecondition, "not live")).kind,
+  EXPECT_EQ(FromStatus(ward::Error(Code::kFailedPrecondition, "not live")).kind,
             ErrorKind::kInvalidRequest);
   // A file operation's errno: ErrnoError's code, refined where the workspace means more.
   EXPECT_EQ(FromErrno("x", EACCES).kind, ErrorKind::kPolicyDenied);

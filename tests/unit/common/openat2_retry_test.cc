@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -59,8 +60,11 @@ TEST(Openat2, AContainedLookupThroughDotDotSurvivesRenamesElsewhere) {
     UniqueFd fd(sys::Openat2(storm.dir(), "x/../y", O_PATH | O_CLOEXEC, 0, RESOLVE_BENEATH));
     if (!fd) ++failed;
   }
-  // Control: the bare system call, in the same storm, does meet the race.
-  for (int i = 0; i < kLookups && raw_eagain == 0; ++i) {
+  EXPECT_EQ(failed, 0);
+  // Control: the bare system call, in the same storm, does meet the race (given time: on a
+  // loaded machine the storm's thread may get little of it).
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (raw_eagain == 0 && std::chrono::steady_clock::now() < until) {
     struct open_how how = {};
     how.flags = O_PATH | O_CLOEXEC;
     how.resolve = RESOLVE_BENEATH;
@@ -71,8 +75,10 @@ TEST(Openat2, AContainedLookupThroughDotDotSurvivesRenamesElsewhere) {
       ++raw_eagain;
     }
   }
-  EXPECT_EQ(failed, 0);
-  EXPECT_GT(raw_eagain, 0) << "the storm never raced a lookup: the check above proved nothing";
+  if (raw_eagain == 0) {
+    GTEST_SKIP() << "the storm never raced a bare lookup in 10 s here: the check above proved "
+                    "nothing";
+  }
 }
 
 }  // namespace
