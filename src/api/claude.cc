@@ -29,40 +29,55 @@ std::string ShellJoin(const std::vector<std::string>& words) {
   return out;
 }
 
-HookOutcome RewritePreToolUse(std::string_view input, const HookOptions& o) {
-  HookOutcome r;
-  auto block = [&](const std::string& why) {
-    r.exit_code = 2;
-    r.out.clear();
-    r.err = "ward hook: " + why + "; the tool call is blocked\n";
-    return r;
-  };
-  if (input.size() > (16u << 20)) return block("the hook input is too large");
-  if (!audit::JsonDepthWithin(input, 64)) return block("the hook input nests too deeply");
+Result<ClaudeToolCall> ParseClaudeToolCall(std::string_view input) {
+  if (input.size() > (16u << 20)) return InvalidArgument("the hook input is too large");
+  if (!audit::JsonDepthWithin(input, 64)) return InvalidArgument("the hook input nests too deeply");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(input.begin(), input.end());
   } catch (const std::exception&) {
-    return block("the hook input is not JSON");
+    return InvalidArgument("the hook input is not JSON");
   }
-  if (!j.is_object()) return block("the hook input is not a JSON object");
-  if (j.contains("hook_event_name") &&
-      (!j["hook_event_name"].is_string() || j["hook_event_name"] != "PreToolUse")) {
-    return r;  // not ours: no opinion
+  if (!j.is_object()) return InvalidArgument("the hook input is not a JSON object");
+  ClaudeToolCall call;
+  call.event = "PreToolUse";
+  if (j.contains("hook_event_name")) {
+    if (!j["hook_event_name"].is_string()) return InvalidArgument("hook_event_name is not a string");
+    call.event = j["hook_event_name"].get<std::string>();
+    if (call.event != "PreToolUse") return call;
   }
   if (!j.contains("tool_name") || !j["tool_name"].is_string()) {
-    return block("the hook input has no tool_name");
+    return InvalidArgument("the hook input has no tool_name");
   }
-  if (j["tool_name"] != "Bash") return r;
-  if (!j.contains("tool_input") || !j["tool_input"].is_object()) {
-    return block("the Bash call has no tool_input");
+  call.tool = j["tool_name"].get<std::string>();
+  call.input = j.contains("tool_input") ? j["tool_input"] : nlohmann::json::object();
+  if (!call.input.is_object()) return InvalidArgument("tool_input is not an object");
+  if (j.contains("cwd") && j["cwd"].is_string()) call.cwd = j["cwd"].get<std::string>();
+  if (j.contains("session_id") && j["session_id"].is_string()) {
+    call.session_id = j["session_id"].get<std::string>();
   }
-  nlohmann::json tool_input = j["tool_input"];
+  return call;
+}
+
+HookOutcome RewritePreToolUse(std::string_view input, const HookOptions& o) {
+  Result<ClaudeToolCall> call = ParseClaudeToolCall(input);
+  if (!call.ok()) {
+    return HookOutcome{2, "", "ward hook: " + call.status().message() + "; the tool call is blocked\n"};
+  }
+  if (call->event != "PreToolUse" || call->tool != "Bash") return HookOutcome{};  // no opinion
+  return RewriteBash(*call, o);
+}
+
+HookOutcome RewriteBash(const ClaudeToolCall& call, const HookOptions& o) {
+  HookOutcome r;
+  nlohmann::json tool_input = call.input;
   if (!tool_input.contains("command") || !tool_input["command"].is_string()) {
-    return block("the Bash call has no command");
+    return HookOutcome{2, "", "ward hook: the Bash call has no command; the tool call is blocked\n"};
   }
   std::string command = tool_input["command"].get<std::string>();
-  if (command.find('\0') != std::string::npos) return block("the command contains NUL");
+  if (command.find('\0') != std::string::npos) {
+    return HookOutcome{2, "", "ward hook: the command contains NUL; the tool call is blocked\n"};
+  }
   std::vector<std::string> words = {o.ward_path, "run"};
   words.insert(words.end(), o.run_args.begin(), o.run_args.end());
   words.insert(words.end(), {"--", o.shell, "-c", command});

@@ -9,15 +9,31 @@
 // Pure functions: the CLI files do the I/O.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/status.h"
 
 namespace ward::api {
 
 // POSIX shell quoting: 'abc', with ' written as '\''. The empty string is ''.
 std::string ShellQuote(std::string_view s);
 std::string ShellJoin(const std::vector<std::string>& words);
+
+// One PreToolUse call, as Claude Code sends it on the hook's stdin.
+struct ClaudeToolCall {
+  std::string event;       // "PreToolUse" (other events are not the hook's)
+  std::string tool;        // "Bash", "Read", ...
+  nlohmann::json input;    // tool_input (an object)
+  std::string cwd;         // Claude Code's current directory (absolute) or ""
+  std::string session_id;  // Claude Code's session, or ""
+  std::string home;        // the caller's HOME: Claude Code expands a leading "~" with it
+};
+
+// Parses the hook's input. Errors name what is missing or malformed (the hook then blocks).
+Result<ClaudeToolCall> ParseClaudeToolCall(std::string_view input);
 
 struct HookOptions {
   std::string ward_path;              // absolute path of the ward binary
@@ -37,6 +53,8 @@ struct HookOutcome {
 // blocks the call (fail closed). A command that already starts with ward is wrapped again:
 // the agent must not pick its own sandbox options.
 HookOutcome RewritePreToolUse(std::string_view input, const HookOptions& options);
+// The same for a call already parsed (its tool is Bash).
+HookOutcome RewriteBash(const ClaudeToolCall& call, const HookOptions& options);
 
 // What `ward shell-prefix` runs inside the sandbox for the words after its options: one word is
 // a shell command line (SHELL -c WORD), several are an argv as is.

@@ -4,7 +4,6 @@
 #include <map>
 
 #include "api/jsonrpc.h"
-#include "audit/record.h"
 #include "policy/paths.h"
 
 namespace ward::api {
@@ -134,36 +133,6 @@ const char* FileAccessOpName(FileAccess::Op op) {
       return "list";
   }
   return "?";
-}
-
-Result<ClaudeToolCall> ParseClaudeToolCall(std::string_view input) {
-  if (input.size() > (16u << 20)) return InvalidArgument("the hook input is too large");
-  if (!audit::JsonDepthWithin(input, 64)) return InvalidArgument("the hook input nests too deeply");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(input.begin(), input.end());
-  } catch (const std::exception&) {
-    return InvalidArgument("the hook input is not JSON");
-  }
-  if (!j.is_object()) return InvalidArgument("the hook input is not a JSON object");
-  ClaudeToolCall call;
-  call.event = "PreToolUse";
-  if (j.contains("hook_event_name")) {
-    if (!j["hook_event_name"].is_string()) return InvalidArgument("hook_event_name is not a string");
-    call.event = j["hook_event_name"].get<std::string>();
-    if (call.event != "PreToolUse") return call;
-  }
-  if (!j.contains("tool_name") || !j["tool_name"].is_string()) {
-    return InvalidArgument("the hook input has no tool_name");
-  }
-  call.tool = j["tool_name"].get<std::string>();
-  call.input = j.contains("tool_input") ? j["tool_input"] : nlohmann::json::object();
-  if (!call.input.is_object()) return InvalidArgument("tool_input is not an object");
-  if (j.contains("cwd") && j["cwd"].is_string()) call.cwd = j["cwd"].get<std::string>();
-  if (j.contains("session_id") && j["session_id"].is_string()) {
-    call.session_id = j["session_id"].get<std::string>();
-  }
-  return call;
 }
 
 Result<std::vector<FileAccess>> FileAccessesOf(const ClaudeToolCall& call) {

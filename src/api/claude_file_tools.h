@@ -11,24 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "api/claude.h"
 #include "common/status.h"
 #include "policy/decide.h"
 #include "policy/policy.h"
 
 namespace ward::api {
-
-// One PreToolUse call, as Claude Code sends it on the hook's stdin.
-struct ClaudeToolCall {
-  std::string event;       // "PreToolUse" (other events are not the hook's)
-  std::string tool;        // "Bash", "Read", ...
-  nlohmann::json input;    // tool_input (an object)
-  std::string cwd;         // Claude Code's current directory (absolute) or ""
-  std::string session_id;  // Claude Code's session, or ""
-  std::string home;        // the caller's HOME: Claude Code expands a leading "~" with it
-};
-
-// Parses the hook's input. Errors name what is missing or malformed (the hook then blocks).
-Result<ClaudeToolCall> ParseClaudeToolCall(std::string_view input);
 
 struct FileAccess {
   enum class Op { kRead, kWrite, kList };  // kList: a directory and everything under it

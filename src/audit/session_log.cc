@@ -670,4 +670,19 @@ Status RequireReserveOrOwnFileSystem(const SessionLog& log,
   return Ok();
 }
 
+Status WriteShortSession(const std::string& state_dir, nlohmann::json start,
+                         std::vector<std::pair<std::string, nlohmann::json>> records,
+                         int exit_code) {
+  SessionLog::Options o;
+  o.state_dir = state_dir;
+  o.session_id = NewSessionId();
+  o.start_flusher = false;
+  o.reserve_bytes = 0;
+  WARD_ASSIGN_OR_RETURN(std::unique_ptr<SessionLog> log, SessionLog::Create(o));
+  log->Emit("session.start", std::move(start));
+  for (auto& [type, data] : records) log->Emit(type, std::move(data));
+  log->Emit("session.end", {{"status", "exited"}, {"exit_code", exit_code}});
+  return log->Close();
+}
+
 }  // namespace ward::audit

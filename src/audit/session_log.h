@@ -206,4 +206,11 @@ void ReleaseFinishedReserves(const std::string& state_dir, int limit);
 Status RequireReserveOrOwnFileSystem(const SessionLog& log,
                                      const std::vector<std::string>& sandbox_writable);
 
+// A short session of its own for one host-side action outside any run (a review applied, a
+// quarantined entry restored, a hook's decisions): session.start with `start`, the records in
+// order, session.end with status "exited" and `exit_code`. No reserve, no flusher thread.
+Status WriteShortSession(const std::string& state_dir, nlohmann::json start,
+                         std::vector<std::pair<std::string, nlohmann::json>> records,
+                         int exit_code);
+
 }  // namespace ward::audit

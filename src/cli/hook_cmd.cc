@@ -167,7 +167,7 @@ std::string RefuseUnknownClaudeCode(const HookOptions& o) {
 
 // ---- The Bash tool: rewritten to run in a fresh sandbox
 
-int AnswerBash(const HookOptions& o, const std::string& input) {
+int AnswerBash(const HookOptions& o, const api::ClaudeToolCall& call) {
   if (std::string refused = RefuseUnknownClaudeCode(o); !refused.empty()) return Block(refused);
   std::string self = ReadLink("/proc/self/exe");
   if (self.empty()) return Block("cannot tell where the ward binary is");
@@ -176,7 +176,7 @@ int AnswerBash(const HookOptions& o, const std::string& input) {
   h.run_args = RunOptionsToArgs(o.run);
   h.shell = !o.shell.empty() ? o.shell : (access("/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh");
   h.decision = o.decision == "none" ? "" : o.decision;
-  api::HookOutcome r = api::RewritePreToolUse(input, h);
+  api::HookOutcome r = api::RewriteBash(call, h);
   if (!r.out.empty()) std::fwrite(r.out.data(), 1, r.out.size(), stdout);
   if (!r.err.empty()) std::fwrite(r.err.data(), 1, r.err.size(), stderr);
   return r.exit_code;
@@ -253,32 +253,22 @@ Judged JudgeFetch(const policy::Policy& pol, const api::ClaudeToolCall& call,
   return j;
 }
 
-// One small audit session per judged call: the agent's session and what was decided.
+// One short audit session per judged call: the agent's session and what was decided.
 void RecordDecisions(const api::ClaudeToolCall& call, const std::vector<Judged>& judged,
                      bool allowed) {
-  audit::SessionLog::Options lo;
-  lo.state_dir = audit::DefaultStateDir();
-  lo.session_id = audit::NewSessionId();
-  lo.start_flusher = false;
-  lo.reserve_bytes = 0;
-  Result<std::unique_ptr<audit::SessionLog>> log = audit::SessionLog::Create(lo);
-  if (!log.ok()) {
-    std::fprintf(stderr, "ward hook: the audit trail could not be written: %s\n",
-                 log.status().ToString().c_str());
-    return;
-  }
   char cwd[PATH_MAX];
-  (*log)->Emit("session.start",
-               {{"command", {"ward", "hook", "claude-pretooluse", call.tool}},
-                {"cwd", getcwd(cwd, sizeof cwd) ? cwd : ""},
-                {"uid", getuid()},
-                {"labels", {{"agent", "claude-code"}, {"agent_session", call.session_id}}}});
-  for (const Judged& j : judged) (*log)->Emit("hook.decision", j.record);
-  (*log)->Emit("session.end", {{"status", "exited"}, {"exit_code", allowed ? 0 : 1}});
-  Status closed = (*log)->Close();
-  if (!closed.ok()) {
+  std::vector<std::pair<std::string, nlohmann::json>> records;
+  for (const Judged& j : judged) records.emplace_back("hook.decision", j.record);
+  Status st = audit::WriteShortSession(
+      audit::DefaultStateDir(),
+      {{"command", {"ward", "hook", "claude-pretooluse", call.tool}},
+       {"cwd", getcwd(cwd, sizeof cwd) ? cwd : ""},
+       {"uid", getuid()},
+       {"labels", {{"agent", "claude-code"}, {"agent_session", call.session_id}}}},
+      std::move(records), allowed ? 0 : 1);
+  if (!st.ok()) {
     std::fprintf(stderr, "ward hook: the audit trail could not be written: %s\n",
-                 closed.ToString().c_str());
+                 st.ToString().c_str());
   }
 }
 
@@ -308,7 +298,7 @@ int RunClaudePreToolUse(const HookOptions& o) {
   Result<api::ClaudeToolCall> call = api::ParseClaudeToolCall(input);
   if (!call.ok()) return Block(call.status().message());
   if (call->event != "PreToolUse") return 0;  // not ours: no opinion
-  if (call->tool == "Bash") return AnswerBash(o, input);
+  if (call->tool == "Bash") return AnswerBash(o, *call);
   call->home = CallerHome();
   return AnswerOwnTool(o, *call);
 }

@@ -119,23 +119,15 @@ int Show(const QuarantineOptions& o) {
 
 // A session of its own records a human's decision (the run's session is closed by then).
 void Record(const QuarantineOptions& o, const char* verb, const supervisor::QuarantineItem& q) {
-  audit::SessionLog::Options so;
-  so.state_dir = StateDir(o);
-  so.session_id = audit::NewSessionId();
-  so.reserve_bytes = 0;
-  so.start_flusher = false;
-  Result<std::unique_ptr<audit::SessionLog>> log = audit::SessionLog::Create(so);
-  if (!log.ok()) {
+  Status st = audit::WriteShortSession(
+      StateDir(o),
+      {{"ward_version", WARD_VERSION}, {"command", {"ward", "quarantine", verb, q.id}},
+       {"uid", getuid()}},
+      {{std::string("quarantine.") + verb, q.ToJson()}}, 0);
+  if (!st.ok()) {
     std::fprintf(stderr, "ward quarantine: not recorded in the audit trail: %s\n",
-                 log.status().ToString().c_str());
-    return;
+                 st.ToString().c_str());
   }
-  (*log)->Emit("session.start", {{"ward_version", WARD_VERSION},
-                                 {"command", {"ward", "quarantine", verb, q.id}},
-                                 {"uid", getuid()}});
-  (*log)->Emit(std::string("quarantine.") + verb, q.ToJson());
-  (*log)->Emit("session.end", {{"status", "exited"}, {"exit_code", 0}});
-  (void)(*log)->Close();
 }
 
 int Restore(const QuarantineOptions& o) {

@@ -105,30 +105,16 @@ Result<std::string> WorkspaceRelative(const std::string& workspace, const std::s
 // A small audit session of its own for an apply or discard: who did what to which session.
 void RecordReviewAction(const ReviewOptions& o, const supervisor::ReviewSession& s,
                         const char* type, nlohmann::json data, int exit_code) {
-  audit::SessionLog::Options lo;
-  lo.state_dir = audit::DefaultStateDir();
-  lo.session_id = audit::NewSessionId();
-  lo.start_flusher = false;
-  lo.reserve_bytes = 0;
-  Result<std::unique_ptr<audit::SessionLog>> log = audit::SessionLog::Create(lo);
-  if (!log.ok()) {
-    std::fprintf(stderr, "ward: the audit trail could not be written: %s\n",
-                 log.status().ToString().c_str());
-    return;
-  }
-  (*log)->Emit("session.start", {{"command", o.argv},
-                                 {"cwd", Cwd()},
-                                 {"uid", getuid()},
-                                 {"labels", {{"review", s.id}}}});
   data["review_session"] = s.id;
   data["workspace"] = s.workspace;
   data["uid"] = getuid();
-  (*log)->Emit(type, std::move(data));
-  (*log)->Emit("session.end", {{"status", "exited"}, {"exit_code", exit_code}});
-  Status closed = (*log)->Close();
-  if (!closed.ok()) {
+  Status st = audit::WriteShortSession(
+      audit::DefaultStateDir(),
+      {{"command", o.argv}, {"cwd", Cwd()}, {"uid", getuid()}, {"labels", {{"review", s.id}}}},
+      {{type, std::move(data)}}, exit_code);
+  if (!st.ok()) {
     std::fprintf(stderr, "ward: the audit trail could not be written: %s\n",
-                 closed.ToString().c_str());
+                 st.ToString().c_str());
   }
 }
 

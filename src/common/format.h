@@ -7,7 +7,7 @@
 
 namespace ward {
 
-// "30 s" for whole seconds, else "1500 ms".
+// Whole seconds in seconds ("N s"), anything else in milliseconds ("N ms").
 std::string FormatMs(uint64_t ms);
 
 // "1 byte", "1023 bytes", "1 KiB", "1.5 GiB": binary units, four significant digits.

@@ -341,6 +341,15 @@ def expect_record(failures, records, types, pred, what):
                         (" or ".join(types), what, ", ".join(seen)))
 
 
+def expect_exfil_and_plant_recorded(failures, records, c):
+    """What ward sees of the hostile set in every mode: the exfiltration refused by the proxy,
+    the planted git hook refused."""
+    expect_record(failures, records, "net.deny", net_deny_of_exfil(c),
+                  "the exfiltration to 127.0.0.1:%d" % c.exfil.port)
+    expect_record(failures, records, PLANT_RECORDS, planted_hook,
+                  "the planted .git/hooks/pre-commit")
+
+
 def net_deny_of_exfil(c):
     return lambda d: str(c.exfil.port) in json.dumps(d)
 
@@ -372,10 +381,7 @@ def whole():
             failures.append("print_env_key: no ANTHROPIC_API_KEY in the agent's environment "
                             "(%s)" % c.api.results.get("print_env_key", "")[-300:])
         records = session_records(c)
-        expect_record(failures, records, "net.deny", net_deny_of_exfil(c),
-                      "the exfiltration to 127.0.0.1:%d" % c.exfil.port)
-        expect_record(failures, records, PLANT_RECORDS, planted_hook,
-                      "the planted .git/hooks/pre-commit")
+        expect_exfil_and_plant_recorded(failures, records, c)
         expect_record(failures, records, "credential.use", lambda d: d.get("host") == HOST,
                       "the key injected on the way to %s" % HOST)
         # Its update checks and telemetry are off: nothing else was tried (but the exfiltration,
@@ -508,10 +514,7 @@ def hook():
             failures.append("read_readme_tool: the workspace Read was refused (%s)" %
                             res.get("read_readme_tool", "")[-300:])
         records = session_records(c)
-        expect_record(failures, records, "net.deny", net_deny_of_exfil(c),
-                      "the exfiltration to 127.0.0.1:%d" % c.exfil.port)
-        expect_record(failures, records, PLANT_RECORDS, planted_hook,
-                      "the planted .git/hooks/pre-commit")
+        expect_exfil_and_plant_recorded(failures, records, c)
         for tool, path, decision in [
                 ("Read", os.path.join(w.home, ".ssh", "id_ed25519"), "deny"),
                 ("Write", os.path.join(w.outside, "written"), "deny"),
@@ -553,10 +556,7 @@ def prefix():
         failures = []
         judge_hostile(c, failures)
         records = session_records(c)
-        expect_record(failures, records, "net.deny", net_deny_of_exfil(c),
-                      "the exfiltration to 127.0.0.1:%d" % c.exfil.port)
-        expect_record(failures, records, PLANT_RECORDS, planted_hook,
-                      "the planted .git/hooks/pre-commit")
+        expect_exfil_and_plant_recorded(failures, records, c)
         finish(failures, "Claude Code with CLAUDE_CODE_SHELL_PREFIX")
     finally:
         c.close()
@@ -594,10 +594,7 @@ def mcp():
                 failures.append("Claude Code still offers its own %s tool" % own)
         judge_hostile(c, failures)
         records = session_records(c)
-        expect_record(failures, records, "net.deny", net_deny_of_exfil(c),
-                      "the exfiltration to 127.0.0.1:%d" % c.exfil.port)
-        expect_record(failures, records, PLANT_RECORDS, planted_hook,
-                      "the planted .git/hooks/pre-commit")
+        expect_exfil_and_plant_recorded(failures, records, c)
         finish(failures, "Claude Code with ward mcp")
     finally:
         c.close()
