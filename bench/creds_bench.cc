@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
-#include "net/credentials.h"
+#include "net/broker/credential_broker.h"
 #include "net/egress_rules.h"
 #include "net/proxy.h"
 #include "net/resolver.h"

@@ -1,5 +1,5 @@
 // ward_creds_mask_bench: what masking responses costs, per byte, with every form of the secret
-// (credentials_masker.h: one automaton for the literal secret, base64 at each alignment, hex,
+// (net/broker/masker.h: one automaton for the literal secret, base64 at each alignment, hex,
 // percent and JSON escapes) against the literal-only masker it replaced (one memmem per secret
 // and a held-back tail), on the same streams:
 //   text     a large JSON-ish body with no secret in it (the common case);
@@ -20,8 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include "net/credentials.h"
-#include "net/credentials_masker.h"
+#include "net/broker/credential_broker.h"
+#include "net/broker/masker.h"
 
 namespace {
 

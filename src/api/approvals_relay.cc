@@ -14,7 +14,7 @@
 #include <utility>
 
 #include "audit/session_log.h"
-#include "supervisor/approvals_socket.h"
+#include "supervisor/approvals/socket.h"
 #include "supervisor/runtime_dir.h"
 
 namespace ward::api {

@@ -1,6 +1,6 @@
 // The daemon's side of approvals (`approvals.*` of `ward serve`): every exec of a sandbox with
 // approvals runs as `ward run --session-id ID`, so its supervisor serves the approval socket of
-// session ID (supervisor/approvals_socket.h; protocol in docs/approvals.md). This file talks to
+// session ID (supervisor/approvals/socket.h; protocol in docs/approvals.md). This file talks to
 // such a socket from the daemon's event loop without blocking it: connect, one request line,
 // one reply line, the whole exchange bounded by a timer, so a stuck or dead supervisor costs a
 // clear error after a short while and never a hung daemon. The client-side checks are the

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "api/error.h"
-#include "api/spec.h"
+#include "api/sandbox_spec.h"
 #include "common/unique_fd.h"
 #include "policy/loader.h"
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "api/params.h"
-#include "api/spec.h"
+#include "api/sandbox_spec.h"
 
 namespace ward::api {
 

@@ -18,7 +18,7 @@
 #include "api/exec.h"
 #include "api/jsonrpc.h"
 #include "api/params.h"
-#include "api/spec.h"
+#include "api/sandbox_spec.h"
 #include "api/workspace_fs.h"
 #include "audit/session_log.h"
 #include "common/status.h"

@@ -1,6 +1,6 @@
 // `ward approvals list`, `ward approve`, `ward deny`, `ward grants list|revoke`: the approver's
 // side of approvals, from another terminal. Each talks to one running session over its approval
-// socket (supervisor/approvals_socket.h; protocol in docs/approvals.md). This file picks the
+// socket (supervisor/approvals/socket.h; protocol in docs/approvals.md). This file picks the
 // session, sends one request, and prints.
 #include <fmt/core.h>
 
@@ -23,8 +23,8 @@
 
 #include "audit/sessions.h"
 #include "cli/commands.h"
-#include "supervisor/approvals.h"
-#include "supervisor/approvals_socket.h"
+#include "supervisor/approvals/approval_broker.h"
+#include "supervisor/approvals/socket.h"
 #include "supervisor/runtime_dir.h"
 
 namespace ward::cli {

@@ -9,7 +9,7 @@
 #include "cli/run_options.h"
 #include "enforce/probe.h"
 #include "policy/env.h"
-#include "supervisor/approvals_run.h"
+#include "supervisor/approvals/wiring.h"
 #include "supervisor/explain.h"
 
 namespace ward::cli {

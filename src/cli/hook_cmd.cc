@@ -20,7 +20,7 @@
 
 #include "api/claude.h"
 #include "api/claude_file_tools.h"
-#include "api/spec.h"
+#include "api/sandbox_spec.h"
 #include "audit/session_log.h"
 #include "cli/commands.h"
 #include "cli/host_paths.h"

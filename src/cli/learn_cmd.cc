@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "api/spec.h"
+#include "api/sandbox_spec.h"
 #include "audit/sessions.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"

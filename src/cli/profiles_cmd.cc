@@ -22,8 +22,8 @@
 #include "cli/commands.h"
 #include "cli/run_options.h"
 #include "policy/builtin_profiles.h"
-#include "policy/json.h"
 #include "policy/loader.h"
+#include "policy/policy_json.h"
 
 namespace ward::cli {
 namespace profiles_cmd {

@@ -31,13 +31,13 @@
 #include "policy/decide.h"
 #include "policy/env.h"
 #include "supervisor/command_lookup.h"
-#include "supervisor/credentials.h"
 #include "supervisor/denials.h"
 #include "supervisor/explain.h"
 #include "supervisor/private_dirs.h"
 #include "supervisor/review_changes.h"
 #include "supervisor/review_store.h"
 #include "supervisor/run.h"
+#include "supervisor/run_credentials.h"
 
 namespace ward::cli {
 namespace {

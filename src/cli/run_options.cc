@@ -14,12 +14,12 @@
 #include <optional>
 #include <sstream>
 
-#include "api/spec.h"
+#include "api/sandbox_spec.h"
 #include "common/unique_fd.h"
 #include "common/untrusted_file.h"
 #include "policy/paths.h"
 #include "policy/workspace_choice.h"
-#include "supervisor/credentials.h"
+#include "supervisor/run_credentials.h"
 
 namespace ward::cli {
 namespace {
@@ -342,7 +342,7 @@ Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts) {
   if (!pol.ok()) return pol;
   WARD_TRY(PrepareCommandLinePaths(opts, *pol));
   pol->workspace_anyway = anyway;
-  // Credentials need egress: their hosts join the allow list (supervisor/credentials.h).
+  // Credentials need egress: their hosts join the allow list (supervisor/run_credentials.h).
   supervisor::AllowCredentialHosts(&pol.value());
   return pol;
 }

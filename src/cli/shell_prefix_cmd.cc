@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "api/claude.h"
-#include "api/spec.h"
+#include "api/sandbox_spec.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
 

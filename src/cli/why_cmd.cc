@@ -17,7 +17,7 @@
 #include "net/egress_rules.h"
 #include "net/idna.h"
 #include "policy/decide.h"
-#include "policy/json.h"
+#include "policy/policy_json.h"
 
 namespace ward::cli {
 namespace {

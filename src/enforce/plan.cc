@@ -183,7 +183,7 @@ Status PlanLandlockGaps(const policy::Policy& policy, const KernelFeatures& feat
     ctx.writable_mount_without_landlock_write =
         WritableMountOutsideLandlockWrites(plan.mount, plan.landlock);
     ctx.host_files_by_descriptor = input.truncatable_stdio;
-    // A granted file is injected as a descriptor of the host's file (file_approvals.cc).
+    // A granted file is injected as a descriptor of the host's file (supervisor/approvals/files.cc).
     if (policy.approvals.enabled) ctx.host_files_by_descriptor.push_back("files granted by --ask");
   }
   notes->landlock_gaps = LandlockGaps(ctx);

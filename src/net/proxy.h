@@ -88,7 +88,7 @@ struct ProxyOptions {
   // default. Best effort: where the kernel refuses it the default stays. Listeners on other
   // addresses, and upstream connections, keep the system's choice.
   std::string loopback_congestion_control = "reno";
-  // The credential broker (credentials.h; null: none; must outlive the proxy). With it, plain
+  // The credential broker (net/broker/credential_broker.h; null: none; must outlive the proxy). With it, plain
   // HTTP to `/ROUTE/...` on the proxy's own port is a reverse-proxy route, tunnels to a
   // credential's hosts are intercepted, and phantoms going anywhere else are refused (403 and
   // one `credential.leak_attempt` event each); every request that carries a real secret emits

@@ -15,8 +15,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "net/broker/credential_broker.h"
 #include "net/content_decoder.h"
-#include "net/credentials.h"
 #include "net/http_parser.h"
 #include "net/proxy.h"
 #include "net/proxy_hold.h"

@@ -1,6 +1,6 @@
 // The credential broker's part of a proxy connection: intercepted tunnels, reverse-proxy
 // routes, TLS to the upstream, and the credential events. The rewriting itself is pure
-// (credentials.cc); forwarding is shared with plain HTTP (proxy_http.cc).
+// (net/broker/credential_broker.cc); forwarding is shared with plain HTTP (proxy_http.cc).
 #include "net/proxy_connection.h"
 #include "net/text_util.h"
 

@@ -12,8 +12,8 @@
 #include "enforce/seccomp.h"
 #include "net/egress_rules.h"
 #include "policy/host_executed.h"
-#include "policy/json.h"
-#include "supervisor/credentials.h"
+#include "policy/policy_json.h"
+#include "supervisor/run_credentials.h"
 
 namespace ward::supervisor {
 namespace {

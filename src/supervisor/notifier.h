@@ -23,8 +23,8 @@
 #include "common/unique_fd.h"
 #include "enforce/mount.h"
 #include "enforce/spec.h"
+#include "supervisor/approvals/files.h"
 #include "supervisor/creation_journal.h"
-#include "supervisor/file_approvals.h"
 #include "supervisor/guard_channel.h"
 
 namespace ward::supervisor {

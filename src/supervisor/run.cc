@@ -23,8 +23,8 @@
 #include "enforce/control.h"
 #include "enforce/landlock_coverage.h"
 #include "enforce/launcher.h"
-#include "enforce/ns/net.h"
 #include "enforce/limits.h"
+#include "enforce/ns/net.h"
 #include "enforce/probe.h"
 #include "net/dns_stub.h"
 #include "net/egress_rules.h"
@@ -32,9 +32,9 @@
 #include "net/resolver.h"
 #include "policy/decide.h"
 #include "policy/paths.h"
-#include "supervisor/approvals_run.h"
-#include "supervisor/credentials.h"
+#include "supervisor/approvals/wiring.h"
 #include "supervisor/notifier.h"
+#include "supervisor/run_credentials.h"
 #include "supervisor/terminal.h"
 
 namespace ward::supervisor {

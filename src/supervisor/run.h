@@ -18,7 +18,7 @@
 #include "enforce/plan.h"
 #include "enforce/probe.h"
 #include "policy/policy.h"
-#include "supervisor/approvals_run.h"
+#include "supervisor/approvals/wiring.h"
 #include "supervisor/denials.h"
 #include "supervisor/workspace_check.h"
 

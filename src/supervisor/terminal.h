@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "supervisor/approvals_prompt.h"
+#include "supervisor/approvals/prompt.h"
 #include "supervisor/terminal_filter.h"
 
 namespace ward::supervisor {

@@ -21,8 +21,8 @@
 
 #include "audit/sessions.h"
 #include "harness.h"
-#include "net/credentials.h"
-#include "net/credentials_masker.h"
+#include "net/broker/credential_broker.h"
+#include "net/broker/masker.h"
 #include "net/http_parser.h"
 #include "net/tls_authority.h"
 

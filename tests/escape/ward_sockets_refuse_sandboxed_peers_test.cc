@@ -22,7 +22,7 @@
 
 #include "harness.h"
 #include "serve_daemon.h"
-#include "supervisor/approvals_socket.h"
+#include "supervisor/approvals/socket.h"
 
 namespace ward::test {
 namespace {

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "supervisor/approvals_socket.h"
+#include "supervisor/approvals/socket.h"
 
 namespace ward::test {
 

@@ -22,8 +22,8 @@
 
 #include "common/events.h"
 #include "harness.h"
-#include "supervisor/approvals.h"
-#include "supervisor/approvals_socket.h"
+#include "supervisor/approvals/approval_broker.h"
+#include "supervisor/approvals/socket.h"
 #include "supervisor/runtime_dir.h"
 
 namespace ward::test {

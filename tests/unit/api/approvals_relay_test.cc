@@ -17,8 +17,8 @@
 #include "api_test_util.h"
 #include "audit/session_log.h"
 #include "common/unix_socket.h"
-#include "supervisor/approvals.h"
-#include "supervisor/approvals_socket.h"
+#include "supervisor/approvals/approval_broker.h"
+#include "supervisor/approvals/socket.h"
 #include "supervisor/runtime_dir.h"
 
 namespace ward::api {

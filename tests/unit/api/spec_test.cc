@@ -1,5 +1,5 @@
 // Sandbox parameters, `ward run` command lines, and the rule that an exec may only narrow.
-#include "api/spec.h"
+#include "api/sandbox_spec.h"
 
 #include <gtest/gtest.h>
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "credentials_test_util.h"
-#include "net/credentials.h"
-#include "net/credentials_setup.h"
+#include "net/broker/credential_broker.h"
+#include "net/broker/setup.h"
 #include "net/dns_stub.h"
 #include "net/tls_upstream.h"
 #include "proxy_test_util.h"

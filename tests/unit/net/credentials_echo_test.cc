@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "credentials_test_util.h"
-#include "net/credentials.h"
-#include "net/credentials_masker.h"
-#include "net/credentials_setup.h"
+#include "net/broker/credential_broker.h"
+#include "net/broker/masker.h"
+#include "net/broker/setup.h"
 #include "proxy_test_util.h"
 
 namespace ward::net {

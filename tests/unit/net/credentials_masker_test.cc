@@ -8,8 +8,8 @@
 #include <random>
 #include <string>
 
-#include "net/credentials.h"
-#include "net/credentials_masker.h"
+#include "net/broker/credential_broker.h"
+#include "net/broker/masker.h"
 #include "net/multi_matcher.h"
 
 namespace ward::net {

@@ -6,7 +6,7 @@
 #include <set>
 #include <string>
 
-#include "net/credentials_phantom.h"
+#include "net/broker/phantom.h"
 
 namespace ward::net {
 namespace {

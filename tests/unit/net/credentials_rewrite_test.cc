@@ -7,7 +7,7 @@
 
 #include "../libssl/without_openssl.h"
 #include "credentials_test_util.h"
-#include "net/credentials.h"
+#include "net/broker/credential_broker.h"
 
 namespace ward::net {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "credentials_test_util.h"
-#include "net/credentials_setup.h"
+#include "net/broker/setup.h"
 
 namespace ward::net {
 namespace {

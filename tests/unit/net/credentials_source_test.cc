@@ -8,7 +8,7 @@
 #include <string>
 
 #include "credentials_test_util.h"
-#include "net/credentials_source.h"
+#include "net/broker/source.h"
 
 namespace ward::net {
 namespace {

@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "net/credentials.h"
+#include "net/broker/credential_broker.h"
 #include "net/tls_authority.h"
 #include "net/tls_util.h"
 #include "proxy_test_util.h"

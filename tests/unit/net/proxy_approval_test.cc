@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "credentials_test_util.h"
-#include "net/credentials.h"
+#include "net/broker/credential_broker.h"
 #include "proxy_test_util.h"
 
 namespace ward::net {

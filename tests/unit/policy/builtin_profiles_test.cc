@@ -6,8 +6,8 @@
 #include "common/sha256.h"
 #include "policy/builtin_profiles.h"
 #include "policy/decide.h"
-#include "policy/json.h"
 #include "policy/loader.h"
+#include "policy/policy_json.h"
 #include "policy_test_util.h"
 
 namespace ward::policy {

@@ -7,8 +7,8 @@
 #include <thread>
 
 #include "approvals_test_util.h"
-#include "supervisor/approvals.h"
-#include "supervisor/approvals_prompt.h"
+#include "supervisor/approvals/approval_broker.h"
+#include "supervisor/approvals/prompt.h"
 
 namespace ward::supervisor {
 namespace {

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "approvals_test_util.h"
-#include "supervisor/approvals.h"
+#include "supervisor/approvals/approval_broker.h"
 
 namespace ward::supervisor {
 namespace {

@@ -21,8 +21,8 @@
 #include <thread>
 
 #include "approvals_test_util.h"
-#include "supervisor/approvals.h"
-#include "supervisor/approvals_socket.h"
+#include "supervisor/approvals/approval_broker.h"
+#include "supervisor/approvals/socket.h"
 #include "supervisor/runtime_dir.h"
 
 namespace ward::supervisor {

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/events.h"
-#include "supervisor/approvals.h"
-#include "supervisor/approvals_prompt.h"
+#include "supervisor/approvals/approval_broker.h"
+#include "supervisor/approvals/prompt.h"
 
 namespace ward::supervisor::testing {
 

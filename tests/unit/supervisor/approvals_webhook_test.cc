@@ -31,8 +31,8 @@
 #include "../libssl/without_openssl.h"
 #include "approvals_test_util.h"
 #include "net/http_parser.h"
-#include "supervisor/approvals.h"
-#include "supervisor/approvals_webhook.h"
+#include "supervisor/approvals/approval_broker.h"
+#include "supervisor/approvals/webhook.h"
 
 namespace ward::supervisor {
 namespace {

@@ -1,7 +1,7 @@
 // The supervisor's side of the credential broker in `ward run`: what happens before the clone
 // touches no secret (the plan only waits for its late setup), a caller value of an `env:`
 // source under another variable is withheld, and the late setup turns it into the phantom.
-#include "supervisor/credentials.h"
+#include "supervisor/run_credentials.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 // File approvals, the pure parts: which trapped opens continue, are refused or are asked for
 // (from a LaunchPlan's mounts and the policy's deny rules), which flags a grant opens with,
 // and the host open that refuses every symlink on the way.
-#include "supervisor/file_approvals.h"
+#include "supervisor/approvals/files.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

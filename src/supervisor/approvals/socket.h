@@ -25,7 +25,7 @@
 #include "common/events.h"
 #include "common/socket_peer.h"
 #include "common/status.h"
-#include "supervisor/approvals.h"
+#include "supervisor/approvals/approval_broker.h"
 
 namespace ward::supervisor {
 

@@ -4,7 +4,7 @@
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 
-#include "supervisor/approvals_webhook.h"
+#include "supervisor/approvals/webhook.h"
 
 #include <fcntl.h>
 #include <openssl/crypto.h>

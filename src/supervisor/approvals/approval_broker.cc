@@ -1,4 +1,4 @@
-#include "supervisor/approvals.h"
+#include "supervisor/approvals/approval_broker.h"
 
 #include <algorithm>
 #include <asio/post.hpp>

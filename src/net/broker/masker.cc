@@ -1,4 +1,4 @@
-#include "net/credentials_masker.h"
+#include "net/broker/masker.h"
 
 #include <algorithm>
 #include <set>

@@ -1,4 +1,4 @@
-#include "supervisor/approvals_prompt.h"
+#include "supervisor/approvals/prompt.h"
 
 #include <fcntl.h>
 #include <sys/random.h>

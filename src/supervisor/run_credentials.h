@@ -14,7 +14,7 @@
 
 #include "common/status.h"
 #include "enforce/spec.h"
-#include "net/credentials_setup.h"
+#include "net/broker/setup.h"
 #include "policy/policy.h"
 
 namespace ward::supervisor {

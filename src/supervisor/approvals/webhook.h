@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "supervisor/approvals.h"
+#include "supervisor/approvals/approval_broker.h"
 
 namespace asio::ssl {
 class context;

@@ -14,10 +14,10 @@
 #include "enforce/spec.h"
 #include "net/proxy.h"
 #include "policy/policy.h"
-#include "supervisor/approvals.h"
-#include "supervisor/approvals_prompt.h"
-#include "supervisor/approvals_socket.h"
-#include "supervisor/file_approvals.h"
+#include "supervisor/approvals/approval_broker.h"
+#include "supervisor/approvals/files.h"
+#include "supervisor/approvals/prompt.h"
+#include "supervisor/approvals/socket.h"
 
 namespace ward::supervisor {
 

@@ -1,4 +1,4 @@
-#include "net/credentials.h"
+#include "net/broker/credential_broker.h"
 
 #include <string.h>
 
@@ -7,9 +7,9 @@
 #include <set>
 
 #include "libssl/loader.h"
-#include "net/credentials_masker.h"
-#include "net/credentials_phantom.h"
-#include "net/credentials_source.h"
+#include "net/broker/masker.h"
+#include "net/broker/phantom.h"
+#include "net/broker/source.h"
 #include "net/text_util.h"
 
 namespace ward::net {

@@ -21,7 +21,7 @@
 #include "common/unique_fd.h"
 #include "enforce/spec.h"
 #include "policy/policy.h"
-#include "supervisor/approvals.h"
+#include "supervisor/approvals/approval_broker.h"
 
 namespace ward::supervisor {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "supervisor/approvals.h"
+#include "supervisor/approvals/approval_broker.h"
 
 namespace ward::supervisor {
 

@@ -1,4 +1,4 @@
-#include "net/credentials_source.h"
+#include "net/broker/source.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "net/credentials.h"
-#include "net/credentials_source.h"
+#include "net/broker/credential_broker.h"
+#include "net/broker/source.h"
 #include "policy/policy.h"
 
 namespace ward::net {

@@ -1,4 +1,4 @@
-#include "supervisor/credentials.h"
+#include "supervisor/run_credentials.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "policy/json.h"
 #include "policy/paths.h"
+#include "policy/policy_json.h"
 
 namespace ward::supervisor {
 namespace {

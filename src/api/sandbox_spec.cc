@@ -1,4 +1,4 @@
-#include "api/spec.h"
+#include "api/sandbox_spec.h"
 
 #include <fcntl.h>
 

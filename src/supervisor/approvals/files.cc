@@ -1,4 +1,4 @@
-#include "supervisor/file_approvals.h"
+#include "supervisor/approvals/files.h"
 
 #include <fcntl.h>
 #include <sys/eventfd.h>

@@ -1,4 +1,4 @@
-#include "policy/json.h"
+#include "policy/policy_json.h"
 
 #include "common/json.h"
 

@@ -1,4 +1,4 @@
-#include "net/credentials_setup.h"
+#include "net/broker/setup.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "supervisor/approvals_socket.h"
+#include "supervisor/approvals/socket.h"
 
 #include <dirent.h>
 #include <fcntl.h>

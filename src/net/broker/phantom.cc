@@ -1,4 +1,4 @@
-#include "net/credentials_phantom.h"
+#include "net/broker/phantom.h"
 
 #include <openssl/rand.h>
 

@@ -23,7 +23,7 @@
 
 #include "common/events.h"
 #include "common/status.h"
-#include "net/credentials_masker.h"
+#include "net/broker/masker.h"
 #include "net/egress_rules.h"
 #include "net/http_parser.h"
 #include "net/tls_authority.h"
@@ -108,7 +108,7 @@ class CredentialBroker {
 
   // Real secrets in responses from a credential's host (an echo endpoint, an error message
   // quoting the request) are replaced by the phantom, in every form the broker knows
-  // (credentials_masker.h: literal, base64 at any alignment, hex, percent and JSON escapes),
+  // (net/broker/masker.h: literal, base64 at any alignment, hex, percent and JSON escapes),
   // or by 'x's when the lengths differ, so that byte counts hold. Streaming: only a tail that
   // could start a secret's form is held back. Linear in the input.
   class Masker {

@@ -1,4 +1,4 @@
-#include "supervisor/approvals_run.h"
+#include "supervisor/approvals/wiring.h"
 
 #include <string.h>
 #include <sys/un.h>
@@ -6,7 +6,7 @@
 #include <chrono>
 
 #include "audit/session_log.h"
-#include "supervisor/approvals_webhook.h"
+#include "supervisor/approvals/webhook.h"
 #include "supervisor/runtime_dir.h"
 
 namespace ward::supervisor {
