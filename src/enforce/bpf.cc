@@ -74,6 +74,104 @@ Status Bad(size_t pc, const char* what) {
   return InvalidArgument("bpf instruction " + std::to_string(pc) + ": " + what);
 }
 
+// The accumulator after the load `f` (class BPF_LD) from `data` or scratch memory.
+uint32_t LoadA(const sock_filter& f, uint32_t a, const uint32_t* mem, const seccomp_data& data) {
+  switch (BPF_MODE(f.code)) {
+    case BPF_ABS:
+      std::memcpy(&a, reinterpret_cast<const unsigned char*>(&data) + f.k, sizeof(a));
+      break;
+    case BPF_LEN:
+      a = sizeof(seccomp_data);
+      break;
+    case BPF_IMM:
+      a = f.k;
+      break;
+    case BPF_MEM:
+      a = mem[f.k];
+      break;
+  }
+  return a;
+}
+
+// The index register after the load `f` (class BPF_LDX).
+uint32_t LoadX(const sock_filter& f, uint32_t x, const uint32_t* mem) {
+  switch (BPF_MODE(f.code)) {
+    case BPF_LEN:
+      x = sizeof(seccomp_data);
+      break;
+    case BPF_IMM:
+      x = f.k;
+      break;
+    case BPF_MEM:
+      x = mem[f.k];
+      break;
+  }
+  return x;
+}
+
+// Applies the operation `code` (class BPF_ALU) with `src` to the accumulator. False on a
+// division by zero, which ends the program.
+bool RunAlu(uint16_t code, uint32_t src, uint32_t* a) {
+  switch (BPF_OP(code)) {
+    case BPF_ADD:
+      *a += src;
+      break;
+    case BPF_SUB:
+      *a -= src;
+      break;
+    case BPF_MUL:
+      *a *= src;
+      break;
+    case BPF_DIV:
+      if (src == 0) {
+        return false;
+      }
+      *a /= src;
+      break;
+    case BPF_AND:
+      *a &= src;
+      break;
+    case BPF_OR:
+      *a |= src;
+      break;
+    case BPF_XOR:
+      *a ^= src;
+      break;
+    case BPF_LSH:
+      *a <<= (src & 31);  // 32-bit shifts use the low five bits, as the kernel does
+      break;
+    case BPF_RSH:
+      *a >>= (src & 31);
+      break;
+    case BPF_NEG:
+      *a = 0u - *a;
+      break;
+  }
+  return true;
+}
+
+// How many instructions the jump `f` (class BPF_JMP) skips, comparing the accumulator with `src`.
+uint32_t JumpOffset(const sock_filter& f, uint32_t a, uint32_t src) {
+  bool taken = false;
+  switch (BPF_OP(f.code)) {
+    case BPF_JA:
+      return f.k;
+    case BPF_JEQ:
+      taken = a == src;
+      break;
+    case BPF_JGE:
+      taken = a >= src;
+      break;
+    case BPF_JGT:
+      taken = a > src;
+      break;
+    case BPF_JSET:
+      taken = (a & src) != 0;
+      break;
+  }
+  return taken ? f.jt : f.jf;
+}
+
 }  // namespace
 
 Status CheckSeccompBpf(std::span<const sock_filter> insns) {
@@ -176,7 +274,6 @@ uint32_t RunSeccompBpf(std::span<const sock_filter> insns, const seccomp_data& d
 uint32_t RunCheckedSeccompBpf(std::span<const sock_filter> insns, const seccomp_data& data) {
   uint32_t a = 0, x = 0;
   uint32_t mem[kMemWords] = {};
-  const auto* bytes = reinterpret_cast<const unsigned char*>(&data);
   // Every jump is forward and in range (checked), so this terminates within n steps and
   // never indexes outside the program.
   for (size_t pc = 0; pc < insns.size(); ++pc) {
@@ -184,33 +281,10 @@ uint32_t RunCheckedSeccompBpf(std::span<const sock_filter> insns, const seccomp_
     const uint32_t src = BPF_SRC(f.code) == BPF_X ? x : f.k;
     switch (BPF_CLASS(f.code)) {
       case BPF_LD:
-        switch (BPF_MODE(f.code)) {
-          case BPF_ABS:
-            std::memcpy(&a, bytes + f.k, sizeof(a));
-            break;
-          case BPF_LEN:
-            a = sizeof(seccomp_data);
-            break;
-          case BPF_IMM:
-            a = f.k;
-            break;
-          case BPF_MEM:
-            a = mem[f.k];
-            break;
-        }
+        a = LoadA(f, a, mem, data);
         break;
       case BPF_LDX:
-        switch (BPF_MODE(f.code)) {
-          case BPF_LEN:
-            x = sizeof(seccomp_data);
-            break;
-          case BPF_IMM:
-            x = f.k;
-            break;
-          case BPF_MEM:
-            x = mem[f.k];
-            break;
-        }
+        x = LoadX(f, x, mem);
         break;
       case BPF_ST:
         mem[f.k] = a;
@@ -219,65 +293,13 @@ uint32_t RunCheckedSeccompBpf(std::span<const sock_filter> insns, const seccomp_
         mem[f.k] = x;
         break;
       case BPF_ALU:
-        switch (BPF_OP(f.code)) {
-          case BPF_ADD:
-            a += src;
-            break;
-          case BPF_SUB:
-            a -= src;
-            break;
-          case BPF_MUL:
-            a *= src;
-            break;
-          case BPF_DIV:
-            if (src == 0) {
-              return 0;  // the kernel ends the program with 0 (KILL_THREAD)
-            }
-            a /= src;
-            break;
-          case BPF_AND:
-            a &= src;
-            break;
-          case BPF_OR:
-            a |= src;
-            break;
-          case BPF_XOR:
-            a ^= src;
-            break;
-          case BPF_LSH:
-            a <<= (src & 31);  // 32-bit shifts use the low five bits, as the kernel does
-            break;
-          case BPF_RSH:
-            a >>= (src & 31);
-            break;
-          case BPF_NEG:
-            a = 0u - a;
-            break;
+        if (!RunAlu(f.code, src, &a)) {
+          return 0;  // the kernel ends the program with 0 (KILL_THREAD)
         }
         break;
-      case BPF_JMP: {
-        if (BPF_OP(f.code) == BPF_JA) {
-          pc += f.k;
-          break;
-        }
-        bool taken = false;
-        switch (BPF_OP(f.code)) {
-          case BPF_JEQ:
-            taken = a == src;
-            break;
-          case BPF_JGE:
-            taken = a >= src;
-            break;
-          case BPF_JGT:
-            taken = a > src;
-            break;
-          case BPF_JSET:
-            taken = (a & src) != 0;
-            break;
-        }
-        pc += taken ? f.jt : f.jf;
+      case BPF_JMP:
+        pc += JumpOffset(f, a, src);
         break;
-      }
       case BPF_RET:
         return BPF_RVAL(f.code) == BPF_A ? a : f.k;
       case BPF_MISC:

@@ -512,13 +512,9 @@ struct OwnIds {
   gid_t gid;
 };
 
-// Sandbox init: pid 1 of the new namespaces. Writes its own id maps when `own_ids` is given
-// (nullptr: the supervisor wrote them), then waits for its plan with the go message. Never
-// returns.
-[[noreturn]] void InitMain(int ctl, int kick, int exit_fd, const cpu_set_t* cpus,
-                           const OwnIds* own_ids) {
-  // Keep only 0, 1, 2, the control socket, the kick eventfd and the exit pipe (when there is
-  // one, see Sandbox::pidfd).
+// Keeps only 0, 1, 2, the control socket, the kick eventfd and the exit pipe (when there is
+// one, see Sandbox::pidfd).
+void CloseInheritedFds(int ctl, int kick, int exit_fd) {
   int keep[3] = {ctl, kick, exit_fd};
   std::sort(keep, keep + 3);
   unsigned next = 3;
@@ -528,31 +524,24 @@ struct OwnIds {
     next = static_cast<unsigned>(fd) + 1;
   }
   sys::CloseRange(next, UINT_MAX, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  // A session of its own: init and what it forks (the guard agent) never have the caller's
-  // terminal as their controlling terminal, so no open of /dev/tty inside can reach it.
-  setsid();
-  WipeProcessArgs("ward-init");
-  if (own_ids) {
-    char failed[64] = "";
-    if (int rc = WriteOwnIdMaps(own_ids->uid, own_ids->gid, failed, sizeof failed); rc != 0) {
-      ChildError err;
-      err.Set("id maps", -rc, failed);
-      ReportAndExit(ctl, err);
-    }
-    ControlMsg mapped;
-    mapped.type = MsgType::kMapped;
-    SendControl(ctl, mapped);
-    TraceMark("init: id maps written");
+}
+
+// Writes init's own id maps and tells the supervisor (kMapped).
+void MapOwnIds(int ctl, const OwnIds& ids) {
+  char failed[64] = "";
+  if (int rc = WriteOwnIdMaps(ids.uid, ids.gid, failed, sizeof failed); rc != 0) {
+    ChildError err;
+    err.Set("id maps", -rc, failed);
+    ReportAndExit(ctl, err);
   }
+  ControlMsg mapped;
+  mapped.type = MsgType::kMapped;
+  SendControl(ctl, mapped);
+  TraceMark("init: id maps written");
+}
 
-  // Init never execs, so an empty bounding set takes nothing from it, and the command inherits
-  // it: its own DropAllCapabilities then only checks. Done now, while init waits for the
-  // supervisor's plan, rather than one credential commit per capability on the command's path.
-  // A failure here is not fatal: the command drops them itself and fails closed.
-  (void)DropBoundingSet();
-  TraceMark("init: bounding set dropped");
-
+// Waits for the go message and takes the launch plan it carries.
+LaunchPlan AwaitPlan(int ctl, int kick, const cpu_set_t* cpus) {
   ControlMsg go;
   UniqueFd plan_fd;
   if (AwaitControl(ctl, kick, &go, &plan_fd) != 1 || go.type != MsgType::kGo) _exit(125);
@@ -562,21 +551,245 @@ struct OwnIds {
   if (cpus) sched_setaffinity(0, sizeof *cpus, cpus);
   ChildError err;
   LaunchPlan plan;
-  {
-    InitLaunch launch;
-    Status got = ReceivePlan(go, plan_fd.get(), &plan, &launch);
-    plan_fd.reset();
-    if (!got.ok()) {
-      err.Set("plan", got.err() ? got.err() : EPROTO, got.message().c_str());
-      ReportAndExit(ctl, err);
-    }
-    // Moved into the run's cgroup after the clone: a cgroup namespace rooted there.
-    if (launch.unshare_cgroup_ns && unshare(CLONE_NEWCGROUP) != 0) {
-      err.Set("cgroup", errno, "entering a cgroup namespace");
-      ReportAndExit(ctl, err);
-    }
+  InitLaunch launch;
+  Status got = ReceivePlan(go, plan_fd.get(), &plan, &launch);
+  plan_fd.reset();
+  if (!got.ok()) {
+    err.Set("plan", got.err() ? got.err() : EPROTO, got.message().c_str());
+    ReportAndExit(ctl, err);
+  }
+  // Moved into the run's cgroup after the clone: a cgroup namespace rooted there.
+  if (launch.unshare_cgroup_ns && unshare(CLONE_NEWCGROUP) != 0) {
+    err.Set("cgroup", errno, "entering a cgroup namespace");
+    ReportAndExit(ctl, err);
   }
   TraceMark("init: plan received");
+  return plan;
+}
+
+// Drops supplementary groups (as root) and names the sandbox's host.
+void SetGroupsAndHostname(const LaunchPlan& plan, int ctl) {
+  ChildError err;
+  // The raw syscall: glibc's wrapper would try to broadcast to threads this clone does not have.
+  if (plan.privileged && syscall(SYS_setgroups, 0, nullptr) != 0) {
+    err.Set("setgroups", errno);
+    ReportAndExit(ctl, err);
+  }
+  if (sethostname(plan.mount.hostname.c_str(), plan.mount.hostname.size()) != 0) {
+    err.Set("uts", errno, "sethostname");
+    ReportAndExit(ctl, err);
+  }
+}
+
+// Builds the root and pivots into it, then sends it to the supervisor as an O_PATH descriptor
+// (kMounted). Returns the sysctls, to be written once in the network namespace.
+PendingSysctls BuildRoot(const MountSpec& mount, int ctl) {
+  ChildError err;
+  MountReport report;
+  std::vector<UniqueFd> detached;  // handed to the supervisor (see HandOverDetachedMounts)
+  PendingSysctls sysctls;
+  if (!ApplyMounts(mount, &report, &err, &detached, &sysctls)) ReportAndExit(ctl, err);
+  TraceMark("init: root built");
+  ControlMsg m;
+  m.type = MsgType::kMounted;
+  m.report = report;
+  UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  SendControl(ctl, m, root.get());
+  HandOverDetachedMounts(ctl, &detached);
+  return sysctls;
+}
+
+// The sandbox's own terminal, from its private devpts: the master goes to the supervisor, the
+// slave (returned; -1 without a terminal) to the command.
+int OpenPty(const LaunchPlan& plan, int ctl) {
+  if (!plan.tty[0] && !plan.tty[1] && !plan.tty[2]) return -1;
+  ChildError err;
+  int pty_master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (pty_master < 0 || unlockpt(pty_master) != 0) {
+    err.Set("pty", errno, "/dev/ptmx");
+    ReportAndExit(ctl, err);
+  }
+  char name[64];
+  if (ptsname_r(pty_master, name, sizeof name) != 0) {
+    err.Set("pty", errno, "ptsname");
+    ReportAndExit(ctl, err);
+  }
+  int pty_slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (pty_slave < 0) {
+    err.Set("pty", errno, name);
+    ReportAndExit(ctl, err);
+  }
+  if (plan.has_termios) tcsetattr(pty_slave, TCSANOW, &plan.termios);
+  if (plan.has_winsize) ioctl(pty_slave, TIOCSWINSZ, &plan.winsize);
+  ControlMsg m;
+  m.type = MsgType::kFd;
+  m.fd_kind = FdKind::kPtyMaster;
+  SendControl(ctl, m, pty_master);
+  close(pty_master);
+  return pty_slave;
+}
+
+// The network namespace, made by the supervisor while the root was being built (see
+// CreateSandboxNet): joined before the sysctls forbid new namespaces and before the command.
+void JoinNetworkNamespace(const LaunchPlan& plan, int ctl, int kick) {
+  ChildError err;
+  ControlMsg m;
+  UniqueFd netns;
+  int r = AwaitControl(ctl, kick, &m, &netns);
+  if (r != 1) _exit(125);  // the supervisor is gone (or failed and is killing us)
+  if (m.type != MsgType::kNetns || !netns) {
+    err.Set("net", EPROTO, "receiving the network namespace");
+    ReportAndExit(ctl, err);
+  }
+  if (setns(netns.get(), CLONE_NEWNET) != 0 && !OwnNetworkNamespace(plan, errno, &err)) {
+    ReportAndExit(ctl, err);
+  }
+  TraceMark("init: network namespace joined");
+}
+
+// The run's v1 cgroups, made by the supervisor while the root was being built: joined before
+// the command is forked.
+void JoinV1Cgroups(int ctl, int kick) {
+  ChildError err;
+  for (int more = 1; more > 0;) {
+    ControlMsg m;
+    UniqueFd tasks;
+    int r = AwaitControl(ctl, kick, &m, &tasks);
+    if (r != 1) _exit(125);  // the supervisor is gone (or failed and is killing us)
+    if (m.type != MsgType::kCgroupJoin || !tasks || m.value < 0) {
+      err.Set("cgroup", EPROTO, "receiving the run's cgroup");
+      ReportAndExit(ctl, err);
+    }
+    if (write(tasks.get(), "0", 1) != 1) {
+      err.Set("cgroup", errno, "joining the run's cgroup");
+      ReportAndExit(ctl, err);
+    }
+    more = m.value;
+  }
+  TraceMark("init: cgroup joined");
+}
+
+// The filter, when the supervisor sent it while the root was being built (the plan did not
+// carry it).
+SeccompProgram ReceiveSeccompProgram(int ctl, int kick) {
+  ChildError err;
+  SeccompProgram program;
+  ControlMsg m;
+  UniqueFd none;
+  int r = AwaitControl(ctl, kick, &m, &none);
+  if (r != 1) _exit(125);  // the supervisor is gone (or failed and is killing us)
+  if (m.type != MsgType::kSeccomp || m.value <= 0 || static_cast<size_t>(m.value) > kBpfMaxInsns) {
+    err.Set("seccomp", EPROTO, "receiving the filter");
+    ReportAndExit(ctl, err);
+  }
+  program.insns.resize(static_cast<size_t>(m.value));
+  const size_t want = program.insns.size() * sizeof(struct sock_filter);
+  ssize_t n;
+  do {
+    n = recv(ctl, program.insns.data(), want, 0);
+  } while (n < 0 && errno == EINTR);
+  if (n != static_cast<ssize_t>(want)) {
+    err.Set("seccomp", n < 0 ? errno : EPROTO, "receiving the filter");
+    ReportAndExit(ctl, err);
+  }
+  TraceMark("init: seccomp program received");
+  return program;
+}
+
+// Signals are handled synchronously through a signalfd (returned). pid 1 only receives signals
+// it has handlers for, so each gets a no-op handler and stays blocked.
+int OpenSignalFd(int ctl) {
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGCHLD);
+  for (int s : kForwardedSignals) sigaddset(&mask, s);
+  struct sigaction sa = {};
+  sa.sa_handler = NoopHandler;
+  for (int s : kForwardedSignals) sigaction(s, &sa, nullptr);
+  sigaction(SIGCHLD, &sa, nullptr);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+  if (sfd < 0) {
+    ChildError err;
+    err.Set("init", errno, "signalfd");
+    ReportAndExit(ctl, err);
+  }
+  return sfd;
+}
+
+// Whether the command exec'd, read from the exec pipe (the command writes its errno there when
+// execve fails; the pipe closes on exec), reported to the supervisor: kStarted with its pid, or
+// kExecFailed.
+void ReportExec(int ctl, int exec_pipe_read, pid_t cmd) {
+  int32_t exec_errno = 0;
+  ssize_t n;
+  do {
+    n = read(exec_pipe_read, &exec_errno, sizeof exec_errno);
+  } while (n < 0 && errno == EINTR);
+  close(exec_pipe_read);
+  ControlMsg m;
+  if (n == sizeof exec_errno) {
+    m.type = MsgType::kExecFailed;
+    m.value = exec_errno;
+  } else {
+    m.type = MsgType::kStarted;
+    m.value = cmd;
+  }
+  SendControl(ctl, m);
+  TraceMark("init: started sent");
+}
+
+// Starts the command (SpawnCommand) with `env` and `seccomp`, and reports whether it exec'd.
+// `exec_args` receives its execve arguments, which point into the plan and `env`: init keeps
+// them as it keeps those. Init keeps neither the pty's slave nor the exec pipe.
+pid_t StartCommand(const LaunchPlan& plan, const std::vector<std::string>& env,
+                   const SeccompProgram& seccomp, int ctl, int sfd, int pty_slave, int landlock,
+                   ExecArgs* exec_args) {
+  ChildError err;
+  int exec_pipe[2];
+  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    err.Set("init", errno, "pipe");
+    ReportAndExit(ctl, err);
+  }
+  *exec_args = PrepareExec(plan.process, env);
+  TraceMark("init: forking the command");
+  // Init sleeps until the command execs: the command starts on init's CPU (see StayOnThisCpu).
+  StayOnThisCpu pin;
+  CommandStart start{&plan,        exec_args, &seccomp,  ctl,           exec_pipe[0],
+                     exec_pipe[1], sfd,       pty_slave, pin.allowed(), landlock};
+  pid_t cmd = SpawnCommand(&start);
+  pin.Release();
+  if (cmd < 0) {
+    err.Set("fork", errno);
+    ReportAndExit(ctl, err);
+  }
+  close(exec_pipe[1]);
+  if (pty_slave >= 0) close(pty_slave);
+  ReportExec(ctl, exec_pipe[0], cmd);
+  return cmd;
+}
+
+// Sandbox init: pid 1 of the new namespaces. Writes its own id maps when `own_ids` is given
+// (nullptr: the supervisor wrote them), then waits for its plan with the go message. Never
+// returns.
+[[noreturn]] void InitMain(int ctl, int kick, int exit_fd, const cpu_set_t* cpus,
+                           const OwnIds* own_ids) {
+  CloseInheritedFds(ctl, kick, exit_fd);
+  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  // A session of its own: init and what it forks (the guard agent) never have the caller's
+  // terminal as their controlling terminal, so no open of /dev/tty inside can reach it.
+  setsid();
+  WipeProcessArgs("ward-init");
+  if (own_ids) MapOwnIds(ctl, *own_ids);
+
+  // Init never execs, so an empty bounding set takes nothing from it, and the command inherits
+  // it: its own DropAllCapabilities then only checks. Done now, while init waits for the
+  // supervisor's plan, rather than one credential commit per capability on the command's path.
+  // A failure here is not fatal: the command drops them itself and fails closed.
+  (void)DropBoundingSet();
+  TraceMark("init: bounding set dropped");
+
+  const LaunchPlan plan = AwaitPlan(ctl, kick, cpus);
 
   // Brokered credentials: the environment with the phantoms and the CA bundle, made by the
   // supervisor after the clone (their secrets were never in this process's memory).
@@ -591,176 +804,25 @@ struct OwnIds {
     TraceMark("init: late setup received");
   }
 
-  // The raw syscall: glibc's wrapper would try to broadcast to threads this clone does not have.
-  if (plan.privileged && syscall(SYS_setgroups, 0, nullptr) != 0) {
-    err.Set("setgroups", errno);
-    ReportAndExit(ctl, err);
-  }
-  if (sethostname(plan.mount.hostname.c_str(), plan.mount.hostname.size()) != 0) {
-    err.Set("uts", errno, "sethostname");
-    ReportAndExit(ctl, err);
-  }
-  MountReport report;
-  std::vector<UniqueFd> detached;  // handed to the supervisor (see HandOverDetachedMounts)
-  PendingSysctls sysctls;          // written once in the network namespace
-  if (!ApplyMounts(*mount, &report, &err, &detached, &sysctls)) ReportAndExit(ctl, err);
-  TraceMark("init: root built");
-  {
-    ControlMsg m;
-    m.type = MsgType::kMounted;
-    m.report = report;
-    UniqueFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
-    SendControl(ctl, m, root.get());
-    HandOverDetachedMounts(ctl, &detached);
-  }
-
-  // The sandbox's own terminal, from its private devpts.
-  int pty_master = -1, pty_slave = -1;
-  if (plan.tty[0] || plan.tty[1] || plan.tty[2]) {
-    pty_master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (pty_master < 0 || unlockpt(pty_master) != 0) {
-      err.Set("pty", errno, "/dev/ptmx");
-      ReportAndExit(ctl, err);
-    }
-    char name[64];
-    if (ptsname_r(pty_master, name, sizeof name) != 0) {
-      err.Set("pty", errno, "ptsname");
-      ReportAndExit(ctl, err);
-    }
-    pty_slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (pty_slave < 0) {
-      err.Set("pty", errno, name);
-      ReportAndExit(ctl, err);
-    }
-    if (plan.has_termios) tcsetattr(pty_slave, TCSANOW, &plan.termios);
-    if (plan.has_winsize) ioctl(pty_slave, TIOCSWINSZ, &plan.winsize);
-    ControlMsg m;
-    m.type = MsgType::kFd;
-    m.fd_kind = FdKind::kPtyMaster;
-    SendControl(ctl, m, pty_master);
-    close(pty_master);
-  }
-
-  // The network namespace, made by the supervisor while the root was being built (see
-  // CreateSandboxNet): joined before the sysctls forbid new namespaces and before the command.
-  {
-    ControlMsg m;
-    UniqueFd netns;
-    int r = AwaitControl(ctl, kick, &m, &netns);
-    if (r != 1) _exit(125);  // the supervisor is gone (or failed and is killing us)
-    if (m.type != MsgType::kNetns || !netns) {
-      err.Set("net", EPROTO, "receiving the network namespace");
-      ReportAndExit(ctl, err);
-    }
-    if (setns(netns.get(), CLONE_NEWNET) != 0 && !OwnNetworkNamespace(plan, errno, &err)) {
-      ReportAndExit(ctl, err);
-    }
-    TraceMark("init: network namespace joined");
-  }
-  // The run's v1 cgroups, made by the supervisor while the root was being built: joined here,
-  // before the command is forked (below, once the seccomp program has come).
-  if (plan.cgroup_after_clone) {
-    for (int more = 1; more > 0;) {
-      ControlMsg m;
-      UniqueFd tasks;
-      int r = AwaitControl(ctl, kick, &m, &tasks);
-      if (r != 1) _exit(125);  // the supervisor is gone (or failed and is killing us)
-      if (m.type != MsgType::kCgroupJoin || !tasks || m.value < 0) {
-        err.Set("cgroup", EPROTO, "receiving the run's cgroup");
-        ReportAndExit(ctl, err);
-      }
-      if (write(tasks.get(), "0", 1) != 1) {
-        err.Set("cgroup", errno, "joining the run's cgroup");
-        ReportAndExit(ctl, err);
-      }
-      more = m.value;
-    }
-    TraceMark("init: cgroup joined");
-  }
+  SetGroupsAndHostname(plan, ctl);
+  PendingSysctls sysctls = BuildRoot(*mount, ctl);
+  const int pty_slave = OpenPty(plan, ctl);
+  JoinNetworkNamespace(plan, ctl, kick);
+  if (plan.cgroup_after_clone) JoinV1Cgroups(ctl, kick);
+  ChildError err;
   if (!WriteSysctls(&sysctls, &err)) ReportAndExit(ctl, err);
   const UniqueFd landlock = EnterLandlockDomain(plan, ctl);
-
-  // The filter, when the supervisor sent it while the root was being built.
-  SeccompProgram deferred;
+  SeccompProgram deferred;  // when the plan did not carry the filter
   if (plan.seccomp_enabled && plan.seccomp.insns.empty()) {
-    ControlMsg m;
-    UniqueFd none;
-    int r = AwaitControl(ctl, kick, &m, &none);
-    if (r != 1) _exit(125);  // the supervisor is gone (or failed and is killing us)
-    if (m.type != MsgType::kSeccomp || m.value <= 0 ||
-        static_cast<size_t>(m.value) > kBpfMaxInsns) {
-      err.Set("seccomp", EPROTO, "receiving the filter");
-      ReportAndExit(ctl, err);
-    }
-    deferred.insns.resize(static_cast<size_t>(m.value));
-    const size_t want = deferred.insns.size() * sizeof(struct sock_filter);
-    ssize_t n;
-    do {
-      n = recv(ctl, deferred.insns.data(), want, 0);
-    } while (n < 0 && errno == EINTR);
-    if (n != static_cast<ssize_t>(want)) {
-      err.Set("seccomp", n < 0 ? errno : EPROTO, "receiving the filter");
-      ReportAndExit(ctl, err);
-    }
-    TraceMark("init: seccomp program received");
+    deferred = ReceiveSeccompProgram(ctl, kick);
   }
   const SeccompProgram& seccomp = plan.seccomp.insns.empty() ? deferred : plan.seccomp;
 
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  // Signals are handled synchronously through a signalfd. pid 1 only receives signals it has
-  // handlers for, so each gets a no-op handler and stays blocked.
-  sigset_t mask;
-  sigemptyset(&mask);
-  sigaddset(&mask, SIGCHLD);
-  for (int s : kForwardedSignals) sigaddset(&mask, s);
-  struct sigaction sa = {};
-  sa.sa_handler = NoopHandler;
-  for (int s : kForwardedSignals) sigaction(s, &sa, nullptr);
-  sigaction(SIGCHLD, &sa, nullptr);
-  sigprocmask(SIG_BLOCK, &mask, nullptr);
-  int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-  if (sfd < 0) {
-    err.Set("init", errno, "signalfd");
-    ReportAndExit(ctl, err);
-  }
-
-  int exec_pipe[2];
-  if (pipe2(exec_pipe, O_CLOEXEC) != 0) {
-    err.Set("init", errno, "pipe");
-    ReportAndExit(ctl, err);
-  }
-  const ExecArgs exec_args = PrepareExec(plan.process, *env);
-  TraceMark("init: forking the command");
-  // Init sleeps until the command execs: the command starts on init's CPU (see StayOnThisCpu).
-  StayOnThisCpu pin;
-  CommandStart start{&plan,        &exec_args, &seccomp,  ctl,           exec_pipe[0],
-                     exec_pipe[1], sfd,        pty_slave, pin.allowed(), landlock.get()};
-  pid_t cmd = SpawnCommand(&start);
-  pin.Release();
-  if (cmd < 0) {
-    err.Set("fork", errno);
-    ReportAndExit(ctl, err);
-  }
-  close(exec_pipe[1]);
-  if (pty_slave >= 0) close(pty_slave);
-  {
-    int32_t exec_errno = 0;
-    ssize_t n;
-    do {
-      n = read(exec_pipe[0], &exec_errno, sizeof exec_errno);
-    } while (n < 0 && errno == EINTR);
-    close(exec_pipe[0]);
-    ControlMsg m;
-    if (n == sizeof exec_errno) {
-      m.type = MsgType::kExecFailed;
-      m.value = exec_errno;
-    } else {
-      m.type = MsgType::kStarted;
-      m.value = cmd;
-    }
-    SendControl(ctl, m);
-    TraceMark("init: started sent");
-  }
+  const int sfd = OpenSignalFd(ctl);
+  ExecArgs exec_args;
+  const pid_t cmd =
+      StartCommand(plan, *env, seccomp, ctl, sfd, pty_slave, landlock.get(), &exec_args);
   ConfineSelf(plan, ctl);
   ServeAsPid1(ctl, sfd, cmd);
 }

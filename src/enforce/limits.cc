@@ -62,6 +62,191 @@ std::string CpuWhyNot(const KernelFeatures& f) {
   return "needs a writable cgroup with the cpu controller (none here)";
 }
 
+// The plan as each limit is decided: its lines in order, and the limits nothing here enforces.
+class LimitsDraft {
+ public:
+  explicit LimitsDraft(const policy::Limits& limits) : limits_(limits) {}
+
+  LimitsPlan out;
+  std::vector<std::string> unenforced;  // "cpu 0.5 cores (cli (--cpu)): why"
+  bool wants_rlimit_fallback = false;
+
+  void Line(const std::string& key, std::string value, std::string mechanism,
+            bool enforced = true) {
+    out.spec.lines.push_back(
+        {key, std::move(value), std::move(mechanism), enforced, OriginOf(limits_, key)});
+  }
+
+  void Cannot(const std::string& key, const std::string& value, const std::string& why) {
+    std::string origin = OriginOf(limits_, key);
+    unenforced.push_back(key + " " + value + (origin.empty() ? "" : " (" + origin + ")") + ": " +
+                         why);
+    Line(key, value, "not enforced: " + why, false);
+  }
+
+ private:
+  const policy::Limits& limits_;
+};
+
+void PlanMemory(uint64_t m, const CgroupChoice& cg, const KernelFeatures& f, LimitsDraft* d) {
+  if (cg.memory) {
+    d->out.spec.cgroup.memory_bytes = m;
+    d->Line("memory", FormatSize(m),
+            cg.version == 2
+                ? "cgroup v2 memory.max (whole sandbox), memory.swap.max 0, memory.oom.group"
+                : std::string("cgroup v1 memory.limit_in_bytes (whole sandbox)") +
+                      (f.cgroup.v1_memsw ? " and memory.memsw.limit_in_bytes (no swap)" : ""));
+    return;
+  }
+  // RLIMIT_DATA, not RLIMIT_AS: JIT runtimes reserve large PROT_NONE regions.
+  d->wants_rlimit_fallback = true;
+  rlim_t v = Clamp(m, f.host_limits.data);
+  d->out.rlimits.push_back({RLIMIT_DATA, v, v});
+  d->Line("memory", FormatSize(m),
+          "RLIMIT_DATA " + FormatSize(v) +
+              " per process (no cgroup here: shared memory, tmpfs and the sum over processes "
+              "are not counted)");
+}
+
+void PlanPids(uint64_t n, const CgroupChoice& cg, const KernelFeatures& f, uid_t uid,
+              LimitsDraft* d) {
+  if (cg.pids) {
+    d->out.spec.cgroup.pids = n;
+    d->Line("pids", std::to_string(n), CgroupName(cg.version) + " pids.max (whole sandbox)");
+    return;
+  }
+  d->wants_rlimit_fallback = true;
+  std::string why = NprocWhyNot(f, uid);
+  if (!why.empty()) {
+    d->Cannot("pids", std::to_string(n), why);
+    return;
+  }
+  rlim_t v = Clamp(n, f.host_limits.nproc);
+  d->out.rlimits.push_back({RLIMIT_NPROC, v, v});
+  d->Line("pids", std::to_string(n),
+          "RLIMIT_NPROC " + std::to_string(v) +
+              " (counted in the sandbox's own user namespace: processes and threads inside)");
+}
+
+void PlanCpu(double c, const CgroupChoice& cg, const KernelFeatures& f, LimitsDraft* d) {
+  if (!cg.cpu) {
+    d->wants_rlimit_fallback = true;
+    d->Cannot("cpu", FormatCores(c), CpuWhyNot(f));
+    return;
+  }
+  // Rounded to the nearest microsecond (c > 0; no llround, which lives in libm).
+  long long q = static_cast<long long>(c * static_cast<double>(kCpuPeriodUs) + 0.5);
+  uint64_t quota = std::max<uint64_t>(q > 0 ? static_cast<uint64_t>(q) : 0, kMinCpuQuotaUs);
+  d->out.spec.cgroup.cpu_quota_us = quota;
+  d->out.spec.cgroup.cpu_period_us = kCpuPeriodUs;
+  d->Line("cpu", FormatCores(c),
+          CgroupName(cg.version) + (cg.version == 2 ? " cpu.max " : " cpu.cfs_quota_us ") +
+              std::to_string(quota) + " per " + std::to_string(kCpuPeriodUs) + " us");
+}
+
+// The limits enforced the same way whatever the backend.
+void PlanBackendFreeLimits(const policy::Limits& l, const HostLimits& host, LimitsDraft* d) {
+  if (l.timeout_ms) {
+    d->out.spec.timeout_ms = *l.timeout_ms;
+    d->out.spec.grace_ms = kTimeoutGraceMs;
+    d->Line("timeout", FormatMs(*l.timeout_ms),
+            "supervisor timer: SIGTERM to everything inside, SIGKILL " + FormatMs(kTimeoutGraceMs) +
+                " later; exit status 124");
+  }
+  if (l.tmp_size_bytes) {
+    d->Line("tmp_size", FormatSize(*l.tmp_size_bytes),
+            "tmpfs size of the private /tmp and of HOME");
+  }
+  if (l.file_size_bytes) {
+    rlim_t v = Clamp(*l.file_size_bytes, host.fsize);
+    d->out.rlimits.push_back({RLIMIT_FSIZE, v, v});
+    d->Line("file_size", FormatSize(*l.file_size_bytes), "RLIMIT_FSIZE (SIGXFSZ beyond it)");
+  }
+}
+
+// The limits nothing here enforces refuse the run, unless the policy allows degraded limits:
+// then each is noted in `degraded`.
+Status AcceptUnenforced(const policy::Policy& policy, const std::vector<std::string>& unenforced,
+                        std::vector<std::string>* degraded) {
+  if (unenforced.empty()) return Ok();
+  if (policy.allow_degraded.count(policy::Layer::kLimits) == 0) {
+    std::string msg = "cannot enforce the requested resource limit";
+    msg += unenforced.size() > 1 ? "s" : "";
+    msg += " on this host: ";
+    for (size_t i = 0; i < unenforced.size(); ++i) msg += (i ? "; " : "") + unenforced[i];
+    msg += ". Pass --allow-degraded=limits to run without ";
+    msg += unenforced.size() > 1 ? "them" : "it";
+    return Error(Code::kFailedPrecondition, msg);
+  }
+  std::string by = policy.degraded_origins.count(policy::Layer::kLimits)
+                       ? policy.degraded_origins.at(policy::Layer::kLimits).ToString()
+                       : "--allow-degraded=limits";
+  for (const auto& u : unenforced) {
+    degraded->push_back("limits: " + u + " (not enforced; allowed by " + by + ")");
+  }
+  return Ok();
+}
+
+// What enforces the limits: the chosen cgroup and where it is made, or rlimits alone.
+void PlanBackend(const CgroupChoice& cg, const CgroupInfo& info, bool wants_rlimit_fallback,
+                 LimitsSpec* spec) {
+  if (cg.version == 0) {
+    if (wants_rlimit_fallback) spec->backend = LimitsBackend::kRlimits;
+    return;
+  }
+  spec->backend = cg.version == 2 ? LimitsBackend::kCgroupV2 : LimitsBackend::kCgroupV1;
+  CgroupSpec& c = spec->cgroup;
+  c.version = cg.version;
+  if (cg.version == 2) {
+    c.v2_parent = info.v2_parent;
+    c.v2_parent_is_own = info.v2_parent_is_own;
+    c.v2_parent_create = info.v2_parent_create;
+    return;
+  }
+  if (cg.memory) c.v1_memory_parent = info.v1_memory_dir;
+  if (cg.pids) c.v1_pids_parent = info.v1_pids_dir;
+  if (cg.cpu) c.v1_cpu_parent = info.v1_cpu_dir;
+  c.v1_memsw = info.v1_memsw;
+}
+
+// Every run: the sandbox's share of per-user kernel objects, as sysctls of its user namespace.
+void PlanPerUserKernelObjects(const HostLimits& host, LimitsDraft* d) {
+  std::vector<Sysctl>& sysctls = d->out.sysctls;
+  // Nested namespaces of any kind (seccomp denies them too; this holds without it).
+  for (const char* ns : {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"}) {
+    sysctls.push_back({std::string("user/max_") + ns + "_namespaces", "0", false});
+  }
+  if (host.time_namespaces) sysctls.push_back({"user/max_time_namespaces", "0", true});
+  // inotify and fanotify objects count against the caller's uid outside too: half of it.
+  auto half = [&](const char* name, long host_value) {
+    if (host_value <= 0) return;
+    sysctls.push_back(
+        {std::string("user/") + name, std::to_string(std::max(1L, host_value / 2)), true});
+  };
+  half("max_inotify_instances", host.inotify_instances);
+  half("max_inotify_watches", host.inotify_watches);
+  half("max_fanotify_groups", host.fanotify_groups);
+  half("max_fanotify_marks", host.fanotify_marks);
+  std::string notify = "user.max_*_namespaces 0";
+  if (host.inotify_instances > 0) {
+    notify += "; inotify at most " + std::to_string(std::max(1L, host.inotify_instances / 2)) +
+              " instances and " + std::to_string(std::max(1L, host.inotify_watches / 2)) +
+              " watches (half of the caller's)";
+  }
+  d->Line("kernel objects", "per user namespace", notify);
+}
+
+// Every run: the rlimits on what the kernel counts per uid, and on open files.
+void PlanPerUidRlimits(const HostLimits& host, LimitsDraft* d) {
+  // POSIX message queue bytes and queued signals are counted per uid outside as well.
+  AddHalf(RLIMIT_MSGQUEUE, host.msgqueue, &d->out.rlimits);
+  AddHalf(RLIMIT_SIGPENDING, host.sigpending, &d->out.rlimits);
+  rlim_t hard = static_cast<rlim_t>(std::min<unsigned long long>(host.nofile.hard, kMaxOpenFiles));
+  rlim_t soft = static_cast<rlim_t>(std::min<unsigned long long>(host.nofile.soft, hard));
+  d->out.rlimits.push_back({RLIMIT_NOFILE, soft, hard});
+  d->Line("open files", std::to_string(hard), "RLIMIT_NOFILE per process");
+}
+
 }  // namespace
 
 const char* LimitsBackendName(LimitsBackend b) {
@@ -98,174 +283,18 @@ CgroupChoice ChooseCgroup(const CgroupInfo& cg, bool memory, bool pids, bool cpu
 
 Result<LimitsPlan> PlanLimits(const policy::Policy& policy, const KernelFeatures& f, uid_t uid) {
   const policy::Limits& l = policy.limits;
-  const HostLimits& host = f.host_limits;
-  LimitsPlan out;
-  LimitsSpec& spec = out.spec;
   CgroupChoice cg = ChooseCgroup(f.cgroup, l.memory_bytes.has_value(), l.pids.has_value(),
                                  l.cpu_cores.has_value());
-  bool allow_degraded = policy.allow_degraded.count(policy::Layer::kLimits) > 0;
-  std::vector<std::string> unenforced;  // "cpu 0.5 cores (cli (--cpu)): why"
-  bool wants_rlimit_fallback = false;
-
-  auto line = [&](const std::string& key, std::string value, std::string mechanism,
-                  bool enforced = true) {
-    spec.lines.push_back({key, std::move(value), std::move(mechanism), enforced, OriginOf(l, key)});
-  };
-  auto cannot = [&](const std::string& key, const std::string& value, const std::string& why) {
-    std::string origin = OriginOf(l, key);
-    unenforced.push_back(key + " " + value + (origin.empty() ? "" : " (" + origin + ")") + ": " +
-                         why);
-    line(key, value, "not enforced: " + why, false);
-  };
-
-  // --- memory --------------------------------------------------------------------------------
-  if (l.memory_bytes) {
-    uint64_t m = *l.memory_bytes;
-    if (cg.memory) {
-      spec.cgroup.memory_bytes = m;
-      line("memory", FormatSize(m),
-           cg.version == 2
-               ? "cgroup v2 memory.max (whole sandbox), memory.swap.max 0, memory.oom.group"
-               : std::string("cgroup v1 memory.limit_in_bytes (whole sandbox)") +
-                     (f.cgroup.v1_memsw ? " and memory.memsw.limit_in_bytes (no swap)" : ""));
-    } else {
-      // RLIMIT_DATA, not RLIMIT_AS: JIT runtimes reserve large PROT_NONE regions.
-      wants_rlimit_fallback = true;
-      rlim_t v = Clamp(m, host.data);
-      out.rlimits.push_back({RLIMIT_DATA, v, v});
-      line("memory", FormatSize(m),
-           "RLIMIT_DATA " + FormatSize(v) +
-               " per process (no cgroup here: shared memory, tmpfs and the sum over processes "
-               "are not counted)");
-    }
-  }
-
-  // --- pids ----------------------------------------------------------------------------------
-  if (l.pids) {
-    uint64_t n = *l.pids;
-    if (cg.pids) {
-      spec.cgroup.pids = n;
-      line("pids", std::to_string(n), CgroupName(cg.version) + " pids.max (whole sandbox)");
-    } else {
-      wants_rlimit_fallback = true;
-      std::string why = NprocWhyNot(f, uid);
-      if (why.empty()) {
-        rlim_t v = Clamp(n, host.nproc);
-        out.rlimits.push_back({RLIMIT_NPROC, v, v});
-        line("pids", std::to_string(n),
-             "RLIMIT_NPROC " + std::to_string(v) +
-                 " (counted in the sandbox's own user namespace: processes and threads inside)");
-      } else {
-        cannot("pids", std::to_string(n), why);
-      }
-    }
-  }
-
-  // --- cpu -----------------------------------------------------------------------------------
-  if (l.cpu_cores) {
-    double c = *l.cpu_cores;
-    if (cg.cpu) {
-      // Rounded to the nearest microsecond (c > 0; no llround, which lives in libm).
-      long long q = static_cast<long long>(c * static_cast<double>(kCpuPeriodUs) + 0.5);
-      uint64_t quota = std::max<uint64_t>(q > 0 ? static_cast<uint64_t>(q) : 0, kMinCpuQuotaUs);
-      spec.cgroup.cpu_quota_us = quota;
-      spec.cgroup.cpu_period_us = kCpuPeriodUs;
-      line("cpu", FormatCores(c),
-           CgroupName(cg.version) + (cg.version == 2 ? " cpu.max " : " cpu.cfs_quota_us ") +
-               std::to_string(quota) + " per " + std::to_string(kCpuPeriodUs) + " us");
-    } else {
-      wants_rlimit_fallback = true;
-      cannot("cpu", FormatCores(c), CpuWhyNot(f));
-    }
-  }
-
-  // --- the rest: independent of the backend --------------------------------------------------
-  if (l.timeout_ms) {
-    spec.timeout_ms = *l.timeout_ms;
-    spec.grace_ms = kTimeoutGraceMs;
-    line("timeout", FormatMs(*l.timeout_ms),
-         "supervisor timer: SIGTERM to everything inside, SIGKILL " +
-             FormatMs(kTimeoutGraceMs) + " later; exit status 124");
-  }
-  if (l.tmp_size_bytes) {
-    line("tmp_size", FormatSize(*l.tmp_size_bytes), "tmpfs size of the private /tmp and of HOME");
-  }
-  if (l.file_size_bytes) {
-    rlim_t v = Clamp(*l.file_size_bytes, host.fsize);
-    out.rlimits.push_back({RLIMIT_FSIZE, v, v});
-    line("file_size", FormatSize(*l.file_size_bytes), "RLIMIT_FSIZE (SIGXFSZ beyond it)");
-  }
-
-  if (!unenforced.empty()) {
-    if (!allow_degraded) {
-      std::string msg = "cannot enforce the requested resource limit";
-      msg += unenforced.size() > 1 ? "s" : "";
-      msg += " on this host: ";
-      for (size_t i = 0; i < unenforced.size(); ++i) msg += (i ? "; " : "") + unenforced[i];
-      msg += ". Pass --allow-degraded=limits to run without ";
-      msg += unenforced.size() > 1 ? "them" : "it";
-      return Error(Code::kFailedPrecondition, msg);
-    }
-    std::string by = policy.degraded_origins.count(policy::Layer::kLimits)
-                         ? policy.degraded_origins.at(policy::Layer::kLimits).ToString()
-                         : "--allow-degraded=limits";
-    for (const auto& u : unenforced) {
-      out.degraded.push_back("limits: " + u + " (not enforced; allowed by " + by + ")");
-    }
-  }
-
-  if (cg.version != 0) {
-    spec.backend = cg.version == 2 ? LimitsBackend::kCgroupV2 : LimitsBackend::kCgroupV1;
-    CgroupSpec& c = spec.cgroup;
-    c.version = cg.version;
-    if (cg.version == 2) {
-      c.v2_parent = f.cgroup.v2_parent;
-      c.v2_parent_is_own = f.cgroup.v2_parent_is_own;
-      c.v2_parent_create = f.cgroup.v2_parent_create;
-    } else {
-      if (cg.memory) c.v1_memory_parent = f.cgroup.v1_memory_dir;
-      if (cg.pids) c.v1_pids_parent = f.cgroup.v1_pids_dir;
-      if (cg.cpu) c.v1_cpu_parent = f.cgroup.v1_cpu_dir;
-      c.v1_memsw = f.cgroup.v1_memsw;
-    }
-  } else if (wants_rlimit_fallback) {
-    spec.backend = LimitsBackend::kRlimits;
-  }
-
-  // --- every run: the sandbox's share of per-user kernel objects -----------------------------
-  // Nested namespaces of any kind (seccomp denies them too; this holds without it).
-  for (const char* ns : {"user", "mnt", "pid", "net", "ipc", "uts", "cgroup"}) {
-    out.sysctls.push_back({std::string("user/max_") + ns + "_namespaces", "0", false});
-  }
-  if (host.time_namespaces) out.sysctls.push_back({"user/max_time_namespaces", "0", true});
-  // inotify and fanotify objects count against the caller's uid outside too: half of it.
-  auto half = [&](const char* name, long host_value) {
-    if (host_value <= 0) return;
-    out.sysctls.push_back(
-        {std::string("user/") + name, std::to_string(std::max(1L, host_value / 2)), true});
-  };
-  half("max_inotify_instances", host.inotify_instances);
-  half("max_inotify_watches", host.inotify_watches);
-  half("max_fanotify_groups", host.fanotify_groups);
-  half("max_fanotify_marks", host.fanotify_marks);
-  std::string notify = "user.max_*_namespaces 0";
-  if (host.inotify_instances > 0) {
-    notify += "; inotify at most " + std::to_string(std::max(1L, host.inotify_instances / 2)) +
-              " instances and " + std::to_string(std::max(1L, host.inotify_watches / 2)) +
-              " watches (half of the caller's)";
-  }
-  line("kernel objects", "per user namespace", notify);
-  // POSIX message queue bytes and queued signals are counted per uid outside as well.
-  AddHalf(RLIMIT_MSGQUEUE, host.msgqueue, &out.rlimits);
-  AddHalf(RLIMIT_SIGPENDING, host.sigpending, &out.rlimits);
-  {
-    rlim_t hard =
-        static_cast<rlim_t>(std::min<unsigned long long>(host.nofile.hard, kMaxOpenFiles));
-    rlim_t soft = static_cast<rlim_t>(std::min<unsigned long long>(host.nofile.soft, hard));
-    out.rlimits.push_back({RLIMIT_NOFILE, soft, hard});
-    line("open files", std::to_string(hard), "RLIMIT_NOFILE per process");
-  }
-  return out;
+  LimitsDraft draft(l);
+  if (l.memory_bytes) PlanMemory(*l.memory_bytes, cg, f, &draft);
+  if (l.pids) PlanPids(*l.pids, cg, f, uid, &draft);
+  if (l.cpu_cores) PlanCpu(*l.cpu_cores, cg, f, &draft);
+  PlanBackendFreeLimits(l, f.host_limits, &draft);
+  WARD_TRY(AcceptUnenforced(policy, draft.unenforced, &draft.out.degraded));
+  PlanBackend(cg, f.cgroup, draft.wants_rlimit_fallback, &draft.out.spec);
+  PlanPerUserKernelObjects(f.host_limits, &draft);
+  PlanPerUidRlimits(f.host_limits, &draft);
+  return std::move(draft.out);
 }
 
 std::string LimitsSummary(const LimitsSpec& spec) {

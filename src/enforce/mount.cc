@@ -104,31 +104,42 @@ class Builder {
     for (size_t i = 0; i < spec_.ops.size(); ++i) {
       const MountOp& op = spec_.ops[i];
       if (op.kind == MountOp::Kind::kBind) {
-        UniqueFd fd = !op.overlay_upper.empty() ? OverlayOfWorkspace(op)
-                      : op.beneath_workspace
-                          ? CloneBeneathWorkspace(op)
-                          : CloneTree(AT_FDCWD, op.source.c_str(), op.writable, op.source.c_str());
+        UniqueFd fd = CaptureBindSource(op);
         if (!fd) return false;
         sources_[i] = std::move(fd);
       } else if (op.kind == MountOp::Kind::kDev) {
-        for (const char* node : kDevNodes) {
-          std::string host = std::string("/dev/") + node;
-          int fd = sys::OpenTree(AT_FDCWD, host.c_str(),
-                                 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
-          if (fd < 0) return error_->Set("mount", errno, "cloning ", host.c_str());
-          struct mount_attr attr = {};
-          // Read-only: writing to a device node is unaffected, but chmod/chown/utimes of the
-          // host's node (which root inside would own) fail with EROFS.
-          attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
-          if (sys::MountSetattr(fd, "", AT_EMPTY_PATH, &attr) != 0) {
-            close(fd);
-            return error_->Set("mount", errno, "setting flags of ", host.c_str());
-          }
-          dev_sources_.emplace_back(fd);
-        }
+        if (!CaptureDevNodes()) return false;
       }
     }
     workspace_.reset();  // a descriptor of a host directory is not kept past the capture
+    return true;
+  }
+
+  // The detached tree a bind attaches: the workspace's overlay in review mode, a clone opened
+  // beneath the workspace, or a clone of the host path.
+  UniqueFd CaptureBindSource(const MountOp& op) {
+    if (!op.overlay_upper.empty()) return OverlayOfWorkspace(op);
+    if (op.beneath_workspace) return CloneBeneathWorkspace(op);
+    return CloneTree(AT_FDCWD, op.source.c_str(), op.writable, op.source.c_str());
+  }
+
+  // The host's device nodes that the minimal /dev shows (BuildDev), into dev_sources_.
+  bool CaptureDevNodes() {
+    for (const char* node : kDevNodes) {
+      std::string host = std::string("/dev/") + node;
+      int fd = sys::OpenTree(AT_FDCWD, host.c_str(),
+                             OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_SYMLINK_NOFOLLOW);
+      if (fd < 0) return error_->Set("mount", errno, "cloning ", host.c_str());
+      struct mount_attr attr = {};
+      // Read-only: writing to a device node is unaffected, but chmod/chown/utimes of the
+      // host's node (which root inside would own) fail with EROFS.
+      attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+      if (sys::MountSetattr(fd, "", AT_EMPTY_PATH, &attr) != 0) {
+        close(fd);
+        return error_->Set("mount", errno, "setting flags of ", host.c_str());
+      }
+      dev_sources_.emplace_back(fd);
+    }
     return true;
   }
 
@@ -382,49 +393,56 @@ class Builder {
   bool Apply(const MountOp& op) {
     size_t index = &op - spec_.ops.data();
     switch (op.kind) {
-      case MountOp::Kind::kTmpfs: {
-        std::vector<std::pair<const char*, std::string>> opts;
-        char mode[16];
-        snprintf(mode, sizeof mode, "%o", op.mode);
-        opts.push_back({"mode", mode});
-        if (op.size > 0) opts.push_back({"size", std::to_string(op.size)});
-        UniqueFd mnt =
-            NewMount("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, op.target.c_str());
-        if (!mnt) return false;
-        UniqueFd tgt = MountPoint(op.target, true);
-        if (!tgt || !Attach(mnt.get(), tgt.get(), op.target)) return false;
-        owned_mounts_.insert(MountId(mnt.get()));
-        return true;
-      }
+      case MountOp::Kind::kTmpfs:
+        return AttachTmpfs(op);
       case MountOp::Kind::kBind: {
         UniqueFd tgt = MountPoint(op.target, op.is_dir);
         return tgt && Attach(sources_[index].get(), tgt.get(), op.target);
       }
-      case MountOp::Kind::kSymlink: {
-        if (Parent(op.target) == "/") {  // the root tmpfs: ward's own (see MountPoint)
-          if (symlinkat(op.source.c_str(), root_.get(), Base(op.target).c_str()) != 0 &&
-              errno != EEXIST) {
-            return error_->Set("mount", errno, "symlink ", op.target.c_str());
-          }
-          return true;
-        }
-        UniqueFd parent = OpenDir(Parent(op.target), true);
-        if (!parent) return false;
-        if (owned_mounts_.count(MountId(parent.get())) == 0) {
-          return error_->Set("mount", EPERM, "symlink outside ward's tmpfs: ", op.target.c_str());
-        }
-        if (symlinkat(op.source.c_str(), parent.get(), Base(op.target).c_str()) != 0 &&
-            errno != EEXIST) {
-          return error_->Set("mount", errno, "symlink ", op.target.c_str());
-        }
-        return true;
-      }
+      case MountOp::Kind::kSymlink:
+        return PlaceSymlink(op);
       case MountOp::Kind::kFile:
         return PlaceFile(op);
       case MountOp::Kind::kDev:
         return BuildDev(op);
       case MountOp::Kind::kProc:
         return BuildProc(op);
+    }
+    return true;
+  }
+
+  // A tmpfs of ward's own: mount points may be made in it (owned_mounts_).
+  bool AttachTmpfs(const MountOp& op) {
+    std::vector<std::pair<const char*, std::string>> opts;
+    char mode[16];
+    snprintf(mode, sizeof mode, "%o", op.mode);
+    opts.push_back({"mode", mode});
+    if (op.size > 0) opts.push_back({"size", std::to_string(op.size)});
+    UniqueFd mnt = NewMount("tmpfs", opts, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, op.target.c_str());
+    if (!mnt) return false;
+    UniqueFd tgt = MountPoint(op.target, true);
+    if (!tgt || !Attach(mnt.get(), tgt.get(), op.target)) return false;
+    owned_mounts_.insert(MountId(mnt.get()));
+    return true;
+  }
+
+  // A symlink, only in a tmpfs ward made itself.
+  bool PlaceSymlink(const MountOp& op) {
+    if (Parent(op.target) == "/") {  // the root tmpfs: ward's own (see MountPoint)
+      if (symlinkat(op.source.c_str(), root_.get(), Base(op.target).c_str()) != 0 &&
+          errno != EEXIST) {
+        return error_->Set("mount", errno, "symlink ", op.target.c_str());
+      }
+      return true;
+    }
+    UniqueFd parent = OpenDir(Parent(op.target), true);
+    if (!parent) return false;
+    if (owned_mounts_.count(MountId(parent.get())) == 0) {
+      return error_->Set("mount", EPERM, "symlink outside ward's tmpfs: ", op.target.c_str());
+    }
+    if (symlinkat(op.source.c_str(), parent.get(), Base(op.target).c_str()) != 0 &&
+        errno != EEXIST) {
+      return error_->Set("mount", errno, "symlink ", op.target.c_str());
     }
     return true;
   }

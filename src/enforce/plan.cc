@@ -203,6 +203,531 @@ Status PlanLandlockGaps(const policy::Policy& policy, const KernelFeatures& feat
   return Ok();
 }
 
+// The workspace and HOME as the plan uses them.
+struct WorkspaceAndHome {
+  std::string ws;      // canonical when the run sees the workspace, else the policy's path
+  std::string anchor;  // what rules are resolved beneath (WorkspaceAnchor)
+  std::string home;    // canonical where it exists; "" for none
+};
+
+// The workspace the run sees: canonical, a directory, and not denied. Without access to it,
+// the policy's path as it is.
+Result<std::string> ResolveWorkspace(const policy::Policy& policy, const DenyMatcher& deny) {
+  if (!policy.workspace_access) return policy.workspace;
+  char buf[PATH_MAX];
+  if (realpath(policy.workspace.c_str(), buf) == nullptr) {
+    return ErrnoError("workspace " + policy.workspace, errno);
+  }
+  std::string ws = buf;
+  struct stat st;
+  if (stat(ws.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return InvalidArgument("workspace " + ws + " is not a directory");
+  }
+  if (const policy::DenyRule* d = deny.Find(ws)) {
+    return InvalidArgument("workspace " + ws + " is denied by " + d->origin.ToString());
+  }
+  return ws;
+}
+
+// HOME, made private inside: canonical where it exists.
+std::string ResolveHome(const policy::Policy& policy) {
+  std::string home = policy.home.empty() ? std::string() : NormalizePath(policy.home);
+  if (!home.empty() && home != "/") {
+    char hb[PATH_MAX];
+    if (realpath(home.c_str(), hb) != nullptr) home = hb;
+  }
+  return home;
+}
+
+Result<WorkspaceAndHome> PlanWorkspaceAndHome(const policy::Policy& policy, const DenyMatcher& deny,
+                                              PlanNotes* notes) {
+  WorkspaceAndHome p;
+  WARD_ASSIGN_OR_RETURN(p.ws, ResolveWorkspace(policy, deny));
+  notes->workspace = p.ws;
+  p.anchor = WorkspaceAnchor(policy, p.ws);
+  p.home = ResolveHome(policy);
+  if (policy.workspace_access && !p.home.empty() && PathIsWithin(p.home, p.ws)) {
+    return InvalidArgument(
+        "the workspace " + p.ws + " contains your HOME (" + p.home +
+        "): every credential in it (~/.ssh, ~/.aws, tokens) would be visible inside. Run ward in "
+        "a project directory, or pass -C DIR");
+  }
+  return p;
+}
+
+// What the run binds from the host, and the symlinks the rules' paths took to get there.
+struct BindSet {
+  std::map<std::string, Bind> binds;                          // by target
+  std::vector<std::pair<std::string, std::string>> symlinks;  // link path -> canonical target
+};
+
+// One path rule, bound where it resolves. Deny wins: a denied rule is an error, unless it is
+// optional; an optional rule that is denied or absent is skipped and noted.
+Status AddRuleBind(const policy::PathRule& r, const DenyMatcher& deny, const std::string& anchor,
+                   BindSet* set, PlanNotes* notes) {
+  std::string path = NormalizePath(r.path);
+  if (PathIsWithin(path, "/proc") || PathIsWithin(path, "/dev")) {
+    return InvalidArgument(path + " (" + r.origin.ToString() +
+                           "): /proc and /dev are the sandbox's own and cannot be bound");
+  }
+  if (const policy::DenyRule* d = deny.Find(path)) {
+    if (!r.optional) {
+      return InvalidArgument(path + " (" + r.origin.ToString() + ") is denied by " +
+                             d->origin.ToString() + " (deny wins over every other rule)");
+    }
+    notes->skipped.push_back(path + ": denied by " + d->origin.ToString());
+    return Ok();
+  }
+  Result<std::string> resolved = ResolveRulePath(path, anchor);
+  if (!resolved.ok()) {
+    const Status& st = resolved.status();
+    if (st.err() == ENOENT && r.optional) {
+      notes->skipped.push_back(path + ": absent on this host (" + r.origin.ToString() + ")");
+      return Ok();
+    }
+    if (st.err() != 0) return ErrnoError(path + " (" + r.origin.ToString() + ")", st.err());
+    return Status(st.code(), path + " (" + r.origin.ToString() + "): " + st.message());
+  }
+  std::string real = std::move(resolved).value();
+  if (const policy::DenyRule* d = deny.Find(real)) {
+    notes->skipped.push_back(path + " -> " + real + ": denied by " + d->origin.ToString());
+    return Ok();
+  }
+  if (real != path) set->symlinks.push_back({path, real});
+  struct stat st;
+  if (stat(real.c_str(), &st) != 0) return ErrnoError(real, errno);
+  Bind b;
+  b.target = real;
+  b.writable = r.access == policy::Access::kWrite;
+  b.is_dir = S_ISDIR(st.st_mode);
+  b.beneath_workspace = !anchor.empty() && PathIsWithin(real, anchor);
+  b.why = r.origin.ToString();
+  set->binds[real] = b;  // a later rule for the same path wins (flags after profiles)
+  return Ok();
+}
+
+// The workspace's own bind: the host's directory, or in review mode its overlay or its copy.
+Status AddWorkspaceBind(const policy::Policy& policy, const WorkspaceLayer& layer,
+                        const std::string& ws, BindSet* set) {
+  if (layer.kind != WorkspaceLayer::Kind::kDirect &&
+      policy.workspace_access != policy::Access::kWrite) {
+    return InvalidArgument(
+        "--workspace=overlay reviews what a run writes to the workspace, and this policy does not "
+        "let it write there: drop --workspace=overlay, or give the workspace write access");
+  }
+  if (!policy.workspace_access) return Ok();
+  Bind b;
+  b.target = ws;
+  b.writable = *policy.workspace_access == policy::Access::kWrite;
+  b.beneath_workspace = true;
+  b.why = "workspace";
+  if (layer.kind == WorkspaceLayer::Kind::kOverlay) {
+    b.overlay_upper = layer.upper;
+    b.overlay_work = layer.work;
+    b.why = "workspace (overlay: review mode)";
+  } else if (layer.kind == WorkspaceLayer::Kind::kCopy) {
+    // The copy in ward's state directory stands in for the workspace: not below it.
+    b.source = layer.copy;
+    b.beneath_workspace = false;
+    b.why = "workspace (a copy: review mode)";
+  }
+  set->binds[ws] = b;
+  if (NormalizePath(policy.workspace) != ws)
+    set->symlinks.push_back({NormalizePath(policy.workspace), ws});
+  return Ok();
+}
+
+// The writable directories bound: the roots protected paths apply below.
+std::vector<std::string> WritableRoots(const std::map<std::string, Bind>& binds) {
+  std::vector<std::string> roots;
+  for (const auto& [t, b] : binds) {
+    if (b.writable && b.is_dir) roots.push_back(t);
+  }
+  return roots;
+}
+
+// Whether a bind between `outer` and `inner` changes the access (a nested bind of the other
+// kind).
+bool AccessChangesBetween(const std::map<std::string, Bind>& binds, const std::string& outer,
+                          bool outer_writable, const std::string& inner) {
+  for (const auto& [t, b] : binds) {
+    if (t != outer && t != inner && PathIsWithin(t, outer) && PathIsWithin(inner, t) &&
+        b.writable != outer_writable) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether the bind at `target` adds nothing: it lies in a directory bind of the same host tree
+// with the same access, and nothing between them changes that. The workspace in review mode is
+// never folded into a bind around it: that would show the host's own directory in its place.
+bool IsRedundantBind(const std::map<std::string, Bind>& binds, const std::string& target,
+                     const Bind& bind) {
+  if (!bind.source.empty() || !bind.overlay_upper.empty()) return false;
+  for (const auto& [t, b] : binds) {
+    if (t != target && PathIsWithin(target, t) && b.writable == bind.writable && b.is_dir &&
+        !AccessChangesBetween(binds, t, b.writable, target)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// A bind inside another bind of the same host tree with the same access adds nothing (the
+// paths are identical inside and out): dropped, every mount costs start-up time.
+void FoldRedundantBinds(std::map<std::string, Bind>* binds) {
+  for (auto it = binds->begin(); it != binds->end();) {
+    it = IsRedundantBind(*binds, it->first, it->second) ? binds->erase(it) : std::next(it);
+  }
+}
+
+// In review mode every write below the workspace goes to the overlay (or the copy): a
+// writable bind of the host's own tree in it would go around the review.
+Status CheckReviewedWorkspace(const WorkspaceLayer& layer, const std::string& ws,
+                              const std::map<std::string, Bind>& binds) {
+  if (layer.kind == WorkspaceLayer::Kind::kDirect) return Ok();
+  for (const auto& [t, b] : binds) {
+    if (t != ws && b.writable && PathIsWithin(t, ws)) {
+      return InvalidArgument(t + " (" + b.why + ") is writable below the workspace, which " +
+                             "--workspace=overlay reviews: its writes would reach the host " +
+                             "unreviewed. Drop the rule (the workspace is writable already)");
+    }
+  }
+  return Ok();
+}
+
+// Whether `path` lies strictly below a bind, in a directory from the host.
+bool CoveredByBind(const std::map<std::string, Bind>& binds, const std::string& path) {
+  for (const auto& [t, b] : binds) {
+    if (PathIsWithin(path, t) && path != t) return true;
+  }
+  return false;
+}
+
+MountOp TmpfsOp(const std::string& target, uint32_t mode, uint64_t size, const char* why) {
+  MountOp op;
+  op.kind = MountOp::Kind::kTmpfs;
+  op.target = target;
+  op.mode = mode;
+  op.size = size;
+  op.why = why;
+  return op;
+}
+
+MountOp BindOp(const std::string& target, const Bind& b) {
+  MountOp op;
+  op.kind = MountOp::Kind::kBind;
+  op.source = b.source.empty() ? target : b.source;
+  op.target = target;
+  op.overlay_upper = b.overlay_upper;
+  op.overlay_work = b.overlay_work;
+  op.writable = b.writable;
+  op.is_dir = b.is_dir;
+  op.beneath_workspace = b.beneath_workspace;
+  op.why = b.why;
+  return op;
+}
+
+MountOp SymlinkOp(const std::string& link, const std::string& dest, std::string why) {
+  MountOp op;
+  op.kind = MountOp::Kind::kSymlink;
+  op.source = dest;
+  op.target = link;
+  op.why = std::move(why);
+  return op;
+}
+
+// The links the rules' paths took to their targets, and /var/tmp to the private /tmp.
+void AddSymlinkOps(const BindSet& set, std::vector<MountOp>* ops) {
+  for (const auto& [link, real] : set.symlinks) {
+    // Only where ward owns the parent directory (the root tmpfs, /tmp, HOME).
+    if (CoveredByBind(set.binds, link) || set.binds.count(link)) continue;
+    ops->push_back(SymlinkOp(link, real, "symlink to " + real));
+  }
+  // Not where something is bound below /var/tmp (a workspace there): its path must be made of
+  // directories, and a link on the way would stop the bind.
+  const bool bound_below_var_tmp =
+      std::any_of(set.binds.begin(), set.binds.end(),
+                  [](const auto& b) { return PathIsWithin(b.first, "/var/tmp"); });
+  if (!CoveredByBind(set.binds, "/var/tmp") && set.binds.count("/var") == 0 &&
+      !bound_below_var_tmp) {
+    ops->push_back(SymlinkOp("/var/tmp", "/tmp", "/var/tmp is the private /tmp"));
+  }
+}
+
+// The root's mounts but egress's file, in the order they are planned (not yet sorted).
+std::vector<MountOp> PlanMountOps(const BindSet& set, const std::string& home, uint64_t tmp_size) {
+  std::vector<MountOp> ops;
+  ops.push_back(TmpfsOp("/tmp", 01777, tmp_size, "private /tmp"));
+  // The private HOME, also when a broader bind (-r /home) would otherwise show the host's.
+  if (!home.empty() && home != "/" && set.binds.count(home) == 0) {
+    ops.push_back(TmpfsOp(home, 0700, tmp_size, "private HOME"));
+  }
+  MountOp dev;
+  dev.kind = MountOp::Kind::kDev;
+  dev.target = "/dev";
+  dev.why = "minimal /dev";
+  ops.push_back(dev);
+  MountOp proc;
+  proc.kind = MountOp::Kind::kProc;
+  proc.target = "/proc";
+  proc.why = "fresh /proc";
+  ops.push_back(proc);
+  for (const auto& [t, b] : set.binds) ops.push_back(BindOp(t, b));
+  AddSymlinkOps(set, &ops);
+  return ops;
+}
+
+// Egress: the proxy and the DNS stub are the only way out. Present in every run, a host
+// allowed or not: what the command tries to reach is then answered (NXDOMAIN, 403) with the
+// reason and recorded, instead of failing unseen.
+Status PlanEgress(const policy::Policy& policy, const KernelFeatures& features, NetSpec* net) {
+  const bool wants_egress = !policy.network.allow.empty() || policy.approvals.enabled;
+  const bool gvisor = features.outer_wall.rfind("gvisor", 0) == 0;
+  if (wants_egress && gvisor) {
+    // The proxy's sockets are made in the namespace the supervisor creates and init joins;
+    // gVisor cannot join one, and the command would find nothing listening.
+    return Error(Code::kFailedPrecondition,
+                 "egress (network.allow, -n) needs the sandbox's network namespace to be joined, "
+                 "which gVisor cannot do: run without allowing any host inside gVisor");
+  }
+  // Inside gVisor a run without egress has only its own loopback (launcher.cc:
+  // OwnNetworkNamespace), as before: nothing answers there, and nothing is recorded.
+  net->enabled = !gvisor;
+  return Ok();
+}
+
+// Where the host's /etc/resolv.conf is: where the link points when it is a symlink
+// (systemd-resolved: into /run), never in /proc or /dev.
+std::string ResolvConfTarget() {
+  std::string target = "/etc/resolv.conf";
+  char rp[PATH_MAX];
+  if (realpath(target.c_str(), rp) != nullptr) {
+    target = rp;
+  } else {
+    char link[PATH_MAX];
+    ssize_t n = readlink(target.c_str(), link, sizeof link - 1);
+    if (n > 0) {
+      link[n] = '\0';
+      target = NormalizePath(link[0] == '/' ? std::string(link) : "/etc/" + std::string(link));
+    }
+  }
+  if (PathIsWithin(target, "/proc") || PathIsWithin(target, "/dev")) target = "/etc/resolv.conf";
+  return target;
+}
+
+// /etc/resolv.conf inside names the stub. Where the host's is a symlink, the file goes where
+// the link points, in ward's own tmpfs.
+void AddDnsStubFile(std::vector<MountOp>* ops) {
+  const std::string target = ResolvConfTarget();
+  struct stat rst;
+  const bool host_has_one = lstat(target.c_str(), &rst) == 0;
+  MountOp rc;
+  rc.kind = MountOp::Kind::kFile;
+  rc.target = target;
+  rc.mode = 0644;
+  rc.content = "# ward: the sandbox's DNS stub (allow-listed names only)\nnameserver 127.0.0.1\n";
+  rc.why = "DNS stub";
+  // Without one on the host there is nothing to cover (and no mount point in a directory bound
+  // from the host): resolvers without /etc/resolv.conf ask 127.0.0.1:53, the stub, anyway.
+  if (host_has_one) ops->push_back(rc);
+}
+
+// Deny rules that fall inside something visible, each covered at mount time.
+std::vector<MaskOp> PlanMasks(const std::vector<policy::DenyRule>& deny,
+                              const std::map<std::string, Bind>& binds) {
+  std::vector<MaskOp> masks;
+  for (const policy::DenyRule& d : deny) {
+    std::string path = NormalizePath(d.path);
+    const bool visible = CoveredByBind(binds, path);
+    // Only what exists needs covering (a glob is expanded inside, at mount time).
+    struct stat st;
+    bool glob = path.find_first_of("*?[") != std::string::npos;
+    if (visible && (glob || lstat(path.c_str(), &st) == 0)) {
+      masks.push_back({path, d.origin.ToString()});
+    }
+  }
+  return masks;
+}
+
+// The names protected below every writable root, and how deep nested repositories are found.
+void PlanProtectedPaths(const policy::Policy& policy, ProtectSpec* protect) {
+  for (const policy::ProtectedRule& pr : policy.protected_paths) {
+    protect->relpaths.push_back(pr.relpath);
+  }
+  // The git directory's part of the host-executed rule holds in every profile that protects
+  // anything, whatever its list names.
+  if (!protect->relpaths.empty()) {
+    for (const std::string& rel : policy::GitDirProtectedRelpaths()) {
+      auto& rels = protect->relpaths;
+      if (std::find(rels.begin(), rels.end(), rel) == rels.end()) rels.push_back(rel);
+    }
+  }
+  protect->nested_repo_depth = policy.nested_repo_depth;
+}
+
+// The overlay is made with the mount API; a root built by path would bind the host's
+// workspace instead, around the review.
+Status CheckOverlayMechanism(const MountSpec& mount, const WorkspaceLayer& layer) {
+  if (mount.by_path && layer.kind == WorkspaceLayer::Kind::kOverlay) {
+    return Error(Code::kFailedPrecondition,
+                 "--workspace=overlay needs the mount API (Linux >= 5.2), which this kernel (or "
+                 "an outer wall such as gVisor) lacks: run with --workspace=copy");
+  }
+  return Ok();
+}
+
+// Whether the run has Landlock: required, unless --allow-degraded=landlock.
+Result<bool> DecideLandlock(const policy::Policy& policy, const KernelFeatures& features,
+                            PlanNotes* notes) {
+  if (features.landlock_abi > 0) return true;
+  if (policy.allow_degraded.count(policy::Layer::kLandlock) == 0) {
+    return Error(Code::kFailedPrecondition,
+                 "Landlock is not available on this kernel; refusing to run without it. Pass "
+                 "--allow-degraded=landlock to accept a run without this layer");
+  }
+  notes->degraded.push_back("landlock: not available in this kernel (allowed by " +
+                            policy.degraded_origins.at(policy::Layer::kLandlock).ToString() + ")");
+  return false;
+}
+
+// Landlock's path rules: everything readable, the writable binds, ward's own tmpfs mounts and
+// the device nodes writable, /proc as procfs.
+std::vector<LandlockPath> LandlockPaths(const std::map<std::string, Bind>& binds,
+                                        const std::string& home) {
+  std::vector<LandlockPath> paths;
+  paths.push_back({"/", false, false, false});
+  for (const auto& [t, b] : binds) {
+    if (b.writable) paths.push_back({t, true, false, false});
+  }
+  paths.push_back({"/tmp", true, false, false});
+  if (!home.empty() && home != "/") paths.push_back({home, true, false, false});
+  paths.push_back({"/dev/shm", true, false, false});
+  for (const char* node : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
+                           "/dev/tty", "/dev/pts"}) {
+    paths.push_back({node, false, true, false});
+  }
+  paths.push_back({"/proc", false, false, true});
+  return paths;
+}
+
+Status PlanLandlock(const policy::Policy& policy, const KernelFeatures& features,
+                    const PlanInput& input, const std::map<std::string, Bind>& binds,
+                    const std::string& home, LaunchPlan* plan, PlanNotes* notes) {
+  WARD_ASSIGN_OR_RETURN(plan->landlock.enabled, DecideLandlock(policy, features, notes));
+  plan->landlock.abi = features.landlock_abi;
+  plan->landlock.paths = LandlockPaths(binds, home);
+  if (plan->net.enabled) {
+    plan->landlock.connect_tcp.push_back(plan->net.proxy_port);
+    if (plan->net.dns) plan->landlock.connect_tcp.push_back(53);
+  }
+  return PlanLandlockGaps(policy, features, input, *plan, notes);
+}
+
+// seccomp is required, unless --allow-degraded=seccomp.
+Status DecideSeccomp(const policy::Policy& policy, const KernelFeatures& features, LaunchPlan* plan,
+                     PlanNotes* notes) {
+  if (features.seccomp) return Ok();
+  if (policy.allow_degraded.count(policy::Layer::kSeccomp) == 0) {
+    return Error(Code::kFailedPrecondition,
+                 "seccomp is not available; refusing to run without it. Pass "
+                 "--allow-degraded=seccomp to accept a run without this layer");
+  }
+  plan->seccomp_enabled = false;
+  notes->degraded.push_back("seccomp: not available (allowed by " +
+                            policy.degraded_origins.at(policy::Layer::kSeccomp).ToString() + ")");
+  return Ok();
+}
+
+// File approvals trap every open. Letting an allowed open continue in the kernel is safe only
+// because the sandbox's own layers then apply; Landlock is what refuses a host file reached
+// through a descriptor ward injected (/proc/self/fd/N), so approvals need it and seccomp.
+Status PlanFileApprovals(const policy::Policy& policy, const KernelFeatures& features,
+                         LaunchPlan* plan) {
+  if (!policy.approvals.enabled) return Ok();
+  if (!plan->seccomp_enabled || !features.seccomp_user_notif || !plan->landlock.enabled) {
+    return Error(Code::kFailedPrecondition,
+                 "approvals (--ask) need seccomp user notification and Landlock, which this run "
+                 "does not have");
+  }
+  plan->seccomp_spec.notify_opens = true;
+  return Ok();
+}
+
+Status PlanSeccomp(const policy::Policy& policy, const KernelFeatures& features,
+                   const PlanInput& input, LaunchPlan* plan, PlanNotes* notes) {
+  WARD_TRY(DecideSeccomp(policy, features, plan, notes));
+  PlanPrivilegeBits(features, plan, notes);
+  WARD_TRY(PlanCreationGuard(policy, features, plan, notes));
+  plan->seccomp_spec.no_user_notif = !features.seccomp_user_notif;
+  WARD_TRY(PlanFileApprovals(policy, features, plan));
+  if (plan->seccomp_enabled && input.prepare_seccomp) {
+    WARD_ASSIGN_OR_RETURN(plan->seccomp, PrepareSeccomp(plan->seccomp_spec));
+  }
+  return Ok();
+}
+
+// What common tools need to find the proxy (later entries replace the caller's values).
+void SetProxyEnvironment(uint16_t proxy_port, std::vector<std::string>* env) {
+  std::string url = "http://127.0.0.1:" + std::to_string(proxy_port);
+  std::string port = std::to_string(proxy_port);
+  const std::pair<const char*, std::string> vars[] = {
+      {"HTTP_PROXY", url},
+      {"HTTPS_PROXY", url},
+      {"ALL_PROXY", url},
+      // Empty: even 127.0.0.1 goes through the proxy. Inside, nothing can listen on TCP
+      // (Landlock), so the loopback that matters is the host's, reached by address rules.
+      {"NO_PROXY", ""},
+      {"http_proxy", url},
+      {"https_proxy", url},
+      {"all_proxy", url},
+      {"no_proxy", ""},
+      {"npm_config_proxy", url},
+      {"npm_config_https_proxy", url},
+      {"YARN_HTTP_PROXY", url},
+      {"YARN_HTTPS_PROXY", url},
+      {"PIP_PROXY", url},
+      {"CARGO_HTTP_PROXY", url},
+      {"NODE_USE_ENV_PROXY", "1"},
+      {"JAVA_TOOL_OPTIONS", "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + port +
+                                " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + port +
+                                " -Dhttp.nonProxyHosts=localhost|127.0.0.1"},
+  };
+  for (const auto& [name, value] : vars) {
+    std::string prefix = std::string(name) + "=";
+    env->erase(std::remove_if(env->begin(), env->end(),
+                              [&](const std::string& e) { return e.rfind(prefix, 0) == 0; }),
+               env->end());
+    env->push_back(prefix + value);
+  }
+}
+
+// The command: its argv, its environment (with the proxy's, where there is egress) and where
+// it starts.
+void PlanProcess(const policy::Policy& policy, const PlanInput& input, const std::string& ws,
+                 const NetSpec& net, ProcessSpec* process) {
+  process->argv = input.argv;
+  process->env = input.env;
+  if (net.enabled) SetProxyEnvironment(net.proxy_port, &process->env);
+  process->workdir = policy.workspace_access ? ws : "/";
+}
+
+Status PlanResourceLimits(const policy::Policy& policy, const KernelFeatures& features,
+                          LaunchPlan* plan, PlanNotes* notes) {
+  WARD_ASSIGN_OR_RETURN(LimitsPlan limits, PlanLimits(policy, features, plan->uid));
+  plan->limits = std::move(limits.spec);
+  plan->process.rlimits = std::move(limits.rlimits);
+  plan->mount.sysctls = std::move(limits.sysctls);
+  // Built by path (gVisor), /proc/sys may lack the user.* knobs: seccomp still refuses the
+  // command every new namespace.
+  if (plan->mount.by_path) {
+    for (Sysctl& s : plan->mount.sysctls) s.optional = true;
+  }
+  for (auto& d : limits.degraded) notes->degraded.push_back(std::move(d));
+  return Ok();
+}
+
 }  // namespace
 
 std::string NormalizePath(const std::string& path) { return policy::NormalizePath(path); }
@@ -220,427 +745,38 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   if (input.argv.empty())
     return InvalidArgument("no command given (ward run [OPTIONS] -- COMMAND)");
   const DenyMatcher deny(policy.deny);
-
-  // --- the workspace ---------------------------------------------------------------------
-  char buf[PATH_MAX];
-  std::string ws;
-  if (policy.workspace_access) {
-    if (realpath(policy.workspace.c_str(), buf) == nullptr) {
-      return ErrnoError("workspace " + policy.workspace, errno);
-    }
-    ws = buf;
-    struct stat st;
-    if (stat(ws.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return InvalidArgument("workspace " + ws + " is not a directory");
-    }
-    if (const policy::DenyRule* d = deny.Find(ws)) {
-      return InvalidArgument("workspace " + ws + " is denied by " + d->origin.ToString());
-    }
-  } else {
-    ws = policy.workspace;
-  }
-  notes->workspace = ws;
-  const std::string anchor = WorkspaceAnchor(policy, ws);
-  std::string home = policy.home.empty() ? std::string() : NormalizePath(policy.home);
-  if (!home.empty() && home != "/") {
-    char hb[PATH_MAX];
-    if (realpath(home.c_str(), hb) != nullptr) home = hb;
-  }
-  if (policy.workspace_access && !home.empty() && PathIsWithin(home, ws)) {
-    return InvalidArgument(
-        "the workspace " + ws + " contains your HOME (" + home +
-        "): every credential in it (~/.ssh, ~/.aws, tokens) would be visible inside. Run ward in "
-        "a project directory, or pass -C DIR");
-  }
-
-  // --- binds -------------------------------------------------------------------------------
-  std::map<std::string, Bind> binds;                          // by target
-  std::vector<std::pair<std::string, std::string>> symlinks;  // link path -> canonical target
-  for (const policy::PathRule& r : policy.paths) {
-    std::string path = NormalizePath(r.path);
-    if (PathIsWithin(path, "/proc") || PathIsWithin(path, "/dev")) {
-      return InvalidArgument(path + " (" + r.origin.ToString() +
-                             "): /proc and /dev are the sandbox's own and cannot be bound");
-    }
-    if (const policy::DenyRule* d = deny.Find(path)) {
-      if (!r.optional) {
-        return InvalidArgument(path + " (" + r.origin.ToString() + ") is denied by " +
-                               d->origin.ToString() + " (deny wins over every other rule)");
-      }
-      notes->skipped.push_back(path + ": denied by " + d->origin.ToString());
-      continue;
-    }
-    Result<std::string> resolved = ResolveRulePath(path, anchor);
-    if (!resolved.ok()) {
-      const Status& st = resolved.status();
-      if (st.err() == ENOENT && r.optional) {
-        notes->skipped.push_back(path + ": absent on this host (" + r.origin.ToString() + ")");
-        continue;
-      }
-      if (st.err() != 0) return ErrnoError(path + " (" + r.origin.ToString() + ")", st.err());
-      return Status(st.code(), path + " (" + r.origin.ToString() + "): " + st.message());
-    }
-    std::string real = std::move(resolved).value();
-    if (const policy::DenyRule* d = deny.Find(real)) {
-      notes->skipped.push_back(path + " -> " + real + ": denied by " + d->origin.ToString());
-      continue;
-    }
-    if (real != path) symlinks.push_back({path, real});
-    struct stat st;
-    if (stat(real.c_str(), &st) != 0) return ErrnoError(real, errno);
-    Bind b;
-    b.target = real;
-    b.writable = r.access == policy::Access::kWrite;
-    b.is_dir = S_ISDIR(st.st_mode);
-    b.beneath_workspace = !anchor.empty() && PathIsWithin(real, anchor);
-    b.why = r.origin.ToString();
-    binds[real] = b;  // a later rule for the same path wins (flags after profiles)
-  }
+  WARD_ASSIGN_OR_RETURN(const WorkspaceAndHome places, PlanWorkspaceAndHome(policy, deny, notes));
   const WorkspaceLayer& layer = input.workspace_layer;
-  if (layer.kind != WorkspaceLayer::Kind::kDirect &&
-      policy.workspace_access != policy::Access::kWrite) {
-    return InvalidArgument(
-        "--workspace=overlay reviews what a run writes to the workspace, and this policy does not "
-        "let it write there: drop --workspace=overlay, or give the workspace write access");
-  }
-  if (policy.workspace_access) {
-    Bind b;
-    b.target = ws;
-    b.writable = *policy.workspace_access == policy::Access::kWrite;
-    b.beneath_workspace = true;
-    b.why = "workspace";
-    if (layer.kind == WorkspaceLayer::Kind::kOverlay) {
-      b.overlay_upper = layer.upper;
-      b.overlay_work = layer.work;
-      b.why = "workspace (overlay: review mode)";
-    } else if (layer.kind == WorkspaceLayer::Kind::kCopy) {
-      // The copy in ward's state directory stands in for the workspace: not below it.
-      b.source = layer.copy;
-      b.beneath_workspace = false;
-      b.why = "workspace (a copy: review mode)";
-    }
-    binds[ws] = b;
-    if (NormalizePath(policy.workspace) != ws)
-      symlinks.push_back({NormalizePath(policy.workspace), ws});
-  }
 
+  BindSet set;
+  for (const policy::PathRule& r : policy.paths) {
+    WARD_TRY(AddRuleBind(r, deny, places.anchor, &set, notes));
+  }
+  WARD_TRY(AddWorkspaceBind(policy, layer, places.ws, &set));
   // Protected paths apply below every writable root, including nested write rules that the
-  // pass below may fold into their parent.
-  for (const auto& [t, b] : binds) {
-    if (b.writable && b.is_dir) plan.mount.protect.roots.push_back(t);
-  }
+  // fold may merge into their parent.
+  plan.mount.protect.roots = WritableRoots(set.binds);
+  FoldRedundantBinds(&set.binds);
+  WARD_TRY(CheckReviewedWorkspace(layer, places.ws, set.binds));
 
-  // A bind inside another bind of the same host tree with the same access adds nothing (the
-  // paths are identical inside and out): drop it, every mount costs start-up time.
-  // The workspace in review mode is never folded into a bind around it: that would show the
-  // host's own directory in its place.
-  for (auto it = binds.begin(); it != binds.end();) {
-    bool redundant = false;
-    const bool foldable = it->second.source.empty() && it->second.overlay_upper.empty();
-    for (const auto& [t, b] : binds) {
-      if (!foldable) break;
-      if (t != it->first && PathIsWithin(it->first, t) && b.writable == it->second.writable &&
-          b.is_dir) {
-        // Unless something between them changes the access (a nested bind of the other kind).
-        bool interposed = false;
-        for (const auto& [t2, b2] : binds) {
-          if (t2 != t && t2 != it->first && PathIsWithin(t2, t) && PathIsWithin(it->first, t2) &&
-              b2.writable != b.writable) {
-            interposed = true;
-          }
-        }
-        if (!interposed) redundant = true;
-      }
-    }
-    it = redundant ? binds.erase(it) : std::next(it);
-  }
-  // In review mode every write below the workspace goes to the overlay (or the copy): a
-  // writable bind of the host's own tree in it would go around the review.
-  if (layer.kind != WorkspaceLayer::Kind::kDirect) {
-    for (const auto& [t, b] : binds) {
-      if (t != ws && b.writable && PathIsWithin(t, ws)) {
-        return InvalidArgument(t + " (" + b.why + ") is writable below the workspace, which " +
-                               "--workspace=overlay reviews: its writes would reach the host " +
-                               "unreviewed. Drop the rule (the workspace is writable already)");
-      }
-    }
-  }
-
-  uint64_t tmp_size = policy.limits.tmp_size_bytes.value_or(0);
-  std::vector<MountOp> ops;
-  auto covered_by_bind = [&](const std::string& path) {
-    for (const auto& [t, b] : binds) {
-      if (PathIsWithin(path, t) && path != t) return true;
-    }
-    return false;
-  };
-  {
-    MountOp tmp;
-    tmp.kind = MountOp::Kind::kTmpfs;
-    tmp.target = "/tmp";
-    tmp.mode = 01777;
-    tmp.size = tmp_size;
-    tmp.why = "private /tmp";
-    ops.push_back(tmp);
-  }
-  // The private HOME, also when a broader bind (-r /home) would otherwise show the host's.
-  if (!home.empty() && home != "/" && binds.count(home) == 0) {
-    MountOp h;
-    h.kind = MountOp::Kind::kTmpfs;
-    h.target = home;
-    h.mode = 0700;
-    h.size = tmp_size;
-    h.why = "private HOME";
-    ops.push_back(h);
-  }
-  {
-    MountOp dev;
-    dev.kind = MountOp::Kind::kDev;
-    dev.target = "/dev";
-    dev.why = "minimal /dev";
-    ops.push_back(dev);
-    MountOp proc;
-    proc.kind = MountOp::Kind::kProc;
-    proc.target = "/proc";
-    proc.why = "fresh /proc";
-    ops.push_back(proc);
-  }
-  for (const auto& [t, b] : binds) {
-    MountOp op;
-    op.kind = MountOp::Kind::kBind;
-    op.source = b.source.empty() ? t : b.source;
-    op.target = t;
-    op.overlay_upper = b.overlay_upper;
-    op.overlay_work = b.overlay_work;
-    op.writable = b.writable;
-    op.is_dir = b.is_dir;
-    op.beneath_workspace = b.beneath_workspace;
-    op.why = b.why;
-    ops.push_back(op);
-  }
-  for (const auto& [link, real] : symlinks) {
-    // Only where ward owns the parent directory (the root tmpfs, /tmp, HOME).
-    if (covered_by_bind(link) || binds.count(link)) continue;
-    MountOp op;
-    op.kind = MountOp::Kind::kSymlink;
-    op.source = real;
-    op.target = link;
-    op.why = "symlink to " + real;
-    ops.push_back(op);
-  }
-  // Not where something is bound below /var/tmp (a workspace there): its path must be made of
-  // directories, and a link on the way would stop the bind.
-  const bool bound_below_var_tmp = std::any_of(binds.begin(), binds.end(), [](const auto& b) {
-    return PathIsWithin(b.first, "/var/tmp");
-  });
-  if (!covered_by_bind("/var/tmp") && binds.count("/var") == 0 && !bound_below_var_tmp) {
-    MountOp op;
-    op.kind = MountOp::Kind::kSymlink;
-    op.source = "/tmp";
-    op.target = "/var/tmp";
-    op.why = "/var/tmp is the private /tmp";
-    ops.push_back(op);
-  }
-  // --- egress: the proxy and the DNS stub are the only way out -----------------------------
-  // Present in every run, a host allowed or not: what the command tries to reach is then
-  // answered (NXDOMAIN, 403) with the reason and recorded, instead of failing unseen.
-  const bool wants_egress = !policy.network.allow.empty() || policy.approvals.enabled;
-  const bool gvisor = features.outer_wall.rfind("gvisor", 0) == 0;
-  if (wants_egress && gvisor) {
-    // The proxy's sockets are made in the namespace the supervisor creates and init joins;
-    // gVisor cannot join one, and the command would find nothing listening.
-    return Error(Code::kFailedPrecondition,
-                 "egress (network.allow, -n) needs the sandbox's network namespace to be joined, "
-                 "which gVisor cannot do: run without allowing any host inside gVisor");
-  }
-  // Inside gVisor a run without egress has only its own loopback (launcher.cc:
-  // OwnNetworkNamespace), as before: nothing answers there, and nothing is recorded.
-  plan.net.enabled = !gvisor;
-  if (plan.net.enabled) {
-    // /etc/resolv.conf inside names the stub. Where the host's is a symlink (systemd-resolved:
-    // into /run), the file goes where the link points, in ward's own tmpfs.
-    std::string target = "/etc/resolv.conf";
-    char rp[PATH_MAX];
-    if (realpath(target.c_str(), rp) != nullptr) {
-      target = rp;
-    } else {
-      char link[PATH_MAX];
-      ssize_t n = readlink(target.c_str(), link, sizeof link - 1);
-      if (n > 0) {
-        link[n] = '\0';
-        target = NormalizePath(link[0] == '/' ? std::string(link) : "/etc/" + std::string(link));
-      }
-    }
-    if (PathIsWithin(target, "/proc") || PathIsWithin(target, "/dev")) target = "/etc/resolv.conf";
-    struct stat rst;
-    const bool host_has_one = lstat(target.c_str(), &rst) == 0;
-    MountOp rc;
-    rc.kind = MountOp::Kind::kFile;
-    rc.target = target;
-    rc.mode = 0644;
-    rc.content = "# ward: the sandbox's DNS stub (allow-listed names only)\nnameserver 127.0.0.1\n";
-    rc.why = "DNS stub";
-    // Without one on the host there is nothing to cover (and no mount point in a directory bound
-    // from the host): resolvers without /etc/resolv.conf ask 127.0.0.1:53, the stub, anyway.
-    if (host_has_one) ops.push_back(rc);
-  }
-
+  std::vector<MountOp> ops =
+      PlanMountOps(set, places.home, policy.limits.tmp_size_bytes.value_or(0));
+  WARD_TRY(PlanEgress(policy, features, &plan.net));
+  if (plan.net.enabled) AddDnsStubFile(&ops);
   std::stable_sort(ops.begin(), ops.end(),
                    [](const MountOp& a, const MountOp& b) { return PathLess(a.target, b.target); });
   plan.mount.ops = std::move(ops);
-
-  // --- masks: deny rules that fall inside something visible -------------------------------
-  for (const policy::DenyRule& d : policy.deny) {
-    std::string path = NormalizePath(d.path);
-    bool visible = false;
-    for (const auto& [t, b] : binds) {
-      if (PathIsWithin(path, t) && path != t) visible = true;
-    }
-    // Only what exists needs covering (a glob is expanded inside, at mount time).
-    struct stat st;
-    bool glob = path.find_first_of("*?[") != std::string::npos;
-    if (visible && (glob || lstat(path.c_str(), &st) == 0)) {
-      plan.mount.masks.push_back({path, d.origin.ToString()});
-    }
-  }
-
-  // --- protected paths --------------------------------------------------------------------
-  for (const policy::ProtectedRule& pr : policy.protected_paths) {
-    plan.mount.protect.relpaths.push_back(pr.relpath);
-  }
-  // The git directory's part of the host-executed rule holds in every profile that protects
-  // anything, whatever its list names.
-  if (!plan.mount.protect.relpaths.empty()) {
-    for (const std::string& rel : policy::GitDirProtectedRelpaths()) {
-      auto& rels = plan.mount.protect.relpaths;
-      if (std::find(rels.begin(), rels.end(), rel) == rels.end()) rels.push_back(rel);
-    }
-  }
-  plan.mount.protect.nested_repo_depth = policy.nested_repo_depth;
+  plan.mount.masks = PlanMasks(policy.deny, set.binds);
+  PlanProtectedPaths(policy, &plan.mount.protect);
   WARD_TRY(PlanRootMechanism(features, &plan, notes));
-  // The overlay is made with the mount API; a root built by path would bind the host's
-  // workspace instead, around the review.
-  if (plan.mount.by_path && input.workspace_layer.kind == WorkspaceLayer::Kind::kOverlay) {
-    return Error(Code::kFailedPrecondition,
-                 "--workspace=overlay needs the mount API (Linux >= 5.2), which this kernel (or "
-                 "an outer wall such as gVisor) lacks: run with --workspace=copy");
-  }
-  plan.mount.workdir = ws;
-  plan.mount.workspace = anchor;
+  WARD_TRY(CheckOverlayMechanism(plan.mount, layer));
+  plan.mount.workdir = places.ws;
+  plan.mount.workspace = places.anchor;
 
-  // --- landlock ---------------------------------------------------------------------------
-  bool want_landlock = true;
-  if (features.landlock_abi <= 0) {
-    if (policy.allow_degraded.count(policy::Layer::kLandlock) == 0) {
-      return Error(Code::kFailedPrecondition,
-                   "Landlock is not available on this kernel; refusing to run without it. Pass "
-                   "--allow-degraded=landlock to accept a run without this layer");
-    }
-    want_landlock = false;
-    notes->degraded.push_back("landlock: not available in this kernel (allowed by " +
-                              policy.degraded_origins.at(policy::Layer::kLandlock).ToString() +
-                              ")");
-  }
-  plan.landlock.enabled = want_landlock;
-  plan.landlock.abi = features.landlock_abi;
-  plan.landlock.paths.push_back({"/", false, false, false});
-  for (const auto& [t, b] : binds) {
-    if (b.writable) plan.landlock.paths.push_back({t, true, false, false});
-  }
-  plan.landlock.paths.push_back({"/tmp", true, false, false});
-  if (!home.empty() && home != "/") plan.landlock.paths.push_back({home, true, false, false});
-  plan.landlock.paths.push_back({"/dev/shm", true, false, false});
-  for (const char* node : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
-                           "/dev/tty", "/dev/pts"}) {
-    plan.landlock.paths.push_back({node, false, true, false});
-  }
-  plan.landlock.paths.push_back({"/proc", false, false, true});
-  if (plan.net.enabled) {
-    plan.landlock.connect_tcp.push_back(plan.net.proxy_port);
-    if (plan.net.dns) plan.landlock.connect_tcp.push_back(53);
-  }
-  WARD_TRY(PlanLandlockGaps(policy, features, input, plan, notes));
-
-  // --- seccomp ----------------------------------------------------------------------------
-  if (!features.seccomp) {
-    if (policy.allow_degraded.count(policy::Layer::kSeccomp) == 0) {
-      return Error(Code::kFailedPrecondition,
-                   "seccomp is not available; refusing to run without it. Pass "
-                   "--allow-degraded=seccomp to accept a run without this layer");
-    }
-    plan.seccomp_enabled = false;
-    notes->degraded.push_back("seccomp: not available (allowed by " +
-                              policy.degraded_origins.at(policy::Layer::kSeccomp).ToString() + ")");
-  }
-  PlanPrivilegeBits(features, &plan, notes);
-  WARD_TRY(PlanCreationGuard(policy, features, &plan, notes));
-  plan.seccomp_spec.no_user_notif = !features.seccomp_user_notif;
-  // File approvals trap every open. Letting an allowed open continue in the kernel is safe only
-  // because the sandbox's own layers then apply; Landlock is what refuses a host file reached
-  // through a descriptor ward injected (/proc/self/fd/N), so approvals need it and seccomp.
-  if (policy.approvals.enabled) {
-    if (!plan.seccomp_enabled || !features.seccomp_user_notif || !want_landlock) {
-      return Error(Code::kFailedPrecondition,
-                   "approvals (--ask) need seccomp user notification and Landlock, which this run "
-                   "does not have");
-    }
-    plan.seccomp_spec.notify_opens = true;
-  }
-  if (plan.seccomp_enabled && input.prepare_seccomp) {
-    WARD_ASSIGN_OR_RETURN(plan.seccomp, PrepareSeccomp(plan.seccomp_spec));
-  }
-
-  // --- the process ------------------------------------------------------------------------
-  plan.process.argv = input.argv;
-  plan.process.env = input.env;
-  if (plan.net.enabled) {
-    // What common tools need to find the proxy (later entries replace the caller's values).
-    std::string url = "http://127.0.0.1:" + std::to_string(plan.net.proxy_port);
-    std::string port = std::to_string(plan.net.proxy_port);
-    const std::pair<const char*, std::string> vars[] = {
-        {"HTTP_PROXY", url},
-        {"HTTPS_PROXY", url},
-        {"ALL_PROXY", url},
-        // Empty: even 127.0.0.1 goes through the proxy. Inside, nothing can listen on TCP
-        // (Landlock), so the loopback that matters is the host's, reached by address rules.
-        {"NO_PROXY", ""},
-        {"http_proxy", url},
-        {"https_proxy", url},
-        {"all_proxy", url},
-        {"no_proxy", ""},
-        {"npm_config_proxy", url},
-        {"npm_config_https_proxy", url},
-        {"YARN_HTTP_PROXY", url},
-        {"YARN_HTTPS_PROXY", url},
-        {"PIP_PROXY", url},
-        {"CARGO_HTTP_PROXY", url},
-        {"NODE_USE_ENV_PROXY", "1"},
-        {"JAVA_TOOL_OPTIONS", "-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=" + port +
-                                  " -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=" + port +
-                                  " -Dhttp.nonProxyHosts=localhost|127.0.0.1"},
-    };
-    for (const auto& [name, value] : vars) {
-      std::string prefix = std::string(name) + "=";
-      plan.process.env.erase(
-          std::remove_if(plan.process.env.begin(), plan.process.env.end(),
-                         [&](const std::string& e) { return e.rfind(prefix, 0) == 0; }),
-          plan.process.env.end());
-      plan.process.env.push_back(prefix + value);
-    }
-  }
-  plan.process.workdir = policy.workspace_access ? ws : "/";
-
-  // --- resource limits --------------------------------------------------------------------
-  WARD_ASSIGN_OR_RETURN(LimitsPlan limits, PlanLimits(policy, features, plan.uid));
-  plan.limits = std::move(limits.spec);
-  plan.process.rlimits = std::move(limits.rlimits);
-  plan.mount.sysctls = std::move(limits.sysctls);
-  // Built by path (gVisor), /proc/sys may lack the user.* knobs: seccomp still refuses the
-  // command every new namespace.
-  if (plan.mount.by_path) {
-    for (Sysctl& s : plan.mount.sysctls) s.optional = true;
-  }
-  for (auto& d : limits.degraded) notes->degraded.push_back(std::move(d));
+  WARD_TRY(PlanLandlock(policy, features, input, set.binds, places.home, &plan, notes));
+  WARD_TRY(PlanSeccomp(policy, features, input, &plan, notes));
+  PlanProcess(policy, input, places.ws, plan.net, &plan.process);
+  WARD_TRY(PlanResourceLimits(policy, features, &plan, notes));
   for (int i = 0; i < 3; ++i) plan.tty[i] = input.tty[i];
   return plan;
 }

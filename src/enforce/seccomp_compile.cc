@@ -284,6 +284,35 @@ Result<std::vector<sock_filter>> BuildValueAllowLists() {
   return b.Finish();
 }
 
+// The rules for one privilege bit (S_ISUID or S_ISGID) in the mode argument of each call that
+// sets a mode, except the calls `spec` already traps whatever their arguments.
+Status AddPrivilegeBitRule(scmp_filter_ctx ctx, const SeccompSpec& spec, uint32_t action,
+                           uint32_t bit) {
+  for (const ModeArg& m : kModeSetters) {
+    WARD_TRY(RuleAdd(ctx, action, m.name, {Low32HasBits(m.mode, bit)}));
+  }
+  if (!spec.notify_creations) {
+    for (const ModeArg& m : kModeNodes) {
+      WARD_TRY(RuleAdd(ctx, action, m.name, {Low32HasBits(m.mode, bit)}));
+    }
+  }
+  if (spec.notify_opens) {
+    return Ok();
+  }
+  for (const OpenArgs& o : kCreatingOpens) {
+    if (!spec.notify_creations) {
+      WARD_TRY(RuleAdd(ctx, action, o.name,
+                       {Low32HasBits(o.flags, O_CREAT), Low32HasBits(o.mode, bit)}));
+    }
+    WARD_TRY(RuleAdd(ctx, action, o.name,
+                     {Low32HasBits(o.flags, kTmpfileBit), Low32HasBits(o.mode, bit)}));
+  }
+  if (!spec.notify_creations) {
+    WARD_TRY(RuleAdd(ctx, action, "creat", {Low32HasBits(1, bit)}));
+  }
+  return Ok();
+}
+
 // No privilege bits leave a run: a call that would set S_ISUID or S_ISGID is trapped (the
 // creation guard performs it without them, so copying or extracting a set-id file succeeds and
 // leaves a plain one) or, without user notification, refused. Each bit is a masked compare of
@@ -293,28 +322,7 @@ Result<std::vector<sock_filter>> BuildValueAllowLists() {
 Status AddPrivilegeBitRules(scmp_filter_ctx ctx, const SeccompSpec& spec) {
   const uint32_t action = spec.no_user_notif ? SCMP_ACT_ERRNO(EPERM) : SCMP_ACT_NOTIFY;
   for (uint32_t bit : kPrivilegeBits) {
-    for (const ModeArg& m : kModeSetters) {
-      WARD_TRY(RuleAdd(ctx, action, m.name, {Low32HasBits(m.mode, bit)}));
-    }
-    if (!spec.notify_creations) {
-      for (const ModeArg& m : kModeNodes) {
-        WARD_TRY(RuleAdd(ctx, action, m.name, {Low32HasBits(m.mode, bit)}));
-      }
-    }
-    if (spec.notify_opens) {
-      continue;
-    }
-    for (const OpenArgs& o : kCreatingOpens) {
-      if (!spec.notify_creations) {
-        WARD_TRY(RuleAdd(ctx, action, o.name,
-                         {Low32HasBits(o.flags, O_CREAT), Low32HasBits(o.mode, bit)}));
-      }
-      WARD_TRY(RuleAdd(ctx, action, o.name,
-                       {Low32HasBits(o.flags, kTmpfileBit), Low32HasBits(o.mode, bit)}));
-    }
-    if (!spec.notify_creations) {
-      WARD_TRY(RuleAdd(ctx, action, "creat", {Low32HasBits(1, bit)}));
-    }
+    WARD_TRY(AddPrivilegeBitRule(ctx, spec, action, bit));
   }
   // openat2 keeps its flags and mode behind a pointer the filter cannot read: ENOSYS, what a
   // kernel without it says (programs fall back to openat). Trapped instead with every open.
