@@ -149,38 +149,9 @@ void Redactor::ApplyLocked(nlohmann::json& j, int depth) const {
     case nlohmann::json::value_t::array:
       for (auto& item : j) ApplyLocked(item, depth + 1);
       return;
-    case nlohmann::json::value_t::object: {
-      bool keys_change = false;
-      for (auto it = j.begin(); it != j.end() && !keys_change; ++it) {
-        keys_change = NeedsScrubLocked(it.key()) && ScrubLocked(it.key()) != it.key();
-      }
-      if (!keys_change) {
-        for (auto it = j.begin(); it != j.end(); ++it) {
-          if (it.key() == "env") {
-            RedactEnv(it.value(), depth + 1);
-          } else {
-            ApplyLocked(it.value(), depth + 1);
-          }
-        }
-        return;
-      }
-      nlohmann::json out = nlohmann::json::object();
-      for (auto it = j.begin(); it != j.end(); ++it) {
-        std::string key = ScrubLocked(it.key());
-        nlohmann::json value = std::move(it.value());
-        if (it.key() == "env") {
-          RedactEnv(value, depth + 1);
-        } else {
-          ApplyLocked(value, depth + 1);
-        }
-        // Two keys that scrub to the same text must not overwrite each other.
-        std::string unique = key;
-        for (int n = 2; out.contains(unique); ++n) unique = key + "#" + std::to_string(n);
-        out[unique] = std::move(value);
-      }
-      j = std::move(out);
+    case nlohmann::json::value_t::object:
+      ApplyObjectLocked(j, depth);
       return;
-    }
     case nlohmann::json::value_t::binary:
       j = "[binary]";  // never serialised into the log as raw bytes
       return;
@@ -189,6 +160,38 @@ void Redactor::ApplyLocked(nlohmann::json& j, int depth) const {
       return;
     default:
       return;
+  }
+}
+
+// An object's values, and its keys when a key holds a secret (then the object is rebuilt).
+void Redactor::ApplyObjectLocked(nlohmann::json& j, int depth) const {
+  bool keys_change = false;
+  for (auto it = j.begin(); it != j.end() && !keys_change; ++it) {
+    keys_change = NeedsScrubLocked(it.key()) && ScrubLocked(it.key()) != it.key();
+  }
+  if (!keys_change) {
+    for (auto it = j.begin(); it != j.end(); ++it) ApplyMemberLocked(it.key(), it.value(), depth);
+    return;
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::string key = ScrubLocked(it.key());
+    nlohmann::json value = std::move(it.value());
+    ApplyMemberLocked(it.key(), value, depth);
+    // Two keys that scrub to the same text must not overwrite each other.
+    std::string unique = key;
+    for (int n = 2; out.contains(unique); ++n) unique = key + "#" + std::to_string(n);
+    out[unique] = std::move(value);
+  }
+  j = std::move(out);
+}
+
+// The value of an object's member `key` (an "env" member names variables: RedactEnv).
+void Redactor::ApplyMemberLocked(const std::string& key, nlohmann::json& value, int depth) const {
+  if (key == "env") {
+    RedactEnv(value, depth + 1);
+  } else {
+    ApplyLocked(value, depth + 1);
   }
 }
 

@@ -36,6 +36,8 @@ class Redactor {
  private:
   // In place: a session.start record holds ~1000 values, nearly all of which stay as they are.
   void ApplyLocked(nlohmann::json& j, int depth) const;
+  void ApplyObjectLocked(nlohmann::json& j, int depth) const;
+  void ApplyMemberLocked(const std::string& key, nlohmann::json& value, int depth) const;
   std::string ScrubLocked(std::string_view s) const;
   bool NeedsScrubLocked(std::string_view s) const;  // ScrubLocked would change s
   void RedactEnv(nlohmann::json& env, int depth) const;

@@ -98,7 +98,24 @@ UniqueFd ClaimEnded(int sessions_fd, const Candidate& c,
   return fd;
 }
 
+Status EmptyDirectory(int fd);
+
+// Removes the entry `name` of the directory `dir_fd`, a directory after everything below it.
+Status RemoveEntry(int dir_fd, const char* name) {
+  if (::unlinkat(dir_fd, name, 0) == 0) return Ok();
+  if (errno == EISDIR || errno == EPERM) {
+    int sub = ::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sub >= 0) {
+      Status inner = EmptyDirectory(sub);
+      if (!inner.ok()) return inner;
+      if (::unlinkat(dir_fd, name, AT_REMOVEDIR) == 0) return Ok();
+    }
+  }
+  return Errno(std::string("removing ") + name);
+}
+
 // Removes everything below the directory `fd` (which it closes), without following symlinks.
+// It goes on past a failure and returns the first.
 Status EmptyDirectory(int fd) {
   DIR* d = ::fdopendir(fd);
   if (d == nullptr) {
@@ -108,19 +125,8 @@ Status EmptyDirectory(int fd) {
   Status st;
   while (struct dirent* e = ::readdir(d)) {
     if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
-    if (::unlinkat(::dirfd(d), e->d_name, 0) == 0) continue;
-    if (errno == EISDIR || errno == EPERM) {
-      int sub = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (sub >= 0) {
-        Status inner = EmptyDirectory(sub);
-        if (inner.ok() && ::unlinkat(::dirfd(d), e->d_name, AT_REMOVEDIR) == 0) continue;
-        if (!inner.ok()) {
-          if (st.ok()) st = inner;
-          continue;
-        }
-      }
-    }
-    if (st.ok()) st = Errno(std::string("removing ") + e->d_name);
+    Status removed = RemoveEntry(::dirfd(d), e->d_name);
+    if (!removed.ok() && st.ok()) st = std::move(removed);
   }
   ::closedir(d);
   return st;

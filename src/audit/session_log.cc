@@ -107,6 +107,13 @@ int PutHead(int fd, const std::string& text, size_t* len) {
   return 0;
 }
 
+// Record data is an object: null becomes {}, anything else not an object {"value": it}.
+nlohmann::json AsObject(nlohmann::json data) {
+  if (data.is_null()) return nlohmann::json::object();
+  if (!data.is_object()) return nlohmann::json{{"value", std::move(data)}};
+  return data;
+}
+
 }  // namespace
 
 std::string DefaultStateDir() {
@@ -382,11 +389,7 @@ SessionLog::~SessionLog() {
 
 void SessionLog::Emit(std::string_view type, nlohmann::json data) {
   try {
-    if (data.is_null()) {
-      data = nlohmann::json::object();
-    } else if (!data.is_object()) {
-      data = nlohmann::json{{"value", std::move(data)}};
-    }
+    data = AsObject(std::move(data));
     // Redaction and serialisation happen outside the lock; only chaining is serialised.
     std::string type_s = redactor_.Scrub(type.substr(0, kMaxTypeBytes));
     std::string data_canonical = CanonicalJson(redactor_.Apply(std::move(data)));
@@ -394,50 +397,7 @@ void SessionLog::Emit(std::string_view type, nlohmann::json data) {
       data_canonical = CanonicalJson(nlohmann::json{{"error", "event data too large; dropped"},
                                                     {"bytes", data_canonical.size()}});
     }
-    bool flush_now = false;
-    {
-      std::lock_guard lock(mu_);
-      if (closed_ || !health_.ok()) {
-        DropLocked(type_s, -1);
-        return;
-      }
-      BuiltRecord rec =
-          BuildRecordFromCanonicalData(next_seq_, FormatTimestamp(std::chrono::system_clock::now()),
-                                       type_s, data_canonical, last_hash_);
-      bool was_empty = batch_.empty();
-      if (was_empty) {
-        batch_ = std::move(rec.line);  // no copy of a large record (a start record: ~20 KB)
-      } else {
-        batch_ += rec.line;
-      }
-      batch_ += '\n';
-      marks_.push_back(Mark{batch_.size(), next_seq_, rec.hash, type_s});
-      last_hash_ = std::move(rec.hash);
-      ++next_seq_;
-      auto now = std::chrono::steady_clock::now();
-      if (was_empty) batch_since_ = now;
-      const bool sync = IsSyncType(type);
-      // On demand (StartFlusherOnDemand), the flusher starts with the second ordinary record
-      // within an interval; records written through on their own (sync types) do not count.
-      bool start_flusher = false;
-      if (!flusher_running_ && flusher_on_demand_ && !sync) {
-        start_flusher = last_through_ != std::chrono::steady_clock::time_point() &&
-                        now - last_through_ < flush_interval_;
-        last_through_ = now;
-      }
-      if (start_flusher) {
-        try {
-          flusher_ = std::thread([this] { FlusherLoop(); });
-          flusher_running_ = true;
-        } catch (const std::system_error&) {
-          // No thread to be had: records keep being written through.
-        }
-      }
-      // The next Emit also flushes an overdue batch, in case the flusher is starved.
-      flush_now = !flusher_running_ || sync || now - batch_since_ >= flush_interval_;
-      if (was_empty && !flush_now && !start_flusher) cv_.notify_one();
-    }
-    if (flush_now) (void)Flush();
+    if (Chain(type, type_s, data_canonical)) (void)Flush();
   } catch (...) {
     // Only allocation failures get here; losing a record silently is not acceptable.
     if (Fail(Status(Code::kResourceExhausted,
@@ -445,6 +405,58 @@ void SessionLog::Emit(std::string_view type, nlohmann::json data) {
       FireFailure();
     }
   }
+}
+
+bool SessionLog::Chain(std::string_view type, const std::string& type_s, const std::string& data) {
+  std::lock_guard lock(mu_);
+  if (closed_ || !health_.ok()) {
+    DropLocked(type_s, -1);
+    return false;
+  }
+  const bool was_empty = AppendLocked(type_s, data);
+  auto now = std::chrono::steady_clock::now();
+  if (was_empty) batch_since_ = now;
+  const bool sync = IsSyncType(type);
+  const bool start_flusher = StartFlusherIfDueLocked(sync, now);
+  // The next Emit also flushes an overdue batch, in case the flusher is starved.
+  const bool flush_now = !flusher_running_ || sync || now - batch_since_ >= flush_interval_;
+  if (was_empty && !flush_now && !start_flusher) cv_.notify_one();
+  return flush_now;
+}
+
+bool SessionLog::AppendLocked(const std::string& type_s, const std::string& data) {
+  BuiltRecord rec = BuildRecordFromCanonicalData(
+      next_seq_, FormatTimestamp(std::chrono::system_clock::now()), type_s, data, last_hash_);
+  const bool was_empty = batch_.empty();
+  if (was_empty) {
+    batch_ = std::move(rec.line);  // no copy of a large record (such as a start record)
+  } else {
+    batch_ += rec.line;
+  }
+  batch_ += '\n';
+  marks_.push_back(Mark{batch_.size(), next_seq_, rec.hash, type_s});
+  last_hash_ = std::move(rec.hash);
+  ++next_seq_;
+  return was_empty;
+}
+
+// On demand (StartFlusherOnDemand), the flusher starts with the second ordinary record within
+// an interval; records written through on their own (sync types) do not count.
+bool SessionLog::StartFlusherIfDueLocked(bool sync, std::chrono::steady_clock::time_point now) {
+  bool start_flusher = false;
+  if (!flusher_running_ && flusher_on_demand_ && !sync) {
+    start_flusher = last_through_ != std::chrono::steady_clock::time_point() &&
+                    now - last_through_ < flush_interval_;
+    last_through_ = now;
+  }
+  if (!start_flusher) return false;
+  try {
+    flusher_ = std::thread([this] { FlusherLoop(); });
+    flusher_running_ = true;
+  } catch (const std::system_error&) {
+    // No thread to be had: records keep being written through.
+  }
+  return true;
 }
 
 Status SessionLog::Flush() {
@@ -461,39 +473,45 @@ Status SessionLog::Flush() {
       marks.swap(marks_);
     }
     if (batch.empty()) return Ok();
-    KeepReserveAhead(batch.size());
-    size_t written = 0;
-    int err = WriteAll(log_fd_.get(), batch, &written);
-    if (err != 0) {
-      // Cut a torn record off so the file ends at a record boundary, and point the head at
-      // the last complete record (best effort: the disk may refuse the head too).
-      const Mark* last_good = nullptr;
-      for (const Mark& m : marks) {
-        if (m.end <= written) last_good = &m;
-      }
-      size_t good_end = last_good != nullptr ? last_good->end : 0;
-      if (good_end != written) {
-        if (::ftruncate(log_fd_.get(), file_size_ + static_cast<off_t>(good_end)) != 0) {
-          // The torn tail stays; verify reports it as an incomplete last line.
-        }
-      }
-      file_size_ += static_cast<off_t>(good_end);
-      if (last_good != nullptr) (void)WriteHead(last_good->seq, last_good->hash);
-      {
-        std::lock_guard lock(mu_);
-        for (const Mark& m : marks) {
-          if (m.end > good_end) DropLocked(m.type, m.seq);
-        }
-      }
-      result = ErrnoError("audit: cannot write " + dir_ + "/" + std::string(kEventsFile), err);
-    } else {
-      file_size_ += static_cast<off_t>(batch.size());
-      result = WriteHead(marks.back().seq, marks.back().hash);
-    }
+    result = WriteBatch(batch, marks);
     if (!result.ok()) fire = Fail(result);
   }
   if (fire) FireFailure();
   return result.ok() ? result : health();
+}
+
+Status SessionLog::WriteBatch(const std::string& batch, const std::vector<Mark>& marks) {
+  KeepReserveAhead(batch.size());
+  size_t written = 0;
+  int err = WriteAll(log_fd_.get(), batch, &written);
+  if (err != 0) {
+    KeepCompleteRecords(marks, written);
+    return ErrnoError("audit: cannot write " + dir_ + "/" + std::string(kEventsFile), err);
+  }
+  file_size_ += static_cast<off_t>(batch.size());
+  return WriteHead(marks.back().seq, marks.back().hash);
+}
+
+// Cuts a torn record off so the file ends at a record boundary, and points the head at the
+// last complete record (best effort: the disk may refuse the head too). The records that did
+// not reach the file are dropped.
+void SessionLog::KeepCompleteRecords(const std::vector<Mark>& marks, size_t written) {
+  const Mark* last_good = nullptr;
+  for (const Mark& m : marks) {
+    if (m.end <= written) last_good = &m;
+  }
+  size_t good_end = last_good != nullptr ? last_good->end : 0;
+  if (good_end != written) {
+    if (::ftruncate(log_fd_.get(), file_size_ + static_cast<off_t>(good_end)) != 0) {
+      // The torn tail stays; verify reports it as an incomplete last line.
+    }
+  }
+  file_size_ += static_cast<off_t>(good_end);
+  if (last_good != nullptr) (void)WriteHead(last_good->seq, last_good->hash);
+  std::lock_guard lock(mu_);
+  for (const Mark& m : marks) {
+    if (m.end > good_end) DropLocked(m.type, m.seq);
+  }
 }
 
 // Keeps the allocated extent at least half a reserve ahead of what is about to be written. A

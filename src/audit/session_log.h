@@ -141,6 +141,18 @@ class SessionLog final : public ward::EventSink {
   SessionLog(std::string dir, std::string session_id, UniqueFd dir_fd, UniqueFd log_fd,
              std::chrono::milliseconds flush_interval, bool start_flusher);
   void FlusherLoop();
+  // Chains a record (its type and data already redacted) to the log's batch; whether to flush
+  // now.
+  bool Chain(std::string_view type, const std::string& type_s, const std::string& data);
+  // Appends the record to the batch; whether the batch was empty. mu_ held.
+  bool AppendLocked(const std::string& type_s, const std::string& data);
+  // Starts the flusher when StartFlusherOnDemand asked for it and records come often enough;
+  // whether it tried. mu_ held.
+  bool StartFlusherIfDueLocked(bool sync, std::chrono::steady_clock::time_point now);
+  // Writes a batch taken from batch_ and its marks; write_mu_ held.
+  Status WriteBatch(const std::string& batch, const std::vector<Mark>& marks);
+  // After a write that reached the file only in part (`written` bytes); write_mu_ held.
+  void KeepCompleteRecords(const std::vector<Mark>& marks, size_t written);
   Status WriteHead(int64_t seq, const std::string& hash);
   void KeepReserveAhead(size_t incoming);
   void ReleaseReserve();

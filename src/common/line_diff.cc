@@ -112,6 +112,99 @@ std::string Range(size_t start, size_t count) {
   return s;
 }
 
+// A last line that lost or gained its newline differs even when its text does not.
+void MarkFinalNewlineChange(const TextLines& ta, const TextLines& tb, std::vector<Op>* ops) {
+  if (ta.missing_final_newline == tb.missing_final_newline) return;
+  const size_t a_size = ta.lines.size(), b_size = tb.lines.size();
+  for (Op& op : *ops) {
+    if (op.kind == ' ' && ((op.a + 1 == a_size && ta.missing_final_newline) ||
+                           (op.b + 1 == b_size && tb.missing_final_newline))) {
+      const Op keep = op;
+      op = {'-', keep.a, 0};
+      ops->insert(ops->begin() + (&op - ops->data()) + 1, Op{'+', 0, keep.b});
+      break;
+    }
+  }
+}
+
+// The ops [start, end) of one hunk.
+struct Hunk {
+  size_t start;
+  size_t end;
+};
+
+// The hunk of the change at `i`: from `ctx` kept lines before it to `ctx` after the last change
+// that is within 2*ctx kept lines of the previous one.
+Hunk HunkAround(const std::vector<Op>& ops, size_t i, size_t ctx) {
+  size_t start = i >= ctx ? i - ctx : 0;
+  while (start < i && ops[start].kind != ' ') ++start;
+  size_t end = i;
+  size_t last_change = i;
+  for (size_t j = i; j < ops.size(); ++j) {
+    if (ops[j].kind != ' ') {
+      last_change = j;
+    } else if (j - last_change > 2 * ctx) {
+      break;
+    }
+    end = j + 1;
+  }
+  end = std::min(end, last_change + 1 + ctx);
+  end = std::min(end, ops.size());
+  return {start, end};
+}
+
+// Where a side's range starts when the hunk has none of its lines: after the last line of that
+// side before the hunk. `skip` is the kind of op without a line of that side ('+' for a, '-'
+// for b).
+size_t StartBefore(const std::vector<Op>& ops, size_t start, char skip) {
+  for (size_t j = start; j > 0; --j) {
+    const Op& op = ops[j - 1];
+    if (op.kind != skip) return (skip == '+' ? op.a : op.b) + 1;
+  }
+  return 0;
+}
+
+// "@@ -a,n +b,m @@" and a newline.
+std::string HunkHeader(const std::vector<Op>& ops, const Hunk& hunk) {
+  size_t a_start = 0, b_start = 0, a_count = 0, b_count = 0;
+  bool a_set = false, b_set = false;
+  for (size_t j = hunk.start; j < hunk.end; ++j) {
+    const Op& op = ops[j];
+    if (op.kind != '+') {
+      if (!a_set) a_start = op.a, a_set = true;
+      ++a_count;
+    }
+    if (op.kind != '-') {
+      if (!b_set) b_start = op.b, b_set = true;
+      ++b_count;
+    }
+  }
+  // Only additions (or only removals): the range names the line before them.
+  if (!a_set) a_start = StartBefore(ops, hunk.start, '+');
+  if (!b_set) b_start = StartBefore(ops, hunk.start, '-');
+  return "@@ -" + Range(a_start, a_count) + " +" + Range(b_start, b_count) + " @@\n";
+}
+
+// The hunk's lines, each with its kind, and the marker after a last line without a newline.
+void RenderHunk(const TextLines& ta, const TextLines& tb, const std::vector<Op>& ops,
+                const Hunk& hunk, std::string (*render)(std::string_view line), std::string* out) {
+  const std::vector<std::string_view>& a = ta.lines;
+  const std::vector<std::string_view>& b = tb.lines;
+  for (size_t j = hunk.start; j < hunk.end; ++j) {
+    const Op& op = ops[j];
+    const std::string_view line = op.kind == '+' ? b[op.b] : a[op.a];
+    *out += op.kind;
+    *out += render(line);
+    *out += '\n';
+    const bool last_of_a = op.kind != '+' && op.a + 1 == a.size() && ta.missing_final_newline;
+    const bool last_of_b = op.kind != '-' && op.b + 1 == b.size() && tb.missing_final_newline;
+    if ((op.kind == '-' && last_of_a) || (op.kind == '+' && last_of_b) ||
+        (op.kind == ' ' && (last_of_a || last_of_b))) {
+      *out += "\\ No newline at end of file\n";
+    }
+  }
+}
+
 }  // namespace
 
 TextLines SplitLines(std::string_view text) {
@@ -132,21 +225,8 @@ TextLines SplitLines(std::string_view text) {
 
 std::string UnifiedHunks(const TextLines& ta, const TextLines& tb, int context,
                          std::string (*render)(std::string_view line), size_t max_edits) {
-  const std::vector<std::string_view>& a = ta.lines;
-  const std::vector<std::string_view>& b = tb.lines;
-  std::vector<Op> ops = EditScript(a, b, max_edits);
-  // A last line that lost or gained its newline differs even when its text does not.
-  if (ta.missing_final_newline != tb.missing_final_newline) {
-    for (Op& op : ops) {
-      if (op.kind == ' ' && ((op.a + 1 == a.size() && ta.missing_final_newline) ||
-                             (op.b + 1 == b.size() && tb.missing_final_newline))) {
-        const Op keep = op;
-        op = {'-', keep.a, 0};
-        ops.insert(ops.begin() + (&op - ops.data()) + 1, Op{'+', 0, keep.b});
-        break;
-      }
-    }
-  }
+  std::vector<Op> ops = EditScript(ta.lines, tb.lines, max_edits);
+  MarkFinalNewlineChange(ta, tb, &ops);
   std::string out;
   const size_t ctx = static_cast<size_t>(std::max(context, 0));
   size_t i = 0;
@@ -155,68 +235,10 @@ std::string UnifiedHunks(const TextLines& ta, const TextLines& tb, int context,
       ++i;
       continue;
     }
-    // A hunk: from `ctx` kept lines before this change to `ctx` after the last change that is
-    // within 2*ctx kept lines of the previous one.
-    size_t start = i >= ctx ? i - ctx : 0;
-    while (start < i && ops[start].kind != ' ') ++start;
-    size_t end = i;
-    size_t last_change = i;
-    for (size_t j = i; j < ops.size(); ++j) {
-      if (ops[j].kind != ' ') {
-        last_change = j;
-      } else if (j - last_change > 2 * ctx) {
-        break;
-      }
-      end = j + 1;
-    }
-    end = std::min(end, last_change + 1 + ctx);
-    end = std::min(end, ops.size());
-    size_t a_start = 0, b_start = 0, a_count = 0, b_count = 0;
-    bool a_set = false, b_set = false;
-    for (size_t j = start; j < end; ++j) {
-      const Op& op = ops[j];
-      if (op.kind != '+') {
-        if (!a_set) a_start = op.a, a_set = true;
-        ++a_count;
-      }
-      if (op.kind != '-') {
-        if (!b_set) b_start = op.b, b_set = true;
-        ++b_count;
-      }
-    }
-    if (!a_set) {  // only additions: the range names the line before them
-      a_start = 0;
-      for (size_t j = start; j > 0; --j) {
-        if (ops[j - 1].kind != '+') {
-          a_start = ops[j - 1].a + 1;
-          break;
-        }
-      }
-    }
-    if (!b_set) {
-      b_start = 0;
-      for (size_t j = start; j > 0; --j) {
-        if (ops[j - 1].kind != '-') {
-          b_start = ops[j - 1].b + 1;
-          break;
-        }
-      }
-    }
-    out += "@@ -" + Range(a_start, a_count) + " +" + Range(b_start, b_count) + " @@\n";
-    for (size_t j = start; j < end; ++j) {
-      const Op& op = ops[j];
-      const std::string_view line = op.kind == '+' ? b[op.b] : a[op.a];
-      out += op.kind;
-      out += render(line);
-      out += '\n';
-      const bool last_of_a = op.kind != '+' && op.a + 1 == a.size() && ta.missing_final_newline;
-      const bool last_of_b = op.kind != '-' && op.b + 1 == b.size() && tb.missing_final_newline;
-      if ((op.kind == '-' && last_of_a) || (op.kind == '+' && last_of_b) ||
-          (op.kind == ' ' && (last_of_a || last_of_b))) {
-        out += "\\ No newline at end of file\n";
-      }
-    }
-    i = end;
+    const Hunk hunk = HunkAround(ops, i, ctx);
+    out += HunkHeader(ops, hunk);
+    RenderHunk(ta, tb, ops, hunk, render, &out);
+    i = hunk.end;
   }
   return out;
 }

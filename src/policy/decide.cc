@@ -171,6 +171,112 @@ bool IsHostExecutedPath(const Policy& policy, const std::string& path) {
   return !HostExecutedWhat(policy, path).empty();
 }
 
+// The tmpfs root itself, an empty directory of it on the way to a provider, or hidden.
+void RefineRoot(const std::vector<Provider>& providers, const std::string& path, PathDecision* d) {
+  if (path == "/") {
+    d->visibility = Visibility::kRead;
+    d->reason = "read-only: the root is an empty read-only tmpfs";
+    return;
+  }
+  const Provider* child = nullptr;
+  for (const Provider& p : providers) {
+    if (p.prefix != path && p.visibility != Visibility::kHidden && PathIsWithin(p.prefix, path)) {
+      child = &p;
+      break;
+    }
+  }
+  if (child != nullptr) {
+    d->visibility = Visibility::kRead;
+    d->reason = "read-only: an empty directory of the read-only tmpfs root, a parent of " +
+                child->prefix + " (" + child->via + "); the host's contents are not visible";
+  } else {
+    d->via = "not in the sandbox's view";
+    d->reason = "hidden: no rule makes it visible (the sandbox's root is built from nothing)";
+  }
+}
+
+// The most specific provider decides; at equal length the later one (mounted on top).
+void DecideByProvider(const std::vector<Provider>& providers, const std::string& path,
+                      PathDecision* d) {
+  const Provider* best = nullptr;
+  for (const Provider& p : providers) {
+    if (!PathIsWithin(path, p.prefix)) continue;
+    if (best == nullptr || p.prefix.size() >= best->prefix.size()) best = &p;
+  }
+  d->visibility = best->visibility;
+  d->host_file = best->host_file;
+  d->via = best->via;
+  d->rule = best->rule;
+  d->reason = std::string(Verb(d->visibility)) + ": " + best->what + RuleText(best->rule);
+  if (best->prefix == "/dev") {
+    RefineDev(path, d);
+  } else if (best->prefix == "/") {
+    RefineRoot(providers, path, d);
+  }
+}
+
+// The writable roots: the workspace when it is writable, and every writable path rule.
+std::vector<std::string> WritableRoots(const Policy& policy) {
+  std::vector<std::string> roots;
+  if (policy.workspace_access == Access::kWrite && !policy.workspace.empty()) {
+    roots.push_back(NormalizePath(policy.workspace));
+  }
+  for (const PathRule& r : policy.paths) {
+    if (r.access == Access::kWrite) roots.push_back(r.path);
+  }
+  return roots;
+}
+
+// Protected paths: read-only below every writable root (and nested repositories).
+void ApplyProtected(const Policy& policy, const std::string& path,
+                    const std::vector<std::string>& nested_repo_roots, bool infer_nested_repos,
+                    PathDecision* d) {
+  if (d->visibility != Visibility::kWrite) return;
+  for (const std::string& root : WritableRoots(policy)) {
+    if (!PathIsWithin(path, root) || d->is_protected) continue;
+    for (const std::string& base :
+         RepoBases(policy, root, path, nested_repo_roots, infer_nested_repos)) {
+      auto hit = std::find_if(
+          policy.protected_paths.begin(), policy.protected_paths.end(),
+          [&](const ProtectedRule& r) { return PathIsWithin(path, JoinPath(base, r.relpath)); });
+      if (hit == policy.protected_paths.end()) continue;
+      d->visibility = Visibility::kRead;
+      d->is_protected = true;
+      d->rule = hit->origin;
+      d->reason = "read-only: protected path " + hit->relpath + " under " +
+                  (base == root ? "writable root " : "nested repository ") + base +
+                  RuleText(hit->origin) + "; it cannot be created or changed";
+      break;
+    }
+  }
+}
+
+// Host-executed content elsewhere below a writable root: writable, judged after the run.
+void MarkHostExecuted(const Policy& policy, const std::string& path, PathDecision* d) {
+  if (d->visibility != Visibility::kWrite || !d->host_file || !IsHostExecutedPath(policy, path)) {
+    return;
+  }
+  d->host_executed = true;
+  d->reason += "; but host-executed content (" + HostExecutedWhat(policy, path) +
+               "): what a run makes or changes here is moved to the quarantine when it ends "
+               "(ward quarantine list)";
+}
+
+// Deny beats everything at or below its path.
+void ApplyDeny(const Policy& policy, const std::string& path, PathDecision* d) {
+  for (const DenyRule& r : policy.deny) {
+    if (!DenyMatches(r.path, path)) continue;
+    d->masked = d->visibility != Visibility::kHidden && d->host_file;
+    d->visibility = Visibility::kHidden;
+    d->host_file = false;
+    d->is_protected = false;
+    d->rule = r.origin;
+    d->reason = "hidden: denied by " + r.path + RuleText(r.origin) +
+                (d->masked ? " (masked inside " + d->via + ")" : "");
+    return;
+  }
+}
+
 }  // namespace
 
 const char* VisibilityName(Visibility v) {
@@ -200,92 +306,10 @@ PathDecision DecidePath(const Policy& policy, const std::string& abs_path,
   }
   const std::string path = NormalizePath(abs_path);
   const std::vector<Provider> providers = Providers(policy);
-
-  // 1. The most specific provider decides; at equal length the later one (mounted on top).
-  const Provider* best = nullptr;
-  for (const Provider& p : providers) {
-    if (!PathIsWithin(path, p.prefix)) continue;
-    if (best == nullptr || p.prefix.size() >= best->prefix.size()) best = &p;
-  }
-  d.visibility = best->visibility;
-  d.host_file = best->host_file;
-  d.via = best->via;
-  d.rule = best->rule;
-  d.reason = std::string(Verb(d.visibility)) + ": " + best->what + RuleText(best->rule);
-
-  if (best->prefix == "/dev") {
-    RefineDev(path, &d);
-  } else if (best->prefix == "/") {
-    if (path == "/") {
-      d.visibility = Visibility::kRead;
-      d.reason = "read-only: the root is an empty read-only tmpfs";
-    } else {
-      const Provider* child = nullptr;
-      for (const Provider& p : providers) {
-        if (p.prefix != path && p.visibility != Visibility::kHidden &&
-            PathIsWithin(p.prefix, path)) {
-          child = &p;
-          break;
-        }
-      }
-      if (child != nullptr) {
-        d.visibility = Visibility::kRead;
-        d.reason = "read-only: an empty directory of the read-only tmpfs root, a parent of " +
-                   child->prefix + " (" + child->via + "); the host's contents are not visible";
-      } else {
-        d.via = "not in the sandbox's view";
-        d.reason = "hidden: no rule makes it visible (the sandbox's root is built from nothing)";
-      }
-    }
-  }
-
-  // 2. Protected paths: read-only below every writable root (and nested repositories).
-  if (d.visibility == Visibility::kWrite) {
-    std::vector<std::string> roots;
-    if (policy.workspace_access == Access::kWrite && !policy.workspace.empty()) {
-      roots.push_back(NormalizePath(policy.workspace));
-    }
-    for (const PathRule& r : policy.paths) {
-      if (r.access == Access::kWrite) roots.push_back(r.path);
-    }
-    for (const std::string& root : roots) {
-      if (!PathIsWithin(path, root) || d.is_protected) continue;
-      for (const std::string& base : RepoBases(policy, root, path, nested_repo_roots, infer_nested_repos)) {
-        auto hit = std::find_if(
-            policy.protected_paths.begin(), policy.protected_paths.end(),
-            [&](const ProtectedRule& r) { return PathIsWithin(path, JoinPath(base, r.relpath)); });
-        if (hit == policy.protected_paths.end()) continue;
-        d.visibility = Visibility::kRead;
-        d.is_protected = true;
-        d.rule = hit->origin;
-        d.reason = "read-only: protected path " + hit->relpath + " under " +
-                   (base == root ? "writable root " : "nested repository ") + base +
-                   RuleText(hit->origin) + "; it cannot be created or changed";
-        break;
-      }
-    }
-  }
-
-  // 2b. Host-executed content elsewhere below a writable root: writable, judged after the run.
-  if (d.visibility == Visibility::kWrite && d.host_file && IsHostExecutedPath(policy, path)) {
-    d.host_executed = true;
-    d.reason += "; but host-executed content (" + HostExecutedWhat(policy, path) +
-                "): what a run makes or changes here is moved to the quarantine when it ends "
-                "(ward quarantine list)";
-  }
-
-  // 3. Deny beats everything at or below its path.
-  for (const DenyRule& r : policy.deny) {
-    if (!DenyMatches(r.path, path)) continue;
-    d.masked = d.visibility != Visibility::kHidden && d.host_file;
-    d.visibility = Visibility::kHidden;
-    d.host_file = false;
-    d.is_protected = false;
-    d.rule = r.origin;
-    d.reason = "hidden: denied by " + r.path + RuleText(r.origin) +
-               (d.masked ? " (masked inside " + d.via + ")" : "");
-    break;
-  }
+  DecideByProvider(providers, path, &d);
+  ApplyProtected(policy, path, nested_repo_roots, infer_nested_repos, &d);
+  MarkHostExecuted(policy, path, &d);
+  ApplyDeny(policy, path, &d);
   return d;
 }
 

@@ -577,6 +577,76 @@ std::string CommentAfter(const std::string& text, const toml::source_region& at)
   return first == std::string::npos ? "" : rest.substr(first);
 }
 
+// The tail of the error for what a learned profile may not hold.
+constexpr char kNotRewritten[] =
+    ", which ward learn does not rewrite; save the next step to another "
+    "file (it will extend this one)";
+
+// The profile being read back: its text (for the comments) and its name (for errors).
+struct LearnedSource {
+  const std::string& text;
+  const std::string& name;
+};
+
+// One value of a rule the file keeps, with the comment on its line.
+Result<LearnRule> KeptRule(const LearnedSource& src, const FlagMeaning& m, const std::string& full,
+                           const toml::node& n) {
+  LearnRule r;
+  r.section = m.section;
+  r.key = m.key;
+  r.flag = m.flag;
+  if (const auto* s = n.as_string()) {
+    r.value = s->get();
+  } else if (n.is_integer() || n.is_floating_point()) {
+    std::ostringstream os;
+    if (n.is_integer()) {
+      os << *n.value<int64_t>();
+    } else {
+      os << *n.value<double>();
+    }
+    r.value = os.str();
+  } else {
+    return InvalidArgument(src.name + ": " + full + " holds something other than a string" +
+                           kNotRewritten);
+  }
+  r.kept = true;
+  r.kept_comment = CommentAfter(src.text, n.source());
+  return r;
+}
+
+// The rules of one key: a list of values, or one value for a limit.
+Status ParseLearnedKey(const LearnedSource& src, const FlagMeaning& m, const std::string& full,
+                       const toml::node& value, std::vector<LearnRule>* rules) {
+  if (const toml::array* a = value.as_array()) {
+    if (m.value == FlagMeaning::Value::kLimit) {
+      return InvalidArgument(src.name + ": " + full + " is a list" + kNotRewritten);
+    }
+    for (const toml::node& el : *a) {
+      WARD_ASSIGN_OR_RETURN(LearnRule r, KeptRule(src, m, full, el));
+      rules->push_back(std::move(r));
+    }
+    return Ok();
+  }
+  if (m.value != FlagMeaning::Value::kLimit) {
+    return InvalidArgument(src.name + ": " + full + " is not a list" + kNotRewritten);
+  }
+  WARD_ASSIGN_OR_RETURN(LearnRule r, KeptRule(src, m, full, value));
+  rules->push_back(std::move(r));
+  return Ok();
+}
+
+// The rules of one section ([filesystem], [network] or [limits]).
+Status ParseLearnedSection(const LearnedSource& src, const std::string& key,
+                           const toml::table& section, std::vector<LearnRule>* rules) {
+  for (auto&& [sk, sv] : section) {
+    const std::string full = key + "." + std::string(sk.str());
+    std::optional<FlagMeaning> m = MeaningOfKey(key, sk.str());
+    if (!m) return InvalidArgument(src.name + ": it has " + full + kNotRewritten);
+    WARD_TRY(ParseLearnedKey(src, *m, full, sv, rules));
+  }
+  return Ok();
+}
+
 }  // namespace
 
 Result<LearnedProfile> ParseLearnedProfile(const std::string& text, const std::string& name) {
@@ -587,66 +657,25 @@ Result<LearnedProfile> ParseLearnedProfile(const std::string& text, const std::s
     return InvalidArgument(name + ":" + std::to_string(e.source().begin.line) +
                            ": invalid TOML: " + std::string(e.description()));
   }
-  const std::string rewrite =
-      ", which ward learn does not rewrite; save the next step to another "
-      "file (it will extend this one)";
+  const LearnedSource src{text, name};
   LearnedProfile out;
   for (auto&& [k, v] : t) {
     const std::string key(k.str());
     if (key == "extends") {
       if (!v.is_string()) {
-        return InvalidArgument(name + ": extends names several profiles" + rewrite);
+        return InvalidArgument(name + ": extends names several profiles" + kNotRewritten);
       }
       out.extends = *v.value<std::string>();
       continue;
     }
     const toml::table* section = v.as_table();
     if (section == nullptr || (key != "filesystem" && key != "network" && key != "limits")) {
-      return InvalidArgument(name + ": it has " + key + rewrite);
+      return InvalidArgument(name + ": it has " + key + kNotRewritten);
     }
-    for (auto&& [sk, sv] : *section) {
-      const std::string full = key + "." + std::string(sk.str());
-      std::optional<FlagMeaning> m = MeaningOfKey(key, sk.str());
-      if (!m) return InvalidArgument(name + ": it has " + full + rewrite);
-      auto add = [&](const toml::node& n) -> Status {
-        LearnRule r;
-        r.section = m->section;
-        r.key = m->key;
-        r.flag = m->flag;
-        if (const auto* s = n.as_string()) {
-          r.value = s->get();
-        } else if (n.is_integer() || n.is_floating_point()) {
-          std::ostringstream os;
-          if (n.is_integer()) {
-            os << *n.value<int64_t>();
-          } else {
-            os << *n.value<double>();
-          }
-          r.value = os.str();
-        } else {
-          return InvalidArgument(name + ": " + full + " holds something other than a string" +
-                                 rewrite);
-        }
-        r.kept = true;
-        r.kept_comment = CommentAfter(text, n.source());
-        out.rules.push_back(std::move(r));
-        return Ok();
-      };
-      if (const toml::array* a = sv.as_array()) {
-        if (m->value == FlagMeaning::Value::kLimit) {
-          return InvalidArgument(name + ": " + full + " is a list" + rewrite);
-        }
-        for (const toml::node& el : *a) WARD_TRY(add(el));
-      } else {
-        if (m->value != FlagMeaning::Value::kLimit) {
-          return InvalidArgument(name + ": " + full + " is not a list" + rewrite);
-        }
-        WARD_TRY(add(sv));
-      }
-    }
+    WARD_TRY(ParseLearnedSection(src, key, *section, &out.rules));
   }
   if (out.extends.empty()) {
-    return InvalidArgument(name + ": it extends no profile" + rewrite);
+    return InvalidArgument(name + ": it extends no profile" + kNotRewritten);
   }
   return out;
 }

@@ -1056,57 +1056,76 @@ class Loader {
   Status ApplyCredentials(const toml::node& v, const Source& src, const Origin& o) {
     WARD_ASSIGN_OR_RETURN(const toml::table* t, SubTable(v, o));
     for (auto&& [k, cv] : *t) {
-      std::string name(k.str());
-      std::string prefix = "credentials." + name;
-      Origin co = At(src, k.source(), prefix);
-      if (!IsIdent(name)) return ErrorAt(co, "invalid credential name " + Quote(name));
-      WARD_ASSIGN_OR_RETURN(const toml::table* ct, SubTable(cv, co));
-      WARD_TRY(CheckKeys(*ct, src, prefix,
-                         {"from", "hosts", "inject", "env", "route", "route_env", "enabled"}));
-      auto [it, fresh] = creds_.try_emplace(name);
-      CredentialBuild& c = it->second;
-      if (fresh) c.origin = co;
-      for (auto&& [fk, fv] : *ct) {
-        std::string field(fk.str());
-        Origin fo = At(src, fk.source(), prefix + "." + field);
-        if (field == "from") {
-          WARD_ASSIGN_OR_RETURN(std::string s, StringOf(fv, fo));
-          WARD_ASSIGN_OR_RETURN(c.from, ParseFrom(s, fo));
-        } else if (field == "hosts") {
-          WARD_ASSIGN_OR_RETURN(std::vector<Item> items, StringList(fv, src, fo));
-          for (const Item& h : items) {
-            WARD_TRY(CheckHost(h));
-            WARD_TRY(CheckSecretHost(h));
-            c.hosts.push_back(h.value);
-          }
-        } else if (field == "inject") {
-          WARD_ASSIGN_OR_RETURN(c.inject, ParseInject(fv, src, fo));
-        } else if (field == "env") {
-          WARD_ASSIGN_OR_RETURN(std::string s, StringOf(fv, fo));
-          WARD_TRY(CheckSetName(s, fo));
-          c.env = s;
-        } else if (field == "route") {
-          WARD_ASSIGN_OR_RETURN(std::string s, StringOf(fv, fo));
-          if (!IsIdent(s)) return ErrorAt(fo, "invalid route name " + Quote(s));
-          c.route = s;
-        } else if (field == "route_env") {
-          WARD_ASSIGN_OR_RETURN(const toml::table* re, SubTable(fv, fo));
-          for (auto&& [rk, rv] : *re) {
-            std::string var(rk.str());
-            Origin ro = At(src, rk.source(), prefix + ".route_env." + var);
-            WARD_TRY(CheckSetName(var, ro));
-            WARD_ASSIGN_OR_RETURN(std::string val, StringOf(rv, ro));
-            if (HasSecret(val)) {
-              return ErrorAt(ro,
-                             "must not contain {secret}: the real secret never enters the "
-                             "sandbox (use {route_url})");
-            }
-            c.route_env[var] = val;
-          }
-        } else if (field == "enabled") {
-          WARD_ASSIGN_OR_RETURN(c.enabled, BoolOf(fv, fo));
-        }
+      WARD_TRY(ApplyCredential(std::string(k.str()), k.source(), cv, src));
+    }
+    return Ok();
+  }
+
+  // One [credentials.NAME] table, merged into what earlier profiles defined under that name.
+  Status ApplyCredential(const std::string& name, const toml::source_region& at,
+                         const toml::node& cv, const Source& src) {
+    std::string prefix = "credentials." + name;
+    Origin co = At(src, at, prefix);
+    if (!IsIdent(name)) return ErrorAt(co, "invalid credential name " + Quote(name));
+    WARD_ASSIGN_OR_RETURN(const toml::table* ct, SubTable(cv, co));
+    WARD_TRY(CheckKeys(*ct, src, prefix,
+                       {"from", "hosts", "inject", "env", "route", "route_env", "enabled"}));
+    auto [it, fresh] = creds_.try_emplace(name);
+    CredentialBuild& c = it->second;
+    if (fresh) c.origin = co;
+    for (auto&& [fk, fv] : *ct) {
+      std::string field(fk.str());
+      Origin fo = At(src, fk.source(), prefix + "." + field);
+      WARD_TRY(ApplyCredentialField(field, fv, src, fo, &c));
+    }
+    return Ok();
+  }
+
+  Status ApplyCredentialField(const std::string& field, const toml::node& fv, const Source& src,
+                              const Origin& fo, CredentialBuild* c) {
+    if (field == "from") {
+      WARD_ASSIGN_OR_RETURN(std::string s, StringOf(fv, fo));
+      WARD_ASSIGN_OR_RETURN(c->from, ParseFrom(s, fo));
+    } else if (field == "hosts") {
+      WARD_ASSIGN_OR_RETURN(std::vector<Item> items, StringList(fv, src, fo));
+      for (const Item& h : items) {
+        WARD_TRY(CheckHost(h));
+        WARD_TRY(CheckSecretHost(h));
+        c->hosts.push_back(h.value);
       }
+    } else if (field == "inject") {
+      WARD_ASSIGN_OR_RETURN(c->inject, ParseInject(fv, src, fo));
+    } else if (field == "env") {
+      WARD_ASSIGN_OR_RETURN(std::string s, StringOf(fv, fo));
+      WARD_TRY(CheckSetName(s, fo));
+      c->env = s;
+    } else if (field == "route") {
+      WARD_ASSIGN_OR_RETURN(std::string s, StringOf(fv, fo));
+      if (!IsIdent(s)) return ErrorAt(fo, "invalid route name " + Quote(s));
+      c->route = s;
+    } else if (field == "route_env") {
+      WARD_TRY(ApplyRouteEnv(fv, src, fo, &c->route_env));
+    } else if (field == "enabled") {
+      WARD_ASSIGN_OR_RETURN(c->enabled, BoolOf(fv, fo));
+    }
+    return Ok();
+  }
+
+  // route_env: the variables set inside for a routed credential (never its secret).
+  Status ApplyRouteEnv(const toml::node& fv, const Source& src, const Origin& fo,
+                       std::map<std::string, std::string>* route_env) {
+    WARD_ASSIGN_OR_RETURN(const toml::table* re, SubTable(fv, fo));
+    for (auto&& [rk, rv] : *re) {
+      std::string var(rk.str());
+      Origin ro = At(src, rk.source(), fo.key + "." + var);
+      WARD_TRY(CheckSetName(var, ro));
+      WARD_ASSIGN_OR_RETURN(std::string val, StringOf(rv, ro));
+      if (HasSecret(val)) {
+        return ErrorAt(ro,
+                       "must not contain {secret}: the real secret never enters the "
+                       "sandbox (use {route_url})");
+      }
+      (*route_env)[var] = val;
     }
     return Ok();
   }
@@ -1323,66 +1342,95 @@ class Loader {
 
   // ----- final checks
 
-  Status FinishCredentials() {
+  // Who owns what among the enabled credentials: each route and each variable set inside has
+  // one owner.
+  struct CredentialClaims {
     std::map<std::string, std::string> routes;       // route -> credential
     std::map<std::string, std::string> secret_vars;  // variable -> credential (enabled only)
     std::map<std::string, std::string> inside_vars;  // variable set inside -> credential
+  };
+
+  Status FinishCredentials() {
+    CredentialClaims claims;
     for (auto& [name, c] : creds_) {
-      if (!c.from) {
-        return ErrorAt(c.origin,
-                       "credential has no 'from' (where its secret comes from: "
-                       "\"env:NAME\", \"file:PATH\" or \"command:CMD\")");
-      }
-      if (c.hosts.empty()) {
-        return ErrorAt(c.origin,
-                       "credential has no hosts: list the hosts its secret may be "
-                       "sent to");
-      }
-      bool wants_route = false;
-      for (const auto& [var, val] : c.route_env) {
-        if (val.find("{route_url}") != std::string::npos) wants_route = true;
-      }
-      if (wants_route && !c.route) {
-        return ErrorAt(c.origin, "route_env uses {route_url} but the credential has no route");
-      }
-      Credential out;
-      out.name = name;
-      out.from = *c.from;
-      out.hosts = c.hosts;
-      out.inject = c.inject.value_or(
-          CredentialInject{CredentialInject::Kind::kHeader, "Authorization", "Bearer {secret}"});
-      out.env = c.env.value_or("");
-      out.route = c.route.value_or("");
-      out.route_env = c.route_env;
-      out.enabled = c.enabled;
-      out.origin = c.origin;
-      if (out.enabled) {
-        if (!out.route.empty()) {
-          auto [it, fresh] = routes.emplace(out.route, name);
-          if (!fresh) {
-            return ErrorAt(c.origin, "route " + Quote(out.route) + " is also used by credential " +
-                                         Quote(it->second));
-          }
-        }
-        // Variables the supervisor sets inside: one owner each.
-        std::vector<std::string> owned = {};
-        if (!out.env.empty()) owned.push_back(out.env);
-        for (const auto& [var, val] : out.route_env) owned.push_back(var);
-        for (const std::string& var : owned) {
-          auto [it, fresh] = inside_vars.emplace(var, name);
-          if (!fresh && it->second != name) {
-            return ErrorAt(c.origin, "variable " + Quote(var) + " is also set by credential " +
-                                         Quote(it->second) + "; enable only one of them");
-          }
-          secret_vars.emplace(var, name);
-        }
-        if (out.from.kind == CredentialSource::Kind::kEnv)
-          secret_vars.emplace(out.from.value, name);
-      }
+      WARD_TRY(CheckCredentialComplete(c));
+      Credential out = BuildCredential(name, c);
+      if (out.enabled) WARD_TRY(ClaimCredential(out, c.origin, &claims));
       policy_.credentials[name] = std::move(out);
     }
-    // A variable that holds (or points at) a brokered secret must not also be passed or set:
-    // inside, it holds the phantom, never the caller's value.
+    return CheckEnvRulesSpareSecrets(claims.secret_vars);
+  }
+
+  // A credential says where its secret comes from, where it may go, and has the route its
+  // route_env refers to.
+  static Status CheckCredentialComplete(const CredentialBuild& c) {
+    if (!c.from) {
+      return ErrorAt(c.origin,
+                     "credential has no 'from' (where its secret comes from: "
+                     "\"env:NAME\", \"file:PATH\" or \"command:CMD\")");
+    }
+    if (c.hosts.empty()) {
+      return ErrorAt(c.origin,
+                     "credential has no hosts: list the hosts its secret may be "
+                     "sent to");
+    }
+    bool wants_route = false;
+    for (const auto& [var, val] : c.route_env) {
+      if (val.find("{route_url}") != std::string::npos) wants_route = true;
+    }
+    if (wants_route && !c.route) {
+      return ErrorAt(c.origin, "route_env uses {route_url} but the credential has no route");
+    }
+    return Ok();
+  }
+
+  static Credential BuildCredential(const std::string& name, const CredentialBuild& c) {
+    Credential out;
+    out.name = name;
+    out.from = *c.from;
+    out.hosts = c.hosts;
+    out.inject = c.inject.value_or(
+        CredentialInject{CredentialInject::Kind::kHeader, "Authorization", "Bearer {secret}"});
+    out.env = c.env.value_or("");
+    out.route = c.route.value_or("");
+    out.route_env = c.route_env;
+    out.enabled = c.enabled;
+    out.origin = c.origin;
+    return out;
+  }
+
+  // Claims the enabled credential's route and variables, refusing one another credential has.
+  static Status ClaimCredential(const Credential& out, const Origin& origin,
+                                CredentialClaims* claims) {
+    const std::string& name = out.name;
+    if (!out.route.empty()) {
+      auto [it, fresh] = claims->routes.emplace(out.route, name);
+      if (!fresh) {
+        return ErrorAt(origin, "route " + Quote(out.route) + " is also used by credential " +
+                                   Quote(it->second));
+      }
+    }
+    // Variables the supervisor sets inside: one owner each.
+    std::vector<std::string> owned = {};
+    if (!out.env.empty()) owned.push_back(out.env);
+    for (const auto& [var, val] : out.route_env) owned.push_back(var);
+    for (const std::string& var : owned) {
+      auto [it, fresh] = claims->inside_vars.emplace(var, name);
+      if (!fresh && it->second != name) {
+        return ErrorAt(origin, "variable " + Quote(var) + " is also set by credential " +
+                                   Quote(it->second) + "; enable only one of them");
+      }
+      claims->secret_vars.emplace(var, name);
+    }
+    if (out.from.kind == CredentialSource::Kind::kEnv) {
+      claims->secret_vars.emplace(out.from.value, name);
+    }
+    return Ok();
+  }
+
+  // A variable that holds (or points at) a brokered secret must not also be passed or set:
+  // inside, it holds the phantom, never the caller's value.
+  Status CheckEnvRulesSpareSecrets(const std::map<std::string, std::string>& secret_vars) const {
     for (const EnvRule& r : policy_.env) {
       if (r.name.back() == '*') continue;  // prefix patterns skip these names when building
       auto it = secret_vars.find(r.name);

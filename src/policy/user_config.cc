@@ -79,6 +79,20 @@ Status ApplyAudit(const toml::node& node, const std::string& path, AuditRetentio
   return Ok();
 }
 
+// The top-level tables of the file, each into its part of `out`.
+Status ApplyTables(const toml::table& tbl, const std::string& path, UserConfig* out) {
+  for (auto&& [k, v] : tbl) {
+    if (k.str() == "audit") {
+      WARD_TRY(ApplyAudit(v, path, &out->audit));
+    } else {
+      return ConfigError(path, k.source(), k.str(),
+                         "unknown key" + NearestKey(k.str(), kConfigTables) +
+                             " (known: " + KnownList(kConfigTables) + ")");
+    }
+  }
+  return Ok();
+}
+
 }  // namespace
 
 std::string UserConfigPath(const std::string& config_dir) {
@@ -94,15 +108,7 @@ Result<UserConfig> ParseUserConfig(const std::string& text, const std::string& p
     } catch (const toml::parse_error& e) {
       return ConfigError(path, e.source(), "", "invalid TOML: " + std::string(e.description()));
     }
-    for (auto&& [k, v] : tbl) {
-      if (k.str() == "audit") {
-        WARD_TRY(ApplyAudit(v, path, &config.audit));
-      } else {
-        return ConfigError(path, k.source(), k.str(),
-                           "unknown key" + NearestKey(k.str(), kConfigTables) +
-                               " (known: " + KnownList(kConfigTables) + ")");
-      }
-    }
+    WARD_TRY(ApplyTables(tbl, path, &config));
   } catch (const std::exception& e) {
     return Status(Code::kInternal, "reading " + path + ": " + e.what());
   }
