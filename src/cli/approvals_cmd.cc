@@ -353,6 +353,28 @@ void PrintRequestLine(const nlohmann::json& r) {
              Field(r, "exe"), Field(r, "pid"));
 }
 
+// Each request of the live sessions not seen before: printed (with --json, as JSON) and asked
+// about. false: the input ended (stop watching).
+bool ShowNewRequests(const ApprovalsOptions& o,
+                     const std::vector<supervisor::ApprovalSession>& live,
+                     std::set<std::pair<std::string, uint64_t>>* seen, AnswerInput* input) {
+  for (const supervisor::ApprovalSession& s : live) {
+    Result<std::vector<nlohmann::json>> reqs = PendingRequests(s);
+    if (!reqs.ok()) continue;  // ended meanwhile
+    for (const nlohmann::json& r : *reqs) {
+      if (!seen->emplace(s.session, r.value("id", uint64_t{0})).second) continue;
+      if (o.json) {
+        PrintJson(r);
+        std::fflush(stdout);
+        continue;
+      }
+      PrintRequestLine(r);
+      if (!AnswerRequest(s, r, input)) return false;
+    }
+  }
+  return true;
+}
+
 // Prints each request of every live session (or --session's) once, as it comes, and asks for
 // an answer on stdin; with --json one JSON object per line and no questions. Ends when the
 // input ends (Ctrl-D), when --session's run ends, or on a signal.
@@ -381,20 +403,7 @@ int RunWatch(const ApprovalsOptions& o) {
       PrintError(cmd, live.status().ToString());
       return kExitFailed;
     }
-    for (const supervisor::ApprovalSession& s : *live) {
-      Result<std::vector<nlohmann::json>> reqs = PendingRequests(s);
-      if (!reqs.ok()) continue;  // ended meanwhile
-      for (const nlohmann::json& r : *reqs) {
-        if (!seen.emplace(s.session, r.value("id", uint64_t{0})).second) continue;
-        if (o.json) {
-          PrintJson(r);
-          std::fflush(stdout);
-          continue;
-        }
-        PrintRequestLine(r);
-        if (!AnswerRequest(s, r, &input)) return kExitOk;
-      }
-    }
+    if (!ShowNewRequests(o, *live, &seen, &input)) return kExitOk;
     std::fflush(stdout);
     if (o.json) {
       std::this_thread::sleep_for(kEvery);

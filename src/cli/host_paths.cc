@@ -70,6 +70,23 @@ policy::DirShape ShapeNow(const std::string& dir) {
   return s;
 }
 
+// The first hook in `hooks` that is not a sample (git would run it); "" when none.
+std::string RunnableHookIn(const std::string& hooks) {
+  DIR* d = opendir(hooks.c_str());
+  if (d == nullptr) return "";
+  std::string found;
+  while (struct dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (policy::ClassifyGitDirEntry("hooks/" + name) != policy::GitDirEntry::kInert) {
+      found = hooks + "/" + name;
+      break;
+    }
+  }
+  closedir(d);
+  return found;
+}
+
 // What in a git directory that is about to become one git would run: a config that is not
 // inert, hooks that are not samples. "" when nothing.
 std::string RiskyContentOf(const std::string& gitdir) {
@@ -78,22 +95,7 @@ std::string RiskyContentOf(const std::string& gitdir) {
     if (!r.inert) return gitdir + "/config (not inert)";
   }
   if (IsFile(gitdir + "/config.worktree")) return gitdir + "/config.worktree";
-  if (IsDir(gitdir + "/hooks")) {
-    std::string hooks = gitdir + "/hooks";
-    if (DIR* d = opendir(hooks.c_str())) {
-      std::string found;
-      while (struct dirent* e = readdir(d)) {
-        std::string name = e->d_name;
-        if (name == "." || name == "..") continue;
-        if (policy::ClassifyGitDirEntry("hooks/" + name) != policy::GitDirEntry::kInert) {
-          found = hooks + "/" + name;
-          break;
-        }
-      }
-      closedir(d);
-      if (!found.empty()) return found;
-    }
-  }
+  if (IsDir(gitdir + "/hooks")) return RunnableHookIn(gitdir + "/hooks");
   return "";
 }
 

@@ -41,6 +41,144 @@ void WriteStdout(const std::string& line) {
   }
 }
 
+// A directory of its own in ward's runtime directory for the execs' records and output; ""
+// when it cannot be made (said on stderr).
+std::string MakeMcpStateDir() {
+  Result<std::string> runtime = supervisor::MakeWardRuntimeDir();
+  if (!runtime.ok()) {
+    std::fprintf(stderr, "ward mcp: %s\n", runtime.status().ToString().c_str());
+    return "";
+  }
+  std::string tmpl = *runtime + "/mcp-XXXXXX";
+  std::vector<char> buf(tmpl.begin(), tmpl.end());
+  buf.push_back('\0');
+  if (mkdtemp(buf.data()) == nullptr) {
+    std::fprintf(stderr, "ward mcp: cannot create %s: %s\n", tmpl.c_str(), std::strerror(errno));
+    return "";
+  }
+  return buf.data();
+}
+
+// Review mode: one session for every exec of this server, made now; its changes wait there
+// for `ward diff`, `ward apply` and `ward discard` (the agent has no tool for them). false: it
+// could not be made (said on stderr).
+bool OpenMcpReview(const McpOptions& o, const policy::Policy& pol,
+                   std::optional<supervisor::ReviewSession>* review, api::McpConfig* cfg) {
+  supervisor::ReviewRequest rq;
+  rq.state_dir = audit::DefaultStateDir();
+  rq.id = audit::NewSessionId();
+  rq.workspace = pol.workspace;
+  rq.force_copy = o.workspace_mode == "copy";
+  rq.created_by = "mcp";
+  for (const policy::ProtectedRule& p : pol.protected_paths) {
+    rq.protected_relpaths.push_back(p.relpath);
+  }
+  Result<supervisor::ReviewSession> made = supervisor::CreateReviewSession(rq);
+  if (!made.ok()) {
+    std::fprintf(stderr, "ward mcp: --workspace=%s: %s\n", o.workspace_mode.c_str(),
+                 made.status().ToString().c_str());
+    return false;
+  }
+  *review = std::move(made).value();
+  cfg->review = {supervisor::ReviewModeName((*review)->mode), (*review)->id};
+  if (!(*review)->note.empty() && o.workspace_mode != "copy") {
+    std::fprintf(stderr,
+                 "ward mcp: review mode: overlayfs cannot be used here (%s); the "
+                 "workspace was copied instead\n",
+                 (*review)->note.c_str());
+  }
+  std::fprintf(stderr, "ward mcp: review mode: the commands' changes wait in session %s\n",
+               (*review)->id.c_str());
+  return true;
+}
+
+// Each whole line of the input to the server; one too long is answered with an error.
+void FeedLines(std::string_view chunk, api::LineFramer* framer, api::McpServer* server) {
+  framer->Feed(chunk);
+  while (auto item = framer->Next()) {
+    if (item->oversized) {
+      api::Error e = api::InvalidError("message too long; it was discarded");
+      e.code = api::kInvalidRequestCode;
+      WriteStdout(api::SerializeLine(api::MakeErrorResponse(nullptr, e)));
+      continue;
+    }
+    server->HandleLine(item->line);
+  }
+}
+
+// Serves MCP on stdin/stdout until the input ends or a signal comes. false: the server could
+// not start (said on stderr; the state directory is gone).
+bool ServeMcp(const api::McpConfig& cfg, const std::string& state) {
+  asio::io_context io;
+  api::McpServer server(io, cfg, WriteStdout);
+  if (Status st = server.Init(); !st.ok()) {
+    std::fprintf(stderr, "ward mcp: %s\n", st.ToString().c_str());
+    api::RemoveTree(state);
+    return false;
+  }
+  std::fprintf(stderr, "ward mcp: serving %s (profile %s)\n", cfg.workspace.c_str(),
+               cfg.flags.profile.c_str());
+  asio::posix::stream_descriptor in(io, dup(0));
+  api::LineFramer framer;
+  std::array<char, 65536> chunk;
+  bool stopping = false;
+  auto stop = [&] {
+    if (stopping) return;
+    stopping = true;
+    server.Shutdown();
+    io.stop();
+  };
+  // At the end of stdin, calls still in flight get their answers first (each ends within its
+  // yield), then the server stops.
+  asio::steady_timer drain(io);
+  std::function<void()> stop_when_idle = [&] {
+    if (server.idle()) return stop();
+    drain.expires_after(std::chrono::milliseconds(50));
+    drain.async_wait([&](const asio::error_code& ec) {
+      if (!ec) stop_when_idle();
+    });
+  };
+  std::function<void()> read_more = [&] {
+    in.async_wait(asio::posix::descriptor_base::wait_read, [&](const asio::error_code& ec) {
+      if (ec) return stop_when_idle();
+      ssize_t n = read(in.native_handle(), chunk.data(), chunk.size());
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) return read_more();
+      if (n <= 0) return stop_when_idle();
+      FeedLines(std::string_view(chunk.data(), static_cast<size_t>(n)), &framer, &server);
+      read_more();
+    });
+  };
+  read_more();
+  asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
+  signals.async_wait([&](const asio::error_code& ec, int) {
+    if (!ec) stop();
+  });
+  // A handler that throws (it should not) costs that one operation, not the server.
+  while (!io.stopped()) {
+    try {
+      io.run();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ward mcp: internal error: %s\n", e.what());
+    }
+  }
+  server.Shutdown();
+  return true;
+}
+
+// The review session once the server is done: gone when the execs changed nothing, else one
+// line says where the changes wait and what to do with them.
+void EndMcpReview(const supervisor::ReviewSession& review) {
+  if (supervisor::ReviewTreeEmpty(review)) {
+    (void)supervisor::RetireEmptyReviewSession(review);
+    return;
+  }
+  const char* id = review.id.c_str();
+  std::fprintf(stderr,
+               "ward mcp: review mode: the changes to the workspace wait in session %s: ward "
+               "diff %s; ward apply %s; ward discard %s\n",
+               id, id, id, id);
+}
+
 int RunMcp(const McpOptions& o) {
   signal(SIGPIPE, SIG_IGN);
   Result<policy::Policy> pol = LoadEffectivePolicy(o.run);
@@ -55,49 +193,13 @@ int RunMcp(const McpOptions& o) {
     std::fprintf(stderr, "ward mcp: %s\n", hidden.ToString().c_str());
     return 125;
   }
-  Result<std::string> runtime = supervisor::MakeWardRuntimeDir();
-  if (!runtime.ok()) {
-    std::fprintf(stderr, "ward mcp: %s\n", runtime.status().ToString().c_str());
-    return 1;
-  }
-  std::string tmpl = *runtime + "/mcp-XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  if (mkdtemp(buf.data()) == nullptr) {
-    std::fprintf(stderr, "ward mcp: cannot create %s: %s\n", tmpl.c_str(), std::strerror(errno));
-    return 1;
-  }
-  std::string state = buf.data();
-
+  const std::string state = MakeMcpStateDir();
+  if (state.empty()) return 1;
   api::McpConfig cfg;
-  // Review mode: one session for every exec of this server, made now; its changes wait there
-  // for `ward diff`, `ward apply` and `ward discard` (the agent has no tool for them).
   std::optional<supervisor::ReviewSession> review;
-  if (o.workspace_mode != "direct") {
-    supervisor::ReviewRequest rq;
-    rq.state_dir = audit::DefaultStateDir();
-    rq.id = audit::NewSessionId();
-    rq.workspace = pol->workspace;
-    rq.force_copy = o.workspace_mode == "copy";
-    rq.created_by = "mcp";
-    for (const policy::ProtectedRule& p : pol->protected_paths) {
-      rq.protected_relpaths.push_back(p.relpath);
-    }
-    Result<supervisor::ReviewSession> made = supervisor::CreateReviewSession(rq);
-    if (!made.ok()) {
-      std::fprintf(stderr, "ward mcp: --workspace=%s: %s\n", o.workspace_mode.c_str(),
-                   made.status().ToString().c_str());
-      api::RemoveTree(state);
-      return 125;
-    }
-    review = std::move(made).value();
-    cfg.review = {supervisor::ReviewModeName(review->mode), review->id};
-    if (!review->note.empty() && o.workspace_mode != "copy") {
-      std::fprintf(stderr, "ward mcp: review mode: overlayfs cannot be used here (%s); the "
-                   "workspace was copied instead\n", review->note.c_str());
-    }
-    std::fprintf(stderr, "ward mcp: review mode: the commands' changes wait in session %s\n",
-                 review->id.c_str());
+  if (o.workspace_mode != "direct" && !OpenMcpReview(o, *pol, &review, &cfg)) {
+    api::RemoveTree(state);
+    return 125;
   }
   cfg.version = WARD_VERSION;
   cfg.flags = o.run.flags;
@@ -105,84 +207,10 @@ int RunMcp(const McpOptions& o) {
   cfg.policy = &pol.value();
   cfg.exec.state_dir = state;
   cfg.exec.labels = RunTakesLabels();
-  int rc = 0;
-  {
-    asio::io_context io;
-    api::McpServer server(io, cfg, WriteStdout);
-    if (Status st = server.Init(); !st.ok()) {
-      std::fprintf(stderr, "ward mcp: %s\n", st.ToString().c_str());
-      api::RemoveTree(state);
-      return 1;
-    }
-    std::fprintf(stderr, "ward mcp: serving %s (profile %s)\n", cfg.workspace.c_str(),
-                 cfg.flags.profile.c_str());
-    asio::posix::stream_descriptor in(io, dup(0));
-    api::LineFramer framer;
-    std::array<char, 65536> chunk;
-    bool stopping = false;
-    auto stop = [&] {
-      if (stopping) return;
-      stopping = true;
-      server.Shutdown();
-      io.stop();
-    };
-    // At the end of stdin, calls still in flight get their answers first (each ends within its
-    // yield), then the server stops.
-    asio::steady_timer drain(io);
-    std::function<void()> stop_when_idle = [&] {
-      if (server.idle()) return stop();
-      drain.expires_after(std::chrono::milliseconds(50));
-      drain.async_wait([&](const asio::error_code& ec) {
-        if (!ec) stop_when_idle();
-      });
-    };
-    std::function<void()> read_more = [&] {
-      in.async_wait(asio::posix::descriptor_base::wait_read, [&](const asio::error_code& ec) {
-        if (ec) return stop_when_idle();
-        ssize_t n = read(in.native_handle(), chunk.data(), chunk.size());
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) return read_more();
-        if (n <= 0) return stop_when_idle();
-        framer.Feed(std::string_view(chunk.data(), static_cast<size_t>(n)));
-        while (auto item = framer.Next()) {
-          if (item->oversized) {
-            api::Error e = api::InvalidError("message too long; it was discarded");
-            e.code = api::kInvalidRequestCode;
-            WriteStdout(api::SerializeLine(api::MakeErrorResponse(nullptr, e)));
-            continue;
-          }
-          server.HandleLine(item->line);
-        }
-        read_more();
-      });
-    };
-    read_more();
-    asio::signal_set signals(io, SIGINT, SIGTERM, SIGHUP);
-    signals.async_wait([&](const asio::error_code& ec, int) {
-      if (!ec) stop();
-    });
-    // A handler that throws (it should not) costs that one operation, not the server.
-    while (!io.stopped()) {
-      try {
-        io.run();
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "ward mcp: internal error: %s\n", e.what());
-      }
-    }
-    server.Shutdown();
-  }
+  if (!ServeMcp(cfg, state)) return 1;
   api::RemoveTree(state);
-  if (review) {
-    if (supervisor::ReviewTreeEmpty(*review)) {
-      (void)supervisor::RetireEmptyReviewSession(*review);
-    } else {
-      const char* id = review->id.c_str();
-      std::fprintf(stderr,
-                   "ward mcp: review mode: the changes to the workspace wait in session %s: ward "
-                   "diff %s; ward apply %s; ward discard %s\n",
-                   id, id, id, id);
-    }
-  }
-  return rc;
+  if (review) EndMcpReview(*review);
+  return 0;
 }
 
 }  // namespace

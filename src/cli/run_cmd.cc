@@ -478,7 +478,26 @@ void ReportWorkspaceCheck(const supervisor::Outcome& out) {
   }
 }
 
-int RunCommand(RunCommandOptions& opts) {
+// What one run leaves for its report. The members die in reverse order: events before log (it
+// writes to the log).
+struct RunState {
+  supervisor::Outcome out;
+  supervisor::CommandLookup command_found;  // the command on the host's PATH and inside
+  std::string command_note;                 // said after the summary, once
+  std::string audit_session;                // the trail the summary points to ("" without one)
+  std::optional<RunReview> review;          // review mode (--workspace=overlay|copy)
+  std::unique_ptr<audit::SessionLog> log;
+  std::optional<StartRecordFirst> events;  // log's sink during the run (after log: dies first)
+};
+
+void Refuse(supervisor::Outcome* out, std::string message) {
+  out->kind = supervisor::Outcome::Kind::kRefused;
+  out->exit_code = 125;
+  out->message = std::move(message);
+}
+
+// The options checked before anything else; false: refused (the message is printed).
+bool CheckRunOptions(RunCommandOptions& opts) {
   // The outcome must have somewhere to go: a descriptor that is not open, or not for writing,
   // refuses the run before anything ran, rather than losing the status at the end.
   if (opts.json_status_fd >= 0) {
@@ -486,266 +505,323 @@ int RunCommand(RunCommandOptions& opts) {
     if (flags < 0 || (flags & O_ACCMODE) == O_RDONLY) {
       std::fprintf(stderr, "ward: --json-status %d: %s\n", opts.json_status_fd,
                    flags < 0 ? "not an open file descriptor" : "not open for writing");
-      return 125;
+      return false;
     }
   }
   if (opts.command.empty()) {
     std::fprintf(stderr,
                  "ward: no command given (usage: ward run [OPTIONS] -- COMMAND [ARGS...])\n");
-    return 125;
+    return false;
   }
   if (!opts.audit_reserve.empty()) {
     Result<uint64_t> reserve = policy::ParseSize(opts.audit_reserve);
     if (!reserve.ok()) {
       std::fprintf(stderr, "ward: --audit-reserve %s: %s (e.g. 1M, 256k, 0 for none)\n",
                    opts.audit_reserve.c_str(), reserve.status().ToString().c_str());
-      return 125;
+      return false;
     }
     opts.audit_reserve_bytes = *reserve;
   }
-  supervisor::Outcome out;
-  supervisor::CommandLookup command_found;  // the command on the host's PATH and inside
-  std::string command_note;                 // said after the summary, once
-  std::string audit_session;  // the trail the summary points to ("" without one)
-  std::optional<RunReview> review;  // review mode (--workspace=overlay|copy)
-  std::unique_ptr<audit::SessionLog> log;
-  std::optional<StartRecordFirst> events;  // log's sink during the run (after log: dies first)
-  Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
-  if (!opts.session_id.empty() && !audit::IsNewSessionIdFormat(opts.session_id)) {
-    out.kind = supervisor::Outcome::Kind::kRefused;
-    out.exit_code = 125;
-    out.message = "--session-id: \"" + audit::SanitizeForTerminal(opts.session_id.substr(0, 64)) +
-                  "\" is not a session id (expected YYYYMMDDTHHMMSSZ-xxxxxxxx)";
-  } else if (!pol.ok()) {
-    out.kind = supervisor::Outcome::Kind::kRefused;
-    out.exit_code = 125;
-    out.message = pol.status().ToString();
-  } else {
-    TraceMark("policy loaded");
-    supervisor::RunRequest req;
-    req.policy = std::move(pol).value();
-    // A run that brokers credentials or asks a webhook needs OpenSSL: opening it overlaps with
-    // the planning below, on a thread joined before the clone (a clone copies only this thread).
-    std::optional<ElsewhereThread> tls_preload;
-    if (supervisor::AnyCredentialEnabled(req.policy) || !opts.run.approver.empty()) {
-      try {
-        tls_preload.emplace([] { (void)libssl::Load(); });
-      } catch (const std::system_error&) {
-        // No thread to be had: the broker or the webhook loads it when it starts.
-      }
-    }
-    req.argv = opts.command;
-    req.resolve = opts.resolve;
-    req.raw_terminal = opts.run.raw_terminal;
-    req.approvals.approver = opts.run.approver;
-    if (!opts.run.approver_secret_env.empty()) {
-      req.approvals.approver_secret = "env:" + opts.run.approver_secret_env;
-    } else if (!opts.run.approver_secret_file.empty()) {
-      req.approvals.approver_secret = "file:" + opts.run.approver_secret_file;
-    }
-    req.upstream_ca = opts.upstream_ca;
-    req.approvals.session = opts.session_id;  // empty: the audit session's, or a fresh one
-    {
-      // Copies of the caller's environment (API keys included) are wiped once used: sandbox
-      // init is a copy of this process's memory, and must not hold what it was not given.
-      std::vector<std::pair<std::string, std::string>> caller = CallerEnvironment();
-      std::vector<std::pair<std::string, std::string>> built =
-          policy::BuildEnvironment(req.policy, caller);
-      for (const auto& [k, v] : built) {
-        std::string e;
-        e.reserve(k.size() + 1 + v.size());
-        e.append(k).append("=").append(v);
-        req.env.push_back(std::move(e));
-      }
-      policy::WipeEnvironment(&built);
-      policy::WipeEnvironment(&caller);
-      supervisor::WithholdCredentialValues(req.policy, &req.env);
-    }
-    nlohmann::json labels = nlohmann::json::object();
-    bool labels_ok = true;
-    for (const auto& l : opts.labels) {
-      size_t eq = l.find('=');
-      if (eq == std::string::npos || eq == 0) {
-        out.kind = supervisor::Outcome::Kind::kRefused;
-        out.exit_code = 125;
-        out.message = "--label " + l + ": expected KEY=VALUE";
-        labels_ok = false;
-        break;
-      }
-      labels[l.substr(0, eq)] = l.substr(eq + 1);
-    }
-    // The audit session's id is fixed now (the approval channel is named after it); its files
-    // are made by the supervisor after the clone, while sandbox init builds the root.
-    std::string session_id;
-    bool audit_tried = false;
-    if (labels_ok && req.policy.audit) {
-      session_id = opts.session_id.empty() ? audit::NewSessionId() : opts.session_id;
-    }
-    // Review mode: the session that takes the run's writes, named after the run's.
-    if (labels_ok && !opts.review_session.empty() && opts.workspace_mode == "direct") {
-      out.kind = supervisor::Outcome::Kind::kRefused;
-      out.exit_code = 125;
-      out.message = "--review-session needs --workspace=overlay or --workspace=copy";
-      labels_ok = false;
-    }
-    if (labels_ok && opts.workspace_mode != "direct") {
-      Result<RunReview> opened = OpenRunReview(
-          opts, req.policy, session_id.empty() ? audit::NewSessionId() : session_id);
-      if (!opened.ok()) {
-        out.kind = supervisor::Outcome::Kind::kRefused;
-        out.exit_code = 125;
-        out.message = "--workspace=" + opts.workspace_mode + ": " + opened.status().ToString();
-        labels_ok = false;
-      } else {
-        review = std::move(opened).value();
-        TraceMark("review session opened");
-        req.workspace_layer = LayerOf(review->session);
-        if (review->session.mode == supervisor::ReviewMode::kCopy && review->own &&
-            opts.workspace_mode != "copy") {
-          std::fprintf(stderr,
-                       "ward: review mode: overlayfs cannot be used here (%s); the workspace was "
-                       "copied instead\n",
-                       review->session.note.c_str());
-        }
-      }
-    }
-    if (labels_ok) {
-      // ward's own directories out of the view: checked while init builds the root. A run
-      // refused for it writes no session (the trail could be where the sandbox would see it).
-      req.check_after_clone = [&] {
-        Status hidden = CheckWardDirsHidden(opts, req.policy);
-        if (!hidden.ok()) audit_tried = true;
-        return hidden;
-      };
-      if (req.policy.audit) {
-        req.approvals.session = session_id;
-        req.open_audit = [&]() -> Result<supervisor::AuditAttachment> {
-          audit_tried = true;
-          Result<std::unique_ptr<audit::SessionLog>> made = CreateAuditSession(opts, session_id);
-          if (!made.ok()) return made.status();
-          Status reach =
-              audit::RequireReserveOrOwnFileSystem(**made, SandboxWritablePaths(req.policy, review));
-          if (!reach.ok()) {
-            (void)(*made)->Discard();
-            return Status(reach.code(), reach.ToString() +
-                                            " (XDG_STATE_HOME or --audit-dir), or run with "
-                                            "--no-audit to go without one");
-          }
-          log = std::move(made).value();
-          TraceMark("audit session opened");
-          audit::SessionLog* sink = log.get();
-          events.emplace(sink);
-          return supervisor::AuditAttachment{
-              &*events, [sink](const std::string& s) { sink->redactor().AddSecret(s); },
-              [sink](std::function<void(const Status&)> stop) {
-                sink->OnFailure(std::move(stop));
-              }};
-        };
-      }
-    }
-    if (labels_ok) {
-      char cwd[4096] = "";
-      if (getcwd(cwd, sizeof cwd) == nullptr) cwd[0] = '\0';
-      req.on_started = [&](const enforce::LaunchPlan& run_plan, const enforce::PlanNotes& run_notes,
-                           const enforce::KernelFeatures& run_features) {
-        // Here the supervisor has sent init all it needs and waits for it: the lookup's stats
-        // are off the path of the sandbox's own setup.
-        command_found = LookUpRunCommand(req);
-        audit::SessionLog* sink = log.get();
-        if (sink == nullptr || !events) return;
-        sink->StartFlusherOnDemand();
-        // Copies: the thread may outlive the supervisor's plan; the request outlives it.
-        events->Start([&, sink, plan = run_plan, notes = run_notes, features = run_features] {
-          supervisor::ExplainInput in;
-          in.policy = &req.policy;
-          in.argv = req.argv;
-          in.env = req.env;
-          in.version = WARD_VERSION;
-          in.record_only = true;
-          in.raw_terminal = req.raw_terminal;
-          in.approval_channels = supervisor::ApprovalChannelNames(
-              req.approvals, isatty(0) == 1 && (isatty(1) == 1 || isatty(2) == 1));
-          Result<nlohmann::json> ex = supervisor::ExplainPlan(in, features, plan, notes);
-          nlohmann::json start = {{"ward_version", WARD_VERSION},
-                                  {"command", req.argv},
-                                  {"cwd", cwd},
-                                  {"uid", getuid()},
-                                  {"gid", getgid()},
-                                  {"labels", labels},
-                                  {"kernel", FeaturesToJson(features)},
-                                  {"degraded", notes.degraded}};
-          if (supervisor::AnyCredentialEnabled(req.policy)) {
-            start["credentials"] = supervisor::EnabledCredentialsJson(req.policy);
-          }
-          if (ex.ok()) {
-            for (const char* key : {"policy", "layers", "landlock_gaps", "axes", "plan"}) {
-              start[key] = std::move((*ex)[key]);
-            }
-          }
-          sink->Emit("session.start", std::move(start));
-          TraceMark("session.start written");
-          sink->LeaveReserveToLaterSessions();
-        });
-      };
-      // On this thread: a run is bound by CPU time, and a thread of its own for these few
-      // syscalls and file reads costs more than it overlaps (docs/performance.md).
-      req.features = enforce::ProbeKernel(/*probe_user_ns=*/false);
-      req.before_clone = [&tls_preload] {
-        if (tls_preload) tls_preload->Settle();
-      };
-      TraceMark("kernel probed");
-      out = supervisor::Run(req);
-      // Everything inside is gone: what the run left in the session's tree is final.
-      if (review) review->changed = RunLeftChanges(review->session);
-      if (events) events->Wait();
-      command_note = NoteRunCommand(req, command_found, opts.quiet, log.get(), &out);
-      audit_session = log ? session_id : "";
-      if (!log && !audit_tried && req.open_audit &&
-          out.kind == supervisor::Outcome::Kind::kRefused) {
-        // Refused before the clone: the trail still records what was refused and why.
-        Result<std::unique_ptr<audit::SessionLog>> made = CreateAuditSession(opts, session_id);
-        if (made.ok()) {
-          log = std::move(made).value();
-        } else {
-          std::fprintf(stderr, "ward: %s\n", made.status().ToString().c_str());
-        }
-      }
-      if (log) {
-        if (out.kind == supervisor::Outcome::Kind::kRefused) {
-          // Nothing ran: the log still says what was refused and why.
-          log->Emit("session.start", {{"ward_version", WARD_VERSION},
-                                      {"command", req.argv},
-                                      {"cwd", cwd},
-                                      {"uid", getuid()},
-                                      {"labels", labels},
-                                      {"refused", out.message}});
-        }
-        TraceMark("run finished");
-        nlohmann::json end = {{"status", supervisor::OutcomeKindName(out.kind)},
-                              {"exit_code", out.exit_code},
-                              {"signal", out.signal == 0 ? nlohmann::json(nullptr)
-                                                         : nlohmann::json(out.signal)},
-                              {"message", out.message},
-                              {"duration_ms", static_cast<int64_t>(out.duration_ms)},
-                              {"rusage", RusageToJson(out.rusage)},
-                              {"notifications", out.notifications},
-                              {"protected_denials", out.protected_denials},
-                              {"limits", supervisor::LimitsOutcomeToJson(out.limits)},
-                              {"egress", EgressToJson(out.egress)}};
-        if (review && out.kind != supervisor::Outcome::Kind::kRefused) {
-          end["review"] = ReviewRecord(*review);
-        }
-        log->Emit("session.end", std::move(end));
-        TraceMark("session.end emitted");
-        Status closed = log->Close();
-        TraceMark("audit session closed");
-        if (!closed.ok()) ReportAuditFailure(closed, *log, opts, &out);
-        if (closed.ok()) StartAuditPruneIfDue(AuditStateDir(opts));
-      }
+  return true;
+}
+
+// A run that brokers credentials or asks a webhook needs OpenSSL: opening it overlaps with
+// the planning, on a thread joined before the clone (a clone copies only this thread).
+void StartTlsPreload(const policy::Policy& pol, const RunCommandOptions& opts,
+                     std::optional<ElsewhereThread>* preload) {
+  if (!supervisor::AnyCredentialEnabled(pol) && opts.run.approver.empty()) return;
+  try {
+    preload->emplace([] { (void)libssl::Load(); });
+  } catch (const std::system_error&) {
+    // No thread to be had: the broker or the webhook loads it when it starts.
+  }
+}
+
+// The request's command, proxy and approval settings, from the options.
+void FillRunRequest(const RunCommandOptions& opts, supervisor::RunRequest* req) {
+  req->argv = opts.command;
+  req->resolve = opts.resolve;
+  req->raw_terminal = opts.run.raw_terminal;
+  req->approvals.approver = opts.run.approver;
+  if (!opts.run.approver_secret_env.empty()) {
+    req->approvals.approver_secret = "env:" + opts.run.approver_secret_env;
+  } else if (!opts.run.approver_secret_file.empty()) {
+    req->approvals.approver_secret = "file:" + opts.run.approver_secret_file;
+  }
+  req->upstream_ca = opts.upstream_ca;
+  req->approvals.session = opts.session_id;  // empty: the audit session's, or a fresh one
+}
+
+// The sandbox's environment, as the policy builds it from the caller's. Copies of the caller's
+// environment (API keys included) are wiped once used: sandbox init is a copy of this process's
+// memory, and must not hold what it was not given.
+void BuildSandboxEnvironment(supervisor::RunRequest* req) {
+  std::vector<std::pair<std::string, std::string>> caller = CallerEnvironment();
+  std::vector<std::pair<std::string, std::string>> built =
+      policy::BuildEnvironment(req->policy, caller);
+  for (const auto& [k, v] : built) {
+    std::string e;
+    e.reserve(k.size() + 1 + v.size());
+    e.append(k).append("=").append(v);
+    req->env.push_back(std::move(e));
+  }
+  policy::WipeEnvironment(&built);
+  policy::WipeEnvironment(&caller);
+  supervisor::WithholdCredentialValues(req->policy, &req->env);
+}
+
+// --label KEY=VALUE, as the audit session's labels. Returns the refusal ("" when all parse).
+std::string ParseLabels(const std::vector<std::string>& given, nlohmann::json* labels) {
+  *labels = nlohmann::json::object();
+  for (const auto& l : given) {
+    size_t eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) return "--label " + l + ": expected KEY=VALUE";
+    (*labels)[l.substr(0, eq)] = l.substr(eq + 1);
+  }
+  return "";
+}
+
+// Review mode: the session that takes the run's writes, named after the run's. False: refused.
+bool OpenReviewForRun(const RunCommandOptions& opts, const std::string& session_id,
+                      supervisor::RunRequest* req, RunState* st) {
+  if (!opts.review_session.empty() && opts.workspace_mode == "direct") {
+    Refuse(&st->out, "--review-session needs --workspace=overlay or --workspace=copy");
+    return false;
+  }
+  if (opts.workspace_mode == "direct") return true;
+  Result<RunReview> opened =
+      OpenRunReview(opts, req->policy, session_id.empty() ? audit::NewSessionId() : session_id);
+  if (!opened.ok()) {
+    Refuse(&st->out, "--workspace=" + opts.workspace_mode + ": " + opened.status().ToString());
+    return false;
+  }
+  st->review = std::move(opened).value();
+  TraceMark("review session opened");
+  req->workspace_layer = LayerOf(st->review->session);
+  if (st->review->session.mode == supervisor::ReviewMode::kCopy && st->review->own &&
+      opts.workspace_mode != "copy") {
+    std::fprintf(stderr,
+                 "ward: review mode: overlayfs cannot be used here (%s); the workspace was "
+                 "copied instead\n",
+                 st->review->session.note.c_str());
+  }
+  return true;
+}
+
+// What the run's hooks (called by the supervisor during the run) and the code after the run
+// share.
+struct AuditedRun {
+  const RunCommandOptions& opts;
+  supervisor::RunRequest& req;
+  RunState& st;
+  std::string session_id;  // the audit session's ("" without one)
+  nlohmann::json labels;
+  std::string cwd;
+  bool audit_tried = false;  // the trail was opened, or must not be (ward's dirs in view)
+};
+
+// The audit session, opened by the supervisor after the clone: its files, the check that the
+// sandbox cannot fill their file system, and the sink the run's events go to.
+Result<supervisor::AuditAttachment> OpenRunAudit(AuditedRun* run) {
+  run->audit_tried = true;
+  Result<std::unique_ptr<audit::SessionLog>> made = CreateAuditSession(run->opts, run->session_id);
+  if (!made.ok()) return made.status();
+  Status reach = audit::RequireReserveOrOwnFileSystem(
+      **made, SandboxWritablePaths(run->req.policy, run->st.review));
+  if (!reach.ok()) {
+    (void)(*made)->Discard();
+    return Status(reach.code(), reach.ToString() +
+                                    " (XDG_STATE_HOME or --audit-dir), or run with "
+                                    "--no-audit to go without one");
+  }
+  run->st.log = std::move(made).value();
+  TraceMark("audit session opened");
+  audit::SessionLog* sink = run->st.log.get();
+  run->st.events.emplace(sink);
+  return supervisor::AuditAttachment{
+      &*run->st.events, [sink](const std::string& s) { sink->redactor().AddSecret(s); },
+      [sink](std::function<void(const Status&)> stop) { sink->OnFailure(std::move(stop)); }};
+}
+
+void WireAuditHooks(AuditedRun* run) {
+  // ward's own directories out of the view: checked while init builds the root. A run
+  // refused for it writes no session (the trail could be where the sandbox would see it).
+  run->req.check_after_clone = [run] {
+    Status hidden = CheckWardDirsHidden(run->opts, run->req.policy);
+    if (!hidden.ok()) run->audit_tried = true;
+    return hidden;
+  };
+  if (!run->req.policy.audit) return;
+  run->req.approvals.session = run->session_id;
+  run->req.open_audit = [run] { return OpenRunAudit(run); };
+}
+
+// session.start: the command, who ran it and where, the kernel, and what `ward explain` says of
+// the sandbox (the effective policy, its layers, gaps, axes and plan).
+nlohmann::json StartRecord(const AuditedRun& run, const enforce::LaunchPlan& plan,
+                           const enforce::PlanNotes& notes,
+                           const enforce::KernelFeatures& features) {
+  const supervisor::RunRequest& req = run.req;
+  supervisor::ExplainInput in;
+  in.policy = &req.policy;
+  in.argv = req.argv;
+  in.env = req.env;
+  in.version = WARD_VERSION;
+  in.record_only = true;
+  in.raw_terminal = req.raw_terminal;
+  in.approval_channels = supervisor::ApprovalChannelNames(
+      req.approvals, isatty(0) == 1 && (isatty(1) == 1 || isatty(2) == 1));
+  Result<nlohmann::json> ex = supervisor::ExplainPlan(in, features, plan, notes);
+  nlohmann::json start = {{"ward_version", WARD_VERSION},
+                          {"command", req.argv},
+                          {"cwd", run.cwd},
+                          {"uid", getuid()},
+                          {"gid", getgid()},
+                          {"labels", run.labels},
+                          {"kernel", FeaturesToJson(features)},
+                          {"degraded", notes.degraded}};
+  if (supervisor::AnyCredentialEnabled(req.policy)) {
+    start["credentials"] = supervisor::EnabledCredentialsJson(req.policy);
+  }
+  if (ex.ok()) {
+    for (const char* key : {"policy", "layers", "landlock_gaps", "axes", "plan"}) {
+      start[key] = std::move((*ex)[key]);
     }
   }
-  if (review) {
-    EndRunReview(&*review, out);
+  return start;
+}
+
+void WireStartRecord(AuditedRun* run) {
+  run->req.on_started = [run](const enforce::LaunchPlan& run_plan,
+                              const enforce::PlanNotes& run_notes,
+                              const enforce::KernelFeatures& run_features) {
+    // Here the supervisor has sent init all it needs and waits for it: the lookup's stats
+    // are off the path of the sandbox's own setup.
+    run->st.command_found = LookUpRunCommand(run->req);
+    audit::SessionLog* sink = run->st.log.get();
+    if (sink == nullptr || !run->st.events) return;
+    sink->StartFlusherOnDemand();
+    // Copies: the thread may outlive the supervisor's plan; the request outlives it.
+    run->st.events->Start([run, sink, plan = run_plan, notes = run_notes, features = run_features] {
+      sink->Emit("session.start", StartRecord(*run, plan, notes, features));
+      TraceMark("session.start written");
+      sink->LeaveReserveToLaterSessions();
+    });
+  };
+}
+
+std::string CurrentDirectory() {
+  char cwd[4096] = "";
+  if (getcwd(cwd, sizeof cwd) == nullptr) cwd[0] = '\0';
+  return cwd;
+}
+
+nlohmann::json EndRecord(const RunState& st) {
+  const supervisor::Outcome& out = st.out;
+  nlohmann::json end = {
+      {"status", supervisor::OutcomeKindName(out.kind)},
+      {"exit_code", out.exit_code},
+      {"signal", out.signal == 0 ? nlohmann::json(nullptr) : nlohmann::json(out.signal)},
+      {"message", out.message},
+      {"duration_ms", static_cast<int64_t>(out.duration_ms)},
+      {"rusage", RusageToJson(out.rusage)},
+      {"notifications", out.notifications},
+      {"protected_denials", out.protected_denials},
+      {"limits", supervisor::LimitsOutcomeToJson(out.limits)},
+      {"egress", EgressToJson(out.egress)}};
+  if (st.review && out.kind != supervisor::Outcome::Kind::kRefused) {
+    end["review"] = ReviewRecord(*st.review);
+  }
+  return end;
+}
+
+// The trail's last records (a refused run's start record too), then the log closed: a log that
+// cannot be written turns the outcome into its failure.
+void CloseRunAudit(AuditedRun* run) {
+  RunState& st = run->st;
+  if (st.out.kind == supervisor::Outcome::Kind::kRefused) {
+    // Nothing ran: the log still says what was refused and why.
+    st.log->Emit("session.start", {{"ward_version", WARD_VERSION},
+                                   {"command", run->req.argv},
+                                   {"cwd", run->cwd},
+                                   {"uid", getuid()},
+                                   {"labels", run->labels},
+                                   {"refused", st.out.message}});
+  }
+  TraceMark("run finished");
+  st.log->Emit("session.end", EndRecord(st));
+  TraceMark("session.end emitted");
+  Status closed = st.log->Close();
+  TraceMark("audit session closed");
+  if (!closed.ok()) ReportAuditFailure(closed, *st.log, run->opts, &st.out);
+  if (closed.ok()) StartAuditPruneIfDue(AuditStateDir(run->opts));
+}
+
+// After the run: what it left for review, the note on its command, and the audit trail closed.
+void FinishRun(AuditedRun* run) {
+  RunState& st = run->st;
+  // Everything inside is gone: what the run left in the session's tree is final.
+  if (st.review) st.review->changed = RunLeftChanges(st.review->session);
+  if (st.events) st.events->Wait();
+  st.command_note =
+      NoteRunCommand(run->req, st.command_found, run->opts.quiet, st.log.get(), &st.out);
+  st.audit_session = st.log ? run->session_id : "";
+  if (!st.log && !run->audit_tried && run->req.open_audit &&
+      st.out.kind == supervisor::Outcome::Kind::kRefused) {
+    // Refused before the clone: the trail still records what was refused and why.
+    Result<std::unique_ptr<audit::SessionLog>> made =
+        CreateAuditSession(run->opts, run->session_id);
+    if (made.ok()) {
+      st.log = std::move(made).value();
+    } else {
+      std::fprintf(stderr, "ward: %s\n", made.status().ToString().c_str());
+    }
+  }
+  if (st.log) CloseRunAudit(run);
+}
+
+// A run whose policy loaded: its request, labels, audit session id and review session, the
+// hooks the supervisor calls, the run, and what follows it.
+void RunUnderPolicy(const RunCommandOptions& opts, policy::Policy policy, RunState* st) {
+  TraceMark("policy loaded");
+  supervisor::RunRequest req;
+  req.policy = std::move(policy);
+  std::optional<ElsewhereThread> tls_preload;
+  StartTlsPreload(req.policy, opts, &tls_preload);
+  FillRunRequest(opts, &req);
+  BuildSandboxEnvironment(&req);
+  nlohmann::json labels;
+  if (std::string bad = ParseLabels(opts.labels, &labels); !bad.empty()) {
+    Refuse(&st->out, std::move(bad));
+    return;
+  }
+  // The audit session's id is fixed now (the approval channel is named after it); its files
+  // are made by the supervisor after the clone, while sandbox init builds the root.
+  std::string session_id;
+  if (req.policy.audit) {
+    session_id = opts.session_id.empty() ? audit::NewSessionId() : opts.session_id;
+  }
+  if (!OpenReviewForRun(opts, session_id, &req, st)) return;
+  AuditedRun run{opts, req, *st, session_id, std::move(labels)};
+  WireAuditHooks(&run);
+  run.cwd = CurrentDirectory();
+  WireStartRecord(&run);
+  // On this thread: a run is bound by CPU time, and a thread of its own for these few
+  // syscalls and file reads costs more than it overlaps (docs/performance.md).
+  req.features = enforce::ProbeKernel(/*probe_user_ns=*/false);
+  req.before_clone = [&tls_preload] {
+    if (tls_preload) tls_preload->Settle();
+  };
+  TraceMark("kernel probed");
+  st->out = supervisor::Run(req);
+  FinishRun(&run);
+}
+
+// What the user reads once the run is over (on stderr), and the outcome on --json-status.
+void ReportRun(const RunCommandOptions& opts, RunState* st) {
+  const supervisor::Outcome& out = st->out;
+  if (st->review) {
+    EndRunReview(&*st->review, out);
     TraceMark("review session ended");
   }
   if (!out.message.empty() && out.kind != supervisor::Outcome::Kind::kExited &&
@@ -760,13 +836,28 @@ int RunCommand(RunCommandOptions& opts) {
   }
   if (!opts.quiet) {
     TraceMark("summary start");
-    PrintDenialSummary(out, audit_session, opts.audit_dir);
-    if (!command_note.empty()) std::fprintf(stderr, "%s\n", command_note.c_str());
+    PrintDenialSummary(out, st->audit_session, opts.audit_dir);
+    if (!st->command_note.empty()) std::fprintf(stderr, "%s\n", st->command_note.c_str());
     TraceMark("summary printed");
   }
   ReportWorkspaceCheck(out);
   if (opts.json_status_fd >= 0) WriteJsonStatus(opts.json_status_fd, out);
-  return out.exit_code;
+}
+
+int RunCommand(RunCommandOptions& opts) {
+  if (!CheckRunOptions(opts)) return 125;
+  RunState st;
+  Result<policy::Policy> pol = LoadEffectivePolicy(opts.run);
+  if (!opts.session_id.empty() && !audit::IsNewSessionIdFormat(opts.session_id)) {
+    Refuse(&st.out, "--session-id: \"" + audit::SanitizeForTerminal(opts.session_id.substr(0, 64)) +
+                        "\" is not a session id (expected YYYYMMDDTHHMMSSZ-xxxxxxxx)");
+  } else if (!pol.ok()) {
+    Refuse(&st.out, pol.status().ToString());
+  } else {
+    RunUnderPolicy(opts, std::move(pol).value(), &st);
+  }
+  ReportRun(opts, &st);
+  return st.out.exit_code;
 }
 
 }  // namespace

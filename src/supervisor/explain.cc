@@ -82,6 +82,250 @@ std::string LandlockDetail(const enforce::LaunchPlan& plan, const enforce::PlanN
   return d;
 }
 
+// What the sandbox sees of the host through its binds, by access.
+struct BoundPaths {
+  std::vector<std::string> readable;
+  std::vector<std::string> writable;
+};
+
+json MountsJson(const enforce::LaunchPlan& plan, BoundPaths* bound) {
+  return JsonArray(plan.mount.ops.size(), [&](size_t i) -> json {
+    const enforce::MountOp& op = plan.mount.ops[i];
+    json m = JsonObject()("kind", MountKindName(op.kind))("target", op.target)("why", op.why);
+    if (op.kind == enforce::MountOp::Kind::kBind) {
+      m["access"] = op.writable ? "write" : "read";
+      (op.writable ? bound->writable : bound->readable).push_back(op.target);
+    } else if (op.kind == enforce::MountOp::Kind::kSymlink) {
+      m["to"] = op.source;
+    } else if (op.kind == enforce::MountOp::Kind::kTmpfs) {
+      m["access"] = "write (private, discarded)";
+      if (op.size) m["size_bytes"] = op.size;
+    }
+    return m;
+  });
+}
+
+// The plan: the workspace, its mounts and masks, the protected paths, what was skipped or
+// degraded.
+json PlanJson(const enforce::LaunchPlan& plan, const enforce::PlanNotes& notes,
+              int protected_existing, BoundPaths* bound) {
+  json mounts = MountsJson(plan, bound);
+  json masks = JsonArray(plan.mount.masks.size(), [&](size_t i) -> json {
+    return JsonObject()("path", plan.mount.masks[i].target)("why", plan.mount.masks[i].why);
+  });
+  json protect = JsonObject()("roots", plan.mount.protect.roots)(
+      "relpaths", plan.mount.protect.relpaths)("existing", protected_existing)(
+      "nested_repo_depth", plan.mount.protect.nested_repo_depth);
+  return JsonObject()("workspace", notes.workspace)("mounts", std::move(mounts))(
+      "masks", std::move(masks))("protected", std::move(protect))("skipped", notes.skipped)(
+      "degraded", notes.degraded);
+}
+
+void AddLayer(json* layers, const std::string& name, bool on, const std::string& detail) {
+  layers->push_back(JsonObject()("layer", name)("applied", on)("detail", detail));
+}
+
+// The resource limits' layer (applied when every limit is enforced); `lines` gets each limit
+// (not in a record).
+void AddLimitsLayer(const ExplainInput& in, const enforce::LaunchPlan& plan, json* layers,
+                    json* lines) {
+  bool all_enforced = true;
+  *lines = json::array();
+  for (const auto& l : plan.limits.lines) {
+    all_enforced = all_enforced && l.enforced;
+    if (in.record_only) continue;
+    lines->push_back({{"limit", l.limit},
+                      {"value", l.value},
+                      {"mechanism", l.mechanism},
+                      {"enforced", l.enforced},
+                      {"origin", l.origin}});
+  }
+  AddLayer(layers, "resource limits", all_enforced,
+           enforce::LimitsSummary(plan.limits) + "; RLIMIT_CORE 0 (no core dumps)");
+}
+
+// The layers, each applied or not and what it does in this run; `limits` gets the resource
+// limits' lines.
+json LayersJson(const ExplainInput& in, const enforce::LaunchPlan& plan,
+                const enforce::PlanNotes& notes, const enforce::SeccompSummary& sc, json* limits) {
+  json layers = json::array();
+  AddLayer(&layers, "user namespace", true,
+           "uid " + std::to_string(plan.uid) + " and gid " + std::to_string(plan.gid) +
+               " map to themselves; " +
+               (plan.privileged ? "supplementary groups dropped"
+                                : "setgroups denied (the kernel keeps supplementary groups of an "
+                                  "unprivileged caller; they map to nobody)"));
+  AddLayer(&layers, "mount namespace", true,
+           "root built from nothing: " + std::to_string(plan.mount.ops.size()) + " mounts, " +
+               std::to_string(plan.mount.masks.size()) + " masks, pivot_root; no /sys");
+  AddLayer(&layers, "pid namespace", true, "ward-init is pid 1; everything dies with the command");
+  AddLayer(&layers, "network namespace", true, "only lo; no route out");
+  AddLayer(&layers, "ipc, uts, cgroup namespaces", true, "private; hostname \"ward\"");
+  if (plan.landlock.enabled) {
+    AddLayer(&layers, "landlock", true, LandlockDetail(plan, notes));
+  } else {
+    AddLayer(&layers, "landlock", false, "not applied (degraded)");
+  }
+  if (plan.seccomp_enabled) {
+    AddLayer(&layers, "seccomp", true,
+             std::to_string(sc.denied) + " syscalls denied, " + std::to_string(sc.notified) +
+                 " trapped for the supervisor, " + std::to_string(sc.killed) +
+                 " kill the process; foreign architectures killed");
+  } else {
+    AddLayer(&layers, "seccomp", false, "not applied (degraded)");
+  }
+  AddLayer(&layers, "capabilities", true,
+           "none (bounding, ambient, effective, permitted, inheritable); "
+           "securebits locked");
+  AddLayer(&layers, "no_new_privs", true, "setuid and file capabilities have no effect");
+  AddLayer(&layers, "terminal", true,
+           "new session; a pty of the sandbox's own when a terminal is attached");
+  if (in.raw_terminal) {
+    AddLayer(&layers, "terminal output filter", false,
+             "off (--raw-terminal): report requests, clipboard writes and every other sequence "
+             "the command writes reach the terminal unchanged");
+  } else {
+    AddLayer(&layers, "terminal output filter", true,
+             "report and answer-back requests, clipboard writes (OSC 52), device control "
+             "strings, window operations and unlisted OSC commands are dropped; colours, cursor "
+             "movement, screens, titles and hyperlinks pass (docs/terminal.md)");
+  }
+  AddLimitsLayer(in, plan, &layers, limits);
+  return layers;
+}
+
+// The rules of the filesystem view, one per bind and mask, then what is denied by construction.
+void AddViewRules(const enforce::LaunchPlan& plan, json* rules) {
+  for (const auto& op : plan.mount.ops) {
+    if (op.kind != enforce::MountOp::Kind::kBind) continue;
+    json by = json::array({op.writable ? "mount: read-write bind" : "mount: read-only bind"});
+    if (plan.landlock.enabled) {
+      by.push_back(op.writable ? "landlock: all file rights" : "landlock: read and execute");
+    }
+    rules->push_back({{"rule", std::string(op.writable ? "write " : "read ") + op.target},
+                      {"why", op.why},
+                      {"enforced_by", by}});
+  }
+  for (const auto& m : plan.mount.masks) {
+    rules->push_back(
+        {{"rule", "deny " + m.target},
+         {"why", m.why},
+         {"enforced_by", json::array({"mount: covered by an empty read-only mount"})}});
+  }
+  rules->push_back({{"rule", "deny everything else"},
+                    {"why", "deny by construction"},
+                    {"enforced_by", json::array({"mount: not in the sandbox's view",
+                                                 "landlock: no rule outside the view"})}});
+}
+
+// Each rule of the policy and the layers that enforce it.
+json RulesJson(const policy::Policy& p, const enforce::LaunchPlan& plan,
+               const net::EgressRules& egress) {
+  json rules = json::array();
+  AddViewRules(plan, &rules);
+  if (!plan.mount.protect.relpaths.empty()) {
+    rules.push_back(
+        {{"rule", "protected paths below writable roots"},
+         {"why", "filesystem.protected"},
+         {"enforced_by",
+          json::array({"mount: existing ones are read-only binds (their directories pinned)",
+                       "seccomp user notification: the supervisor refuses to create absent "
+                       "ones and performs every other creation itself"})}});
+    rules.push_back(
+        {{"rule", policy::HostExecutedRuleText()},
+         {"why", "host-executed content"},
+         {"enforced_by",
+          json::array({"the check after the run: what the run made or changed is moved to "
+                       "the quarantine (ward quarantine list)"})}});
+  }
+  // The proxy and the stub are there in every run; without a host they only refuse.
+  const bool egress_allowed = !egress.empty() || p.approvals.enabled;
+  rules.push_back(
+      {{"rule", egress_allowed ? "egress through the proxy only"
+                : plan.net.enabled
+                    ? "no network (the proxy and the DNS stub refuse every host, and say why)"
+                    : "no network"},
+       {"why", "network.allow / network.deny"},
+       {"enforced_by", json::array({"network namespace: only lo",
+                                    plan.landlock.abi >= 4 ? "landlock: TCP ports" : "",
+                                    "seccomp: socket families unix, inet, inet6 only"})}});
+  rules.push_back({{"rule", "environment from an allow list"},
+                   {"why", "env.pass / env.set"},
+                   {"enforced_by", json::array({"supervisor: builds the environment"})}});
+  return rules;
+}
+
+// What the axes say of the run besides the plan's figures.
+struct AxesInput {
+  const ExplainInput& in;
+  const enforce::KernelFeatures& f;
+  const enforce::LaunchPlan& plan;
+  const enforce::SeccompSummary& sc;
+  const net::EgressRules& egress;
+  const BoundPaths& bound;
+  int protected_existing;
+};
+
+// The eight axes a sandbox is compared on, as this run has them.
+json AxesJson(const AxesInput& a) {
+  const policy::Policy& p = *a.in.policy;
+  const enforce::SeccompSummary& sc = a.sc;
+  std::vector<std::string> env_names;
+  for (const auto& e : a.in.env) env_names.push_back(e.substr(0, e.find('=')));
+  std::vector<std::string> creds;
+  for (const auto& [name, c] : p.credentials) {
+    if (c.enabled) creds.push_back(name);
+  }
+  std::vector<std::string> allowed_hosts;
+  for (const auto& r : p.network.allow) allowed_hosts.push_back(r.pattern);
+  json axes;
+  axes["enforcement_layer"] = {
+      {"summary", "Linux kernel: namespaces + mount view + landlock + seccomp + no capabilities"},
+      {"kernel", a.f.kernel_release},
+      {"landlock_abi", a.f.landlock_abi},
+      {"outer_wall", a.f.outer_wall.empty() ? "none detected" : a.f.outer_wall}};
+  axes["granularity"] = {{"summary", a.in.granularity}};
+  axes["escape_resistance"] = {
+      {"summary",
+       "shared kernel; reduced syscall surface; nothing of the host mounted beyond "
+       "the listed paths"},
+      {"syscalls_denied", sc.denied},
+      {"syscalls_trapped", sc.notified},
+      {"syscalls_killed", sc.killed},
+      {"syscalls_allowed", sc.allowed},
+      {"mounts", a.plan.mount.ops.size() + a.plan.mount.masks.size()},
+      {"host_unix_sockets_visible", "none (private /tmp, no /run)"},
+      {"network", "own namespace with only lo"}};
+  axes["authority_scope"] = {{"readable", a.bound.readable},
+                             {"writable_roots", a.bound.writable},
+                             {"private_scratch", json::array({"/tmp", p.home})},
+                             {"protected_paths", a.plan.mount.protect.relpaths.size()},
+                             {"protected_existing", a.protected_existing},
+                             {"credentials_bound", creds},
+                             {"env_passed", env_names}};
+  axes["egress_and_mediation"] = {
+      {"hosts_allowed", allowed_hosts},
+      {"broker", !a.egress.empty()     ? "the supervisor's egress proxy"
+                 : p.approvals.enabled ? "the supervisor's egress proxy (every host asked)"
+                                       : "none: no network at all"},
+      {"approvals", ApprovalsText(a.in, p)}};
+  axes["trust_direction"] = {
+      {"summary",
+       "protects the host, your files and secrets from the command; the command "
+       "receives no secret (only phantoms, when credentials are bound)"}};
+  axes["persistence"] = {{"survives", a.bound.writable},
+                         {"discarded", json::array({"/tmp", p.home + " (private HOME)", "/dev/shm",
+                                                    "processes (killed with the sandbox)"})},
+                         {"audit", p.audit ? "the session's audit log (outside the sandbox's view)"
+                                           : "none (--no-audit)"}};
+  axes["boundary_mutability"] = {
+      {"summary",
+       "monotonic: fixed before the command starts; .ward.toml can only narrow; "
+       "grants only through the approval broker outside the sandbox"},
+      {"approvals", p.approvals.enabled}};
+  return axes;
+}
+
 }  // namespace
 
 json LandlockGapsJson(const std::vector<enforce::LandlockGap>& gaps) {
@@ -114,209 +358,18 @@ Result<json> ExplainPlan(const ExplainInput& in, const enforce::KernelFeatures& 
   j["ward_version"] = in.version;
   j["command"] = in.argv;
   j["policy"] = policy::PolicyToJson(p);
-
-  // --- the plan --------------------------------------------------------------------------
-  std::vector<std::string> readable, writable;
-  json mounts = JsonArray(plan.mount.ops.size(), [&](size_t i) -> json {
-    const enforce::MountOp& op = plan.mount.ops[i];
-    json m = JsonObject()("kind", MountKindName(op.kind))("target", op.target)("why", op.why);
-    if (op.kind == enforce::MountOp::Kind::kBind) {
-      m["access"] = op.writable ? "write" : "read";
-      (op.writable ? writable : readable).push_back(op.target);
-    } else if (op.kind == enforce::MountOp::Kind::kSymlink) {
-      m["to"] = op.source;
-    } else if (op.kind == enforce::MountOp::Kind::kTmpfs) {
-      m["access"] = "write (private, discarded)";
-      if (op.size) m["size_bytes"] = op.size;
-    }
-    return m;
-  });
-  json masks = JsonArray(plan.mount.masks.size(), [&](size_t i) -> json {
-    return JsonObject()("path", plan.mount.masks[i].target)("why", plan.mount.masks[i].why);
-  });
-  int protected_existing = CountExistingProtected(plan);
-  j["plan"] = JsonObject()("workspace", notes.workspace)("mounts", std::move(mounts))(
-      "masks", std::move(masks))(
-      "protected", JsonObject()("roots", plan.mount.protect.roots)(
-                       "relpaths", plan.mount.protect.relpaths)("existing", protected_existing)(
-                       "nested_repo_depth", plan.mount.protect.nested_repo_depth))(
-      "skipped", notes.skipped)("degraded", notes.degraded);
-
-  // --- layers ----------------------------------------------------------------------------
-  json layers = json::array();
-  auto layer = [&](const std::string& name, bool on, const std::string& detail) {
-    layers.push_back(JsonObject()("layer", name)("applied", on)("detail", detail));
-  };
-  layer("user namespace", true,
-        "uid " + std::to_string(plan.uid) + " and gid " + std::to_string(plan.gid) +
-            " map to themselves; " +
-            (plan.privileged ? "supplementary groups dropped"
-                             : "setgroups denied (the kernel keeps supplementary groups of an "
-                               "unprivileged caller; they map to nobody)"));
-  layer("mount namespace", true,
-        "root built from nothing: " + std::to_string(plan.mount.ops.size()) + " mounts, " +
-            std::to_string(plan.mount.masks.size()) + " masks, pivot_root; no /sys");
-  layer("pid namespace", true, "ward-init is pid 1; everything dies with the command");
-  layer("network namespace", true, "only lo; no route out");
-  layer("ipc, uts, cgroup namespaces", true, "private; hostname \"ward\"");
-  if (plan.landlock.enabled) {
-    layer("landlock", true, LandlockDetail(plan, notes));
-  } else {
-    layer("landlock", false, "not applied (degraded)");
-  }
-  if (plan.seccomp_enabled) {
-    layer("seccomp", true,
-          std::to_string(sc.denied) + " syscalls denied, " + std::to_string(sc.notified) +
-              " trapped for the supervisor, " + std::to_string(sc.killed) +
-              " kill the process; foreign architectures killed");
-  } else {
-    layer("seccomp", false, "not applied (degraded)");
-  }
-  layer("capabilities", true,
-        "none (bounding, ambient, effective, permitted, inheritable); "
-        "securebits locked");
-  layer("no_new_privs", true, "setuid and file capabilities have no effect");
-  layer("terminal", true, "new session; a pty of the sandbox's own when a terminal is attached");
-  if (in.raw_terminal) {
-    layer("terminal output filter", false,
-          "off (--raw-terminal): report requests, clipboard writes and every other sequence "
-          "the command writes reach the terminal unchanged");
-  } else {
-    layer("terminal output filter", true,
-          "report and answer-back requests, clipboard writes (OSC 52), device control "
-          "strings, window operations and unlisted OSC commands are dropped; colours, cursor "
-          "movement, screens, titles and hyperlinks pass (docs/terminal.md)");
-  }
-  {
-    bool all_enforced = true;
-    json lines = json::array();
-    for (const auto& l : plan.limits.lines) {
-      all_enforced = all_enforced && l.enforced;
-      if (in.record_only) continue;
-      lines.push_back({{"limit", l.limit},
-                       {"value", l.value},
-                       {"mechanism", l.mechanism},
-                       {"enforced", l.enforced},
-                       {"origin", l.origin}});
-    }
-    layer("resource limits", all_enforced,
-          enforce::LimitsSummary(plan.limits) + "; RLIMIT_CORE 0 (no core dumps)");
-    if (!in.record_only) j["limits"] = std::move(lines);
-  }
-  j["layers"] = std::move(layers);
+  BoundPaths bound;
+  const int protected_existing = CountExistingProtected(plan);
+  j["plan"] = PlanJson(plan, notes, protected_existing, &bound);
+  json limits;
+  j["layers"] = LayersJson(in, plan, notes, sc, &limits);
+  if (!in.record_only) j["limits"] = std::move(limits);
   j["landlock_gaps"] = LandlockGapsJson(notes.landlock_gaps);
-
-  // --- rules and the layers that enforce them ---------------------------------------------
   if (!in.record_only) {
-    json rules = json::array();
-    for (const auto& op : plan.mount.ops) {
-      if (op.kind != enforce::MountOp::Kind::kBind) continue;
-      json by = json::array({op.writable ? "mount: read-write bind" : "mount: read-only bind"});
-      if (plan.landlock.enabled) {
-        by.push_back(op.writable ? "landlock: all file rights" : "landlock: read and execute");
-      }
-      rules.push_back({{"rule", std::string(op.writable ? "write " : "read ") + op.target},
-                       {"why", op.why},
-                       {"enforced_by", by}});
-    }
-    for (const auto& m : plan.mount.masks) {
-      rules.push_back(
-          {{"rule", "deny " + m.target},
-           {"why", m.why},
-           {"enforced_by", json::array({"mount: covered by an empty read-only mount"})}});
-    }
-    rules.push_back({{"rule", "deny everything else"},
-                     {"why", "deny by construction"},
-                     {"enforced_by", json::array({"mount: not in the sandbox's view",
-                                                  "landlock: no rule outside the view"})}});
-    if (!plan.mount.protect.relpaths.empty()) {
-      rules.push_back(
-          {{"rule", "protected paths below writable roots"},
-           {"why", "filesystem.protected"},
-           {"enforced_by",
-            json::array({"mount: existing ones are read-only binds (their directories pinned)",
-                         "seccomp user notification: the supervisor refuses to create absent "
-                         "ones and performs every other creation itself"})}});
-      rules.push_back(
-          {{"rule", policy::HostExecutedRuleText()},
-           {"why", "host-executed content"},
-           {"enforced_by",
-            json::array({"the check after the run: what the run made or changed is moved to "
-                          "the quarantine (ward quarantine list)"})}});
-    }
-    // The proxy and the stub are there in every run; without a host they only refuse.
-    const bool egress_allowed = !egress.empty() || p.approvals.enabled;
-    rules.push_back(
-        {{"rule", egress_allowed ? "egress through the proxy only"
-                  : plan.net.enabled
-                      ? "no network (the proxy and the DNS stub refuse every host, and say why)"
-                      : "no network"},
-         {"why", "network.allow / network.deny"},
-         {"enforced_by", json::array({"network namespace: only lo",
-                                      plan.landlock.abi >= 4 ? "landlock: TCP ports" : "",
-                                      "seccomp: socket families unix, inet, inet6 only"})}});
-    rules.push_back({{"rule", "environment from an allow list"},
-                     {"why", "env.pass / env.set"},
-                     {"enforced_by", json::array({"supervisor: builds the environment"})}});
-    j["rules"] = rules;
+    j["rules"] = RulesJson(p, plan, egress);
     j["credentials"] = EnabledCredentialsJson(p);
   }
-
-  // --- the eight axes ----------------------------------------------------------------------
-  std::vector<std::string> env_names;
-  for (const auto& e : in.env) env_names.push_back(e.substr(0, e.find('=')));
-  std::vector<std::string> creds;
-  for (const auto& [name, c] : p.credentials) {
-    if (c.enabled) creds.push_back(name);
-  }
-  std::vector<std::string> allowed_hosts;
-  for (const auto& r : p.network.allow) allowed_hosts.push_back(r.pattern);
-  json axes;
-  axes["enforcement_layer"] = {
-      {"summary", "Linux kernel: namespaces + mount view + landlock + seccomp + no capabilities"},
-      {"kernel", f.kernel_release},
-      {"landlock_abi", f.landlock_abi},
-      {"outer_wall", f.outer_wall.empty() ? "none detected" : f.outer_wall}};
-  axes["granularity"] = {{"summary", in.granularity}};
-  axes["escape_resistance"] = {
-      {"summary",
-       "shared kernel; reduced syscall surface; nothing of the host mounted beyond "
-       "the listed paths"},
-      {"syscalls_denied", sc.denied},
-      {"syscalls_trapped", sc.notified},
-      {"syscalls_killed", sc.killed},
-      {"syscalls_allowed", sc.allowed},
-      {"mounts", plan.mount.ops.size() + plan.mount.masks.size()},
-      {"host_unix_sockets_visible", "none (private /tmp, no /run)"},
-      {"network", "own namespace with only lo"}};
-  axes["authority_scope"] = {{"readable", readable},
-                             {"writable_roots", writable},
-                             {"private_scratch", json::array({"/tmp", p.home})},
-                             {"protected_paths", plan.mount.protect.relpaths.size()},
-                             {"protected_existing", protected_existing},
-                             {"credentials_bound", creds},
-                             {"env_passed", env_names}};
-  axes["egress_and_mediation"] = {
-      {"hosts_allowed", allowed_hosts},
-      {"broker", !egress.empty()         ? "the supervisor's egress proxy"
-                 : p.approvals.enabled ? "the supervisor's egress proxy (every host asked)"
-                                       : "none: no network at all"},
-      {"approvals", ApprovalsText(in, p)}};
-  axes["trust_direction"] = {
-      {"summary",
-       "protects the host, your files and secrets from the command; the command "
-       "receives no secret (only phantoms, when credentials are bound)"}};
-  axes["persistence"] = {{"survives", writable},
-                         {"discarded", json::array({"/tmp", p.home + " (private HOME)", "/dev/shm",
-                                                    "processes (killed with the sandbox)"})},
-                         {"audit", p.audit ? "the session's audit log (outside the sandbox's view)"
-                                           : "none (--no-audit)"}};
-  axes["boundary_mutability"] = {
-      {"summary",
-       "monotonic: fixed before the command starts; .ward.toml can only narrow; "
-       "grants only through the approval broker outside the sandbox"},
-      {"approvals", p.approvals.enabled}};
-  j["axes"] = std::move(axes);
+  j["axes"] = AxesJson({in, f, plan, sc, egress, bound, protected_existing});
   if (!in.record_only) {
     j["seccomp"] = {{"denied", sc.denied_names}, {"trapped", sc.notified_names}};
   }

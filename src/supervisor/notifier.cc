@@ -585,102 +585,147 @@ void Notifier::NotePrivilegeBitsDropped(const TrappedCall& call) const {
   events_->Emit("file.privilege_bits_dropped", std::move(data));
 }
 
-// File approvals. Every open of the sandbox stops here; most continue at once.
-bool Notifier::HandleOpen(int listener, const struct seccomp_notif& req) {
-  const __u64* a = req.data.args;
-  const pid_t tid = static_cast<pid_t>(req.pid);
+namespace {
+
+// An open of the sandbox, as its syscall's arguments give it.
+struct OpenCall {
   int dirfd = AT_FDCWD;
   uint64_t path_addr = 0;
   int flags = 0;
   mode_t mode = 0;
-  const char* name = nullptr;
-  bool openat2 = false;
-  auto reply = [&](int err) {
-    struct seccomp_notif_resp resp = {};
-    resp.id = req.id;
-    resp.error = -err;
-    ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
-    return true;
-  };
+  const char* name = nullptr;  // the syscall's
+  bool openat2 = false;        // its flags and mode are behind a pointer
+  int refuse = 0;              // an errno: the arguments cannot be read
+};
+
+// The open's arguments; nullopt when the call is not an open.
+std::optional<OpenCall> DecodeOpen(const struct seccomp_notif& req, pid_t tid) {
+  const __u64* a = req.data.args;
+  OpenCall call;
   switch (req.data.nr) {
 #ifdef __NR_open
     case __NR_open:
-      path_addr = a[0];
-      flags = static_cast<int>(a[1]);
-      mode = static_cast<mode_t>(a[2]);
-      name = "open";
-      break;
+      call.path_addr = a[0];
+      call.flags = static_cast<int>(a[1]);
+      call.mode = static_cast<mode_t>(a[2]);
+      call.name = "open";
+      return call;
     case __NR_creat:
-      path_addr = a[0];
-      flags = O_CREAT | O_WRONLY | O_TRUNC;
-      mode = static_cast<mode_t>(a[1]);
-      name = "creat";
-      break;
+      call.path_addr = a[0];
+      call.flags = O_CREAT | O_WRONLY | O_TRUNC;
+      call.mode = static_cast<mode_t>(a[1]);
+      call.name = "creat";
+      return call;
 #endif
     case __NR_openat:
-      dirfd = static_cast<int>(a[0]);
-      path_addr = a[1];
-      flags = static_cast<int>(a[2]);
-      mode = static_cast<mode_t>(a[3]);
-      name = "openat";
-      break;
+      call.dirfd = static_cast<int>(a[0]);
+      call.path_addr = a[1];
+      call.flags = static_cast<int>(a[2]);
+      call.mode = static_cast<mode_t>(a[3]);
+      call.name = "openat";
+      return call;
     case __NR_openat2: {
-      dirfd = static_cast<int>(a[0]);
-      path_addr = a[1];
-      name = "openat2";
-      openat2 = true;
+      call.dirfd = static_cast<int>(a[0]);
+      call.path_addr = a[1];
+      call.name = "openat2";
+      call.openat2 = true;
       // struct open_how {u64 flags, mode, resolve}: the first version is 24 bytes.
-      if (a[3] < 24) return reply(EINVAL);
+      if (a[3] < 24) {
+        call.refuse = EINVAL;
+        return call;
+      }
       uint64_t how[3] = {};
       struct iovec local = {how, sizeof how};
       struct iovec remote = {reinterpret_cast<void*>(a[2]), sizeof how};
       if (process_vm_readv(tid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(sizeof how)) {
-        return reply(EFAULT);
+        call.refuse = EFAULT;
+        return call;
       }
-      flags = static_cast<int>(how[0]);
-      mode = static_cast<mode_t>(how[1]);
-      break;
+      call.flags = static_cast<int>(how[0]);
+      call.mode = static_cast<mode_t>(how[1]);
+      return call;
     }
     default:
-      return false;  // not an open: the creation guard's
+      return std::nullopt;
   }
+}
+
+// The trapped call fails with `err`. Returns true: the call is handled.
+bool ReplyError(int listener, uint64_t id, int err) {
+  struct seccomp_notif_resp resp = {};
+  resp.id = id;
+  resp.error = -err;
+  ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+  return true;
+}
+
+// An open the policy allows: the kernel performs it, unless it creates where the creation
+// guard must (`guarded`: the run protects paths), or asks for set-id bits. Returns whether the
+// call is handled here (false: the creation guard's).
+bool ContinueOpen(int listener, uint64_t id, const OpenCall& call, bool guarded) {
+  const bool setid = (call.flags & (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))) &&
+                     (call.mode & enforce::kPrivilegeModeBits);
+  if (((call.flags & O_CREAT) && guarded) || setid) {
+    // A creation inside the view: the creation guard performs it (it refuses protected
+    // paths, drops set-id bits). It never handled openat2 (flags behind a pointer): ENOSYS.
+    if (call.openat2) return ReplyError(listener, id, ENOSYS);
+    return false;
+  }
+  // CONTINUE is safe here, unlike for a checked creation: the policy already allows this
+  // access to this path, and the kernel now performs the call in the sandbox's own context
+  // (its mount view, its Landlock domain). A second thread that swaps the path buffer
+  // after our read gains nothing: the kernel checks whatever path it finally reads with
+  // the sandbox's own authority, which never includes a host path outside the view.
+  struct seccomp_notif_resp resp = {};
+  resp.id = id;
+  resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+  ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+  return true;
+}
+
+// The question about an open outside the policy: the path, the access, and who asks.
+ApprovalRequest FileRequest(pid_t tid, const std::string& path, FileAccess access) {
+  ApprovalRequest request;
+  request.kind = RequestKind::kFile;
+  request.subject = path;
+  request.access = access;
+  request.pid = tid;
+  char link[64], exe[PATH_MAX];
+  std::snprintf(link, sizeof link, "/proc/%d/exe", tid);
+  ssize_t n = readlink(link, exe, sizeof exe - 1);
+  if (n > 0) request.exe.assign(exe, static_cast<size_t>(n));
+  return request;
+}
+
+}  // namespace
+
+// File approvals. Every open of the sandbox stops here; most continue at once.
+bool Notifier::HandleOpen(int listener, const struct seccomp_notif& req) {
+  const pid_t tid = static_cast<pid_t>(req.pid);
+  std::optional<OpenCall> call = DecodeOpen(req, tid);
+  if (!call) return false;  // not an open: the creation guard's
+  if (call->refuse != 0) return ReplyError(listener, req.id, call->refuse);
   std::string path;
-  if (int rc = ReadRemoteString(tid, path_addr, &path); rc != 0) return reply(-rc);
-  if (path.empty()) return reply(ENOENT);
+  if (int rc = ReadRemoteString(tid, call->path_addr, &path); rc != 0) {
+    return ReplyError(listener, req.id, -rc);
+  }
+  if (path.empty()) return ReplyError(listener, req.id, ENOENT);
   // Relative to the dirfd or cwd as the sandbox sees them (ward binds host paths at the same
   // path, so the sandbox's paths and the host's name the same places).
   std::string abs;
-  if (int rc = SandboxView(cfg_.root.get(), tid).Absolute(dirfd, path, &abs); rc != 0) {
-    return reply(-rc);
+  if (int rc = SandboxView(cfg_.root.get(), tid).Absolute(call->dirfd, path, &abs); rc != 0) {
+    return ReplyError(listener, req.id, -rc);
   }
   // Everything read from the target must belong to the same, still-waiting call.
   if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &req.id) != 0) return true;
 
-  const FileAccess access = AccessForOpenFlags(flags);
+  const FileAccess access = AccessForOpenFlags(call->flags);
   const FileDecision d = DecideFileAccess(cfg_.approvals->view(), abs, access != FileAccess::kRead);
   switch (d.verdict) {
-    case FileVerdict::kContinue: {
-      const bool setid =
-          (flags & (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))) && (mode & enforce::kPrivilegeModeBits);
-      if (((flags & O_CREAT) && !cfg_.relpaths.empty()) || setid) {
-        // A creation inside the view: the creation guard performs it (it refuses protected
-        // paths, drops set-id bits). It never handled openat2 (flags behind a pointer): ENOSYS.
-        if (openat2) return reply(ENOSYS);
-        return false;
-      }
-      // CONTINUE is safe here, unlike for a checked creation: the policy already allows this
-      // access to this path, and the kernel now performs the call in the sandbox's own context
-      // (its mount view, its Landlock domain). A second thread that swaps the path buffer
-      // after our read gains nothing: the kernel checks whatever path it finally reads with
-      // the sandbox's own authority, which never includes a host path outside the view.
-      struct seccomp_notif_resp resp = {};
-      resp.id = req.id;
-      resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-      ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
-      return true;
-    }
+    case FileVerdict::kContinue:
+      return ContinueOpen(listener, req.id, *call, !cfg_.relpaths.empty());
     case FileVerdict::kDeny:
-      DenyOpen(listener, req.id, name, d.path, "filesystem.deny", d.why);
+      DenyOpen(listener, req.id, call->name, d.path, "filesystem.deny", d.why);
       return true;
     case FileVerdict::kAsk:
       break;
@@ -688,14 +733,14 @@ bool Notifier::HandleOpen(int listener, const struct seccomp_notif& req) {
   FileAnswer pending;
   pending.notif_id = req.id;
   pending.tid = tid;
-  pending.syscall = name;
+  pending.syscall = call->name;
   pending.path = d.path;
-  pending.flags = flags;
-  pending.mode = mode;
+  pending.flags = call->flags;
+  pending.mode = call->mode;
   pending.access = access;
-  if (Result<int> f = GrantedOpenFlags(flags, FileAccess::kCreate); !f.ok()) {
+  if (Result<int> f = GrantedOpenFlags(call->flags, FileAccess::kCreate); !f.ok()) {
     // O_PATH, O_TMPFILE: never handed out for a path outside the view.
-    DenyOpen(listener, req.id, name, d.path, "approvals", f.status().message());
+    DenyOpen(listener, req.id, call->name, d.path, "approvals", f.status().message());
     return true;
   }
   if (std::optional<Grant> g =
@@ -705,17 +750,8 @@ bool Notifier::HandleOpen(int listener, const struct seccomp_notif& req) {
     InjectGrant(listener, pending);
     return true;
   }
-  ApprovalRequest request;
-  request.kind = RequestKind::kFile;
-  request.subject = d.path;
-  request.access = access;
-  request.pid = tid;
-  char link[64], exe[PATH_MAX];
-  std::snprintf(link, sizeof link, "/proc/%d/exe", tid);
-  ssize_t n = readlink(link, exe, sizeof exe - 1);
-  if (n > 0) request.exe.assign(exe, static_cast<size_t>(n));
   // Never waits here: other trapped calls keep being answered while the question is open.
-  cfg_.approvals->Ask(std::move(pending), std::move(request));
+  cfg_.approvals->Ask(std::move(pending), FileRequest(tid, d.path, access));
   return true;
 }
 

@@ -140,16 +140,19 @@ class Walker {
     for (const std::string& name : names) {
       WARD_TRY(Entry(rel, name, tree_dirfd, host_dirfd));
     }
-    if (!overlay_) {
-      // What the copy held here and the run removed.
-      auto it = manifest_.find(rel);
-      if (it != manifest_.end()) {
-        for (const std::string& name : it->second) {
-          if (std::binary_search(names.begin(), names.end(), name)) continue;
-          HostEntry h = StatHost(host_dirfd, name);
-          if (h.type != EntryType::kNone) WARD_TRY(Deleted(Join(rel, name), host_dirfd, name, h));
-        }
-      }
+    if (!overlay_) WARD_TRY(RemovedFromCopy(rel, names, host_dirfd));
+    return Ok();
+  }
+
+  // What the copy held here and the run removed (`names`: what the run's tree holds, sorted).
+  Status RemovedFromCopy(const std::string& rel, const std::vector<std::string>& names,
+                         int host_dirfd) {
+    auto it = manifest_.find(rel);
+    if (it == manifest_.end()) return Ok();
+    for (const std::string& name : it->second) {
+      if (std::binary_search(names.begin(), names.end(), name)) continue;
+      HostEntry h = StatHost(host_dirfd, name);
+      if (h.type != EntryType::kNone) WARD_TRY(Deleted(Join(rel, name), host_dirfd, name, h));
     }
     return Ok();
   }
@@ -219,15 +222,7 @@ class Walker {
       }
       UniqueFd host_sub(openat(host_dirfd, name.c_str(), kDirFlags));
       if (!host_sub) return Errno("opening " + path + " in the workspace");
-      if (replaced) {
-        // The run's directory stands for the host's as a whole: what it lacks was deleted.
-        const std::vector<std::string> mine = SortedNames(sub.get());
-        for (const std::string& n : SortedNames(host_sub.get())) {
-          if (std::binary_search(mine.begin(), mine.end(), n)) continue;
-          HostEntry h = StatHost(host_sub.get(), n);
-          if (h.type != EntryType::kNone) WARD_TRY(Deleted(Join(path, n), host_sub.get(), n, h));
-        }
-      }
+      if (replaced) WARD_TRY(ReplacedDirectory(path, sub.get(), host_sub.get()));
       return Walk(path, sub.get(), host_sub.get());
     }
     ReviewChange c = Base(path, host);
@@ -237,6 +232,18 @@ class Walker {
     c.content_changed = host.type != EntryType::kNone;
     out_.push_back(std::move(c));
     return Walk(path, sub.get(), -1);
+  }
+
+  // An opaque directory of the overlay: the run's directory stands for the host's as a whole,
+  // and what it lacks was deleted.
+  Status ReplacedDirectory(const std::string& path, int tree_dirfd, int host_dirfd) {
+    const std::vector<std::string> mine = SortedNames(tree_dirfd);
+    for (const std::string& n : SortedNames(host_dirfd)) {
+      if (std::binary_search(mine.begin(), mine.end(), n)) continue;
+      HostEntry h = StatHost(host_dirfd, n);
+      if (h.type != EntryType::kNone) WARD_TRY(Deleted(Join(path, n), host_dirfd, n, h));
+    }
+    return Ok();
   }
 
   // Overlay: whether an entry the host lacks may be one the host deleted after the run began.

@@ -130,23 +130,27 @@ class Copier {
     UniqueFd to(openat(dst, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                        0600));
     if (!to) return Errno("creating " + path + " in the copy");
-    if (ioctl(to.get(), FICLONE, from) != 0) {
-      off_t left = st.st_size;
-      while (left > 0) {
-        ssize_t n = copy_file_range(from, nullptr, to.get(), nullptr, static_cast<size_t>(left), 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP)) {
-          WARD_TRY(CopyByReading(from, to.get(), path));
-          break;
-        }
-        if (n < 0) return Errno("copying " + path);
-        if (n == 0) break;  // the file shrank meanwhile
-        left -= n;
-      }
-    }
+    if (ioctl(to.get(), FICLONE, from) != 0) WARD_TRY(CopyRange(from, to.get(), st.st_size, path));
     (void)fchmod(to.get(), st.st_mode & 0777);  // never a setuid or setgid bit
     const struct timespec times[2] = {st.st_atim, st.st_mtim};
     (void)futimens(to.get(), times);
+    return Ok();
+  }
+
+  // No clone to be had: the kernel copies the data (copy_file_range), or where it cannot between
+  // these files, it is read and written.
+  static Status CopyRange(int from, int to, off_t size, const std::string& path) {
+    off_t left = size;
+    while (left > 0) {
+      ssize_t n = copy_file_range(from, nullptr, to, nullptr, static_cast<size_t>(left), 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP)) {
+        return CopyByReading(from, to, path);
+      }
+      if (n < 0) return Errno("copying " + path);
+      if (n == 0) break;  // the file shrank meanwhile
+      left -= n;
+    }
     return Ok();
   }
 

@@ -506,23 +506,27 @@ class Session {
       }
       if (n <= 0 && prompter_) prompter_->OnInputClosed();
       if (n > 0) {
-        // The pty master is non-blocking; a full input queue waits briefly for the reader.
-        ssize_t off = 0;
-        while (off < n) {
-          ssize_t w = write(pty_->native_handle(), buf + off, n - off);
-          if (w > 0) {
-            off += w;
-          } else if (w < 0 && errno == EAGAIN) {
-            struct pollfd p = {pty_->native_handle(), POLLOUT, 0};
-            if (poll(&p, 1, 100) <= 0) break;
-          } else {
-            break;
-          }
-        }
+        WriteToPty(buf, n);
         ReadStdin();
       }
       // EOF or error on the terminal: stop relaying input.
     });
+  }
+
+  // The pty master is non-blocking; a full input queue waits briefly for the reader.
+  void WriteToPty(const char* buf, ssize_t n) {
+    ssize_t off = 0;
+    while (off < n) {
+      ssize_t w = write(pty_->native_handle(), buf + off, n - off);
+      if (w > 0) {
+        off += w;
+      } else if (w < 0 && errno == EAGAIN) {
+        struct pollfd p = {pty_->native_handle(), POLLOUT, 0};
+        if (poll(&p, 1, 100) <= 0) break;
+      } else {
+        break;
+      }
+    }
   }
 
   // The wall clock ran out: SIGTERM to everything inside (through init), then SIGKILL of the
@@ -898,6 +902,156 @@ void CheckWorkspace(const RunRequest& req, const enforce::LaunchPlan& plan,
   }
 }
 
+Outcome Refused(Outcome out, std::string message) {
+  out.kind = Outcome::Kind::kRefused;
+  out.exit_code = 125;
+  out.message = std::move(message);
+  return out;
+}
+
+// --resolve HOST:ADDR[,ADDR], as the proxy's name overrides. Returns the refusal ("" when all
+// parse).
+std::string AddResolveOverrides(const std::vector<std::string>& resolve,
+                                net::ResolverOverrides* overrides) {
+  for (const std::string& r : resolve) {
+    Status st = net::AddResolveOverride(r, overrides);
+    if (!st.ok()) return "--resolve " + r + ": " + st.ToString();
+  }
+  return "";
+}
+
+// The launch plan for this kernel and this terminal.
+Result<enforce::LaunchPlan> PlanRun(const RunRequest& req, const enforce::KernelFeatures& features,
+                                    const TerminalState& term, enforce::PlanNotes* notes) {
+  enforce::PlanInput input;
+  input.argv = req.argv;
+  input.env = req.env;
+  for (int fd = 0; fd < 3; ++fd) input.tty[fd] = term.is_tty(fd);
+  if (enforce::LandlockLacksTruncate(features.landlock_abi)) {
+    input.truncatable_stdio = enforce::TruncatableStdio(input.tty);
+  }
+  // The seccomp filter is sent after the clone, while sandbox init builds the root.
+  input.prepare_seccomp = false;
+  input.workspace_layer = req.workspace_layer;
+  return enforce::PlanLaunch(req.policy, features, input, notes);
+}
+
+// What the plan still needs before the clone: its credentials, the terminal's settings, and the
+// approvals' check. Returns the refusal ("" when the run may go on).
+std::string CompletePlan(const RunRequest& req, const RunCredentialsOptions& creds_options,
+                         const TerminalState& term, enforce::LaunchPlan* plan) {
+  // Credentials: checked now; their secrets are fetched only after the clone, so that sandbox
+  // init, a copy of this process's memory, never holds one.
+  if (AnyCredentialEnabled(req.policy)) {
+    Status st = PlanRunCredentials(req.policy, creds_options, plan);
+    if (!st.ok()) return std::move(st).With("credentials").ToString();
+  }
+  plan->has_termios = term.termios(&plan->termios);
+  plan->has_winsize = term.winsize(&plan->winsize);
+  if (req.policy.approvals.enabled) {
+    Status st = CheckApprovalRun(req.approvals);
+    if (!st.ok()) return "approvals: " + st.ToString();
+  }
+  return "";
+}
+
+Status CreateRunCgroup(const enforce::LaunchPlan& plan, std::unique_ptr<enforce::Cgroup>* cgroup,
+                       Outcome* out) {
+  Result<std::unique_ptr<enforce::Cgroup>> cg = enforce::Cgroup::Create(plan.limits.cgroup);
+  if (!cg.ok()) return std::move(cg).take_status().With("resource limits");
+  *cgroup = std::move(cg).value();
+  out->limits.cgroup = (*cgroup)->paths();
+  TraceMark("cgroup created");
+  return Ok();
+}
+
+// v2: made first, and init is cloned into it. v1: made after the clone, while init builds the
+// root, off the start-up's path, and joined by init before it may fork the command
+// (SendCgroupJoin).
+Status CreateCgroupBeforeClone(enforce::LaunchPlan* plan, std::unique_ptr<enforce::Cgroup>* cgroup,
+                               Outcome* out) {
+  plan->cgroup_after_clone = plan->limits.cgroup.version == 1;
+  if (plan->limits.cgroup.version == 0 || plan->cgroup_after_clone) return Ok();
+  enforce::DiscardPreclonedInit();  // init is cloned into the v2 cgroup instead
+  return CreateRunCgroup(*plan, cgroup, out);
+}
+
+// The reaper removes the cgroup if the supervisor dies, so it starts as soon as both the
+// cgroup and the sandbox exist, before init may run the command: a supervisor killed while
+// the command runs leaves no cgroup behind. Only a kill between the cgroup's mkdir and this
+// (the cgroup's own setup on v1; the clone as well on v2) leaves an empty one, for the next
+// run's sweep. The reaper also holds the sandbox's mount namespace: its teardown is then the
+// reaper's work after the run, not init's exit's, which the cgroup's removal waits for.
+void StartReaper(const enforce::Sandbox& sb, enforce::Cgroup* cgroup) {
+  UniqueFd mnt_ns(
+      open(("/proc/" + std::to_string(sb.pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
+  cgroup->StartReaper(mnt_ns.get());
+  TraceMark("cgroup reaper started");
+}
+
+// What the supervisor still owes init after the clone failed: the half-made sandbox dies
+// before anything in it ran, and the run is refused.
+Outcome RefuseAfterClone(const enforce::Sandbox& sb, Outcome out, const Status& st) {
+  enforce::SignalInit(sb, SIGKILL);
+  waitpid(sb.pid, nullptr, 0);
+  return Refused(std::move(out), st.ToString());
+}
+
+// Where the run's events go and who learns its secrets: the request's, or the audit trail's
+// once it is open.
+struct RunSinks {
+  EventSink* events = nullptr;
+  std::function<void(const std::string&)> add_secret;
+};
+
+// The audit trail (when the caller keeps one), opened while init builds the root; a write error
+// of the log from then on stops the run (audit_stop).
+Status OpenRunAudit(const RunRequest& req, const std::shared_ptr<AuditStop>& audit_stop,
+                    RunSinks* sinks) {
+  if (!req.open_audit) return Ok();
+  Result<AuditAttachment> audit = req.open_audit();
+  if (!audit.ok()) return audit.status();
+  sinks->events = audit->events;
+  sinks->add_secret = std::move(audit->add_secret);
+  if (audit->on_failure) {
+    audit->on_failure([audit_stop](const Status& st) { audit_stop->Fail(st); });
+  }
+  return Ok();
+}
+
+void ClassifyDeniedWrites(const RunRequest& req, DenialTee* denials) {
+  denials->ClassifyWrites([&req](const std::string& path) -> std::string {
+    const policy::PathDecision d = policy::DecidePath(req.policy, path);
+    if (d.is_protected) return "protected";
+    if (d.visibility == policy::PathDecision::Visibility::kWrite) return "writable";
+    return "";
+  });
+}
+
+// The rest of init's setup, sent while it builds the root (it waits for all of it before it
+// starts the command): the network namespace, a v1 cgroup to join, the seccomp program.
+Status SendRestOfSetup(enforce::Sandbox* sb, enforce::LaunchPlan* plan,
+                       std::unique_ptr<enforce::Cgroup>* cgroup, Outcome* out) {
+  Status sent = enforce::StartSandboxNet(sb, *plan);
+  if (!sent.ok()) return sent;
+  TraceMark("network namespace made and sent");
+  if (plan->cgroup_after_clone) {
+    Status made = CreateRunCgroup(*plan, cgroup, out);
+    if (made.ok()) {
+      StartReaper(*sb, cgroup->get());
+      made = enforce::SendCgroupJoin(*sb, (*cgroup)->self_join_fds());
+    }
+    if (!made.ok()) return made;
+    (*cgroup)->CloseSelfJoinFds();
+  }
+  if (plan->seccomp_enabled) {
+    Status seccomp = PrepareAndSendSeccomp(*sb, plan);
+    if (!seccomp.ok()) return seccomp;
+    TraceMark("seccomp program sent");
+  }
+  return Ok();
+}
+
 }  // namespace
 
 Outcome Run(const RunRequest& req) {
@@ -909,187 +1063,67 @@ Outcome Run(const RunRequest& req) {
   // Egress rules and name overrides are checked before anything starts: a bad pattern refuses
   // the run with the rule's origin.
   Result<net::EgressRules> egress = net::EgressRules::Compile(req.policy.network);
-  if (!egress.ok()) {
-    out.kind = Outcome::Kind::kRefused;
-    out.exit_code = 125;
-    out.message = egress.status().ToString();
-    return out;
-  }
+  if (!egress.ok()) return Refused(std::move(out), egress.status().ToString());
   net::ResolverOverrides overrides;
-  for (const std::string& r : req.resolve) {
-    Status st = net::AddResolveOverride(r, &overrides);
-    if (!st.ok()) {
-      out.kind = Outcome::Kind::kRefused;
-      out.exit_code = 125;
-      out.message = "--resolve " + r + ": " + st.ToString();
-      return out;
-    }
+  if (std::string bad = AddResolveOverrides(req.resolve, &overrides); !bad.empty()) {
+    return Refused(std::move(out), std::move(bad));
   }
   enforce::KernelFeatures features =
       req.features ? *req.features : enforce::ProbeKernel(/*probe_user_ns=*/false);
   TraceMark("kernel probed");
   TerminalState term;
   term.Capture();
-  enforce::PlanInput input;
-  input.argv = req.argv;
-  input.env = req.env;
-  for (int fd = 0; fd < 3; ++fd) input.tty[fd] = term.is_tty(fd);
-  if (enforce::LandlockLacksTruncate(features.landlock_abi)) {
-    input.truncatable_stdio = enforce::TruncatableStdio(input.tty);
-  }
-  // The seccomp filter is sent after the clone, while sandbox init builds the root.
-  input.prepare_seccomp = false;
-  input.workspace_layer = req.workspace_layer;
-  Result<enforce::LaunchPlan> plan = enforce::PlanLaunch(req.policy, features, input, &out.notes);
-  if (!plan.ok()) {
-    out.kind = Outcome::Kind::kRefused;
-    out.exit_code = 125;
-    out.message = plan.status().ToString();
-    return out;
-  }
+  Result<enforce::LaunchPlan> plan = PlanRun(req, features, term, &out.notes);
+  if (!plan.ok()) return Refused(std::move(out), plan.status().ToString());
   TraceMark("planned");
-  // Credentials: checked now; their secrets are fetched only after the clone (below), so that
-  // sandbox init, a copy of this process's memory, never holds one.
   RunCredentialsOptions creds_options;
   creds_options.upstream_ca_files = req.upstream_ca;
-  if (AnyCredentialEnabled(req.policy)) {
-    Status st = PlanRunCredentials(req.policy, creds_options, &*plan);
-    if (!st.ok()) {
-      out.kind = Outcome::Kind::kRefused;
-      out.exit_code = 125;
-      out.message = std::move(st).With("credentials").ToString();
-      return out;
-    }
-  }
-  plan->has_termios = term.termios(&plan->termios);
-  plan->has_winsize = term.winsize(&plan->winsize);
-
-  if (req.policy.approvals.enabled) {
-    Status st = CheckApprovalRun(req.approvals);
-    if (!st.ok()) {
-      out.kind = Outcome::Kind::kRefused;
-      out.exit_code = 125;
-      out.message = "approvals: " + st.ToString();
-      return out;
-    }
+  if (std::string refused = CompletePlan(req, creds_options, term, &*plan); !refused.empty()) {
+    return Refused(std::move(out), std::move(refused));
   }
   // A write to a closed pipe must not kill the supervisor (the sandbox would die with it).
   signal(SIGPIPE, SIG_IGN);
   out.limits.backend = enforce::LimitsBackendName(plan->limits.backend);
   std::unique_ptr<enforce::Cgroup> cgroup;
-  auto create_cgroup = [&]() -> Status {
-    Result<std::unique_ptr<enforce::Cgroup>> cg = enforce::Cgroup::Create(plan->limits.cgroup);
-    if (!cg.ok()) return std::move(cg).take_status().With("resource limits");
-    cgroup = std::move(cg).value();
-    out.limits.cgroup = cgroup->paths();
-    TraceMark("cgroup created");
-    return Ok();
-  };
-  // v2: made first, and init is cloned into it. v1: made after the clone, while init builds the
-  // root, off the start-up's path, and joined by init before it may fork the command
-  // (SendCgroupJoin).
-  plan->cgroup_after_clone = plan->limits.cgroup.version == 1;
-  if (plan->limits.cgroup.version != 0 && !plan->cgroup_after_clone) {
-    enforce::DiscardPreclonedInit();  // init is cloned into the v2 cgroup instead
-    Status made = create_cgroup();
-    if (!made.ok()) {
-      out.kind = Outcome::Kind::kRefused;
-      out.exit_code = 125;
-      out.message = made.ToString();
-      return out;
-    }
+  if (Status made = CreateCgroupBeforeClone(&*plan, &cgroup, &out); !made.ok()) {
+    return Refused(std::move(out), made.ToString());
   }
   if (req.before_clone) req.before_clone();
   Result<enforce::Sandbox> sb = enforce::StartSandbox(*plan, cgroup.get());
-  if (!sb.ok()) {
-    out.kind = Outcome::Kind::kRefused;
-    out.exit_code = 125;
-    out.message = sb.status().ToString();
-    return out;
-  }
+  if (!sb.ok()) return Refused(std::move(out), sb.status().ToString());
   TraceMark("cloned");
-  // The reaper removes the cgroup if the supervisor dies, so it starts as soon as both the
-  // cgroup and the sandbox exist, before init may run the command: a supervisor killed while
-  // the command runs leaves no cgroup behind. Only a kill between the cgroup's mkdir and this
-  // (the cgroup's own setup on v1; the clone as well on v2) leaves an empty one, for the next
-  // run's sweep. The reaper also holds the sandbox's mount namespace: its teardown is then the
-  // reaper's work after the run, not init's exit's, which the cgroup's removal waits for.
-  auto start_reaper = [&] {
-    UniqueFd mnt_ns(
-        open(("/proc/" + std::to_string(sb->pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC));
-    cgroup->StartReaper(mnt_ns.get());
-    TraceMark("cgroup reaper started");
-  };
-  // What the supervisor still owes init after the clone failed: the half-made sandbox dies
-  // before anything in it ran, and the run is refused.
-  auto refuse_after_clone = [&](const Status& st) {
-    enforce::SignalInit(*sb, SIGKILL);
-    waitpid(sb->pid, nullptr, 0);
-    out.kind = Outcome::Kind::kRefused;
-    out.exit_code = 125;
-    out.message = st.ToString();
-    return out;
-  };
   if (req.check_after_clone) {
     Status checked = req.check_after_clone();
-    if (!checked.ok()) return refuse_after_clone(checked);
+    if (!checked.ok()) return RefuseAfterClone(*sb, std::move(out), checked);
   }
   net::CredentialSetup creds;
   if (plan->await_late_setup) {
     Status sent = FetchAndSendCredentials(req, creds_options, *sb, &*plan, &creds);
-    if (!sent.ok()) return refuse_after_clone(sent);
+    if (!sent.ok()) return RefuseAfterClone(*sb, std::move(out), sent);
     TraceMark("credentials prepared and sent");
   }
   // A v2 cgroup was made before the clone: its reaper starts once init has its late setup,
-  // which it waits for before it builds the root. (A v1 cgroup's starts once it is made, below.)
-  if (cgroup && !plan->cgroup_after_clone) start_reaper();
+  // which it waits for before it builds the root. (A v1 cgroup's starts once it is made.)
+  if (cgroup && !plan->cgroup_after_clone) StartReaper(*sb, cgroup.get());
   // Init is busy building the root now: the audit trail is opened meanwhile, and before the
   // network namespace and the seccomp program are sent (init waits for both before it starts
   // the command), so that a trail which cannot be written refuses the run before the command
   // ever ran.
-  EventSink* events = req.events;
-  std::function<void(const std::string&)> add_secret = req.add_secret;
+  RunSinks sinks{req.events, req.add_secret};
   auto audit_stop = std::make_shared<AuditStop>();  // the log may report after Run returned
-  if (req.open_audit) {
-    Result<AuditAttachment> audit = req.open_audit();
-    if (!audit.ok()) return refuse_after_clone(audit.status());
-    events = audit->events;
-    add_secret = std::move(audit->add_secret);
-    if (audit->on_failure) {
-      audit->on_failure([audit_stop](const Status& st) { audit_stop->Fail(st); });
-    }
+  if (Status opened = OpenRunAudit(req, audit_stop, &sinks); !opened.ok()) {
+    return RefuseAfterClone(*sb, std::move(out), opened);
   }
   // Every event passes the tee that gathers the run's denials on its way to the trail (if any).
-  DenialTee denials(events);
-  denials.ClassifyWrites([&req](const std::string& path) -> std::string {
-    const policy::PathDecision d = policy::DecidePath(req.policy, path);
-    if (d.is_protected) return "protected";
-    if (d.visibility == policy::PathDecision::Visibility::kWrite) return "writable";
-    return "";
-  });
-  events = &denials;
+  DenialTee denials(sinks.events);
+  ClassifyDeniedWrites(req, &denials);
+  EventSink* events = &denials;
   // The redactor knows every secret before the first record (on_started, then the session).
-  if (add_secret) {
-    for (const std::string& secret : creds.secrets) add_secret(secret);
+  if (sinks.add_secret) {
+    for (const std::string& secret : creds.secrets) sinks.add_secret(secret);
   }
-  {
-    Status sent = enforce::StartSandboxNet(&*sb, *plan);
-    if (!sent.ok()) return refuse_after_clone(sent);
-    TraceMark("network namespace made and sent");
-  }
-  if (plan->cgroup_after_clone) {
-    Status made = create_cgroup();
-    if (made.ok()) {
-      start_reaper();
-      made = enforce::SendCgroupJoin(*sb, cgroup->self_join_fds());
-    }
-    if (!made.ok()) return refuse_after_clone(made);
-    cgroup->CloseSelfJoinFds();
-  }
-  if (plan->seccomp_enabled) {
-    Status sent = PrepareAndSendSeccomp(*sb, &*plan);
-    if (!sent.ok()) return refuse_after_clone(sent);
-    TraceMark("seccomp program sent");
+  if (Status sent = SendRestOfSetup(&*sb, &*plan, &cgroup, &out); !sent.ok()) {
+    return RefuseAfterClone(*sb, std::move(out), sent);
   }
   if (req.on_started) req.on_started(*plan, out.notes, features);
   CreationJournal journal(ProtectedComponents(plan->mount.protect.relpaths));

@@ -126,29 +126,41 @@ class Check {
     while (!dirs.empty()) {
       std::string rel = std::move(dirs.back());
       dirs.pop_back();
-      UniqueFd dir = OpenDir(root, rel);
-      if (!dir) continue;
-      DIR* d = fdopendir(dir.release());
-      if (!d) continue;
-      while (struct dirent* e = readdir(d)) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        std::string child = Join(rel, e->d_name);
-        unsigned char type = e->d_type;
-        struct stat st;
-        if (type == DT_UNKNOWN || type == DT_REG) {
-          if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-          if (S_ISDIR(st.st_mode)) type = DT_DIR;
-          if (S_ISREG(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID))) {
-            candidates_.insert({root, child});
-          }
-        }
-        if (type == DT_DIR) dirs.push_back(child);
-        if (policy::IsHostExecutedTrigger(policy::PathComponents(Join(roots_[root].path, child)),
-                                          all_protected_)) {
-          candidates_.insert({root, child});
-        }
+      WalkDirectory(root, rel, &dirs);
+    }
+  }
+
+  // One directory of the walk: each entry looked at, the subdirectories added to `dirs`.
+  void WalkDirectory(size_t root, const std::string& rel, std::vector<std::string>* dirs) {
+    UniqueFd dir = OpenDir(root, rel);
+    if (!dir) return;
+    DIR* d = fdopendir(dir.release());
+    if (!d) return;
+    while (struct dirent* e = readdir(d)) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      WalkEntry(root, rel, d, *e, dirs);
+    }
+    closedir(d);
+  }
+
+  // An entry of the walk: a candidate when it has set-id bits or a name the rule triggers on;
+  // a directory is walked in turn.
+  void WalkEntry(size_t root, const std::string& rel, DIR* d, const struct dirent& e,
+                 std::vector<std::string>* dirs) {
+    std::string child = Join(rel, e.d_name);
+    unsigned char type = e.d_type;
+    struct stat st;
+    if (type == DT_UNKNOWN || type == DT_REG) {
+      if (fstatat(dirfd(d), e.d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+      if (S_ISDIR(st.st_mode)) type = DT_DIR;
+      if (S_ISREG(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID))) {
+        candidates_.insert({root, child});
       }
-      closedir(d);
+    }
+    if (type == DT_DIR) dirs->push_back(child);
+    if (policy::IsHostExecutedTrigger(policy::PathComponents(Join(roots_[root].path, child)),
+                                      all_protected_)) {
+      candidates_.insert({root, child});
     }
   }
 

@@ -86,6 +86,114 @@ ApprovalDecision Deny(std::string channel, std::string reason) {
   return d;
 }
 
+// A standing path pattern as an absolute path: `~/...` below HOME (not ~user), `/...` as written.
+Result<std::string> ExpandStandingPath(const std::string& text, const std::string& where,
+                                       const std::string& home) {
+  if (text[0] != '~') return text;
+  if (text.size() > 1 && text[1] != '/') {
+    return InvalidArgument(where + ": ~user is not supported; write the path");
+  }
+  if (home.empty() || home[0] != '/') {
+    return InvalidArgument(where + ": no HOME to expand ~ with");
+  }
+  return home + text.substr(1);
+}
+
+// A standing host pattern, parsed as a network.allow rule of the same origin would be.
+Result<net::HostRule> CompileStandingHost(const std::string& text, const std::string& where,
+                                          const policy::Origin& origin) {
+  policy::HostRule rule;
+  rule.pattern = text;
+  rule.origin = origin;
+  Result<net::HostRule> hr = net::HostRule::Parse(rule);
+  if (!hr.ok()) return std::move(hr).take_status().With(where);
+  return hr;
+}
+
+// A file grant widened to a directory: the one asked for (absolute, containing the path), or
+// the path's parent when none was named; never / (it would allow every path).
+Status WidenToPathPrefix(const ApprovalRequest& r, const std::string& asked, GrantSpec* spec) {
+  std::string prefix;
+  if (asked.empty()) {
+    prefix = policy::ParentPath(r.subject);
+  } else {
+    if (asked[0] != '/') return InvalidArgument("a path prefix must be absolute");
+    prefix = policy::NormalizePath(asked);
+    if (!policy::PathIsWithin(r.subject, prefix)) {
+      return InvalidArgument("the prefix " + prefix + " does not contain " + r.subject);
+    }
+  }
+  if (prefix == "/") {
+    return InvalidArgument("a prefix grant of / would allow every path; give a narrower prefix");
+  }
+  spec->match = SubjectMatch::kPathPrefix;
+  spec->subject = prefix;
+  return Ok();
+}
+
+// A connect grant widened to a domain: the pattern asked for (*.example.com, matching the
+// host), or the host's parent domain when none was named; never a top-level domain.
+Status WidenToHostPattern(const ApprovalRequest& r, const std::string& asked, GrantSpec* spec) {
+  Result<net::Host> host = net::ParseHost(r.subject);
+  if (!host.ok() || host->is_address()) {
+    return InvalidArgument("an address cannot be widened to a pattern");
+  }
+  std::string suffix;
+  if (asked.empty()) {
+    size_t dot = host->name.find('.');
+    if (dot == std::string::npos) {
+      return InvalidArgument(host->name + " has no parent domain to widen to");
+    }
+    suffix = host->name.substr(dot + 1);
+  } else {
+    if (asked.rfind("*.", 0) != 0) {
+      return InvalidArgument("a host pattern must look like *.example.com");
+    }
+    Result<std::string> s = net::NormalizeHost(asked.substr(2));
+    if (!s.ok()) return std::move(s).take_status().With("host pattern");
+    suffix = *s;
+  }
+  if (suffix.find('.') == std::string::npos) {
+    return InvalidArgument("*." + suffix + " is too broad (a top-level domain)");
+  }
+  if (!HostMatchesPattern(*host, "*." + suffix)) {
+    return InvalidArgument("*." + suffix + " does not match " + host->name);
+  }
+  spec->match = SubjectMatch::kHostPattern;
+  spec->subject = "*." + suffix;
+  return Ok();
+}
+
+// What an allowing answer grants: the request's exact subject, or (a prefix in the answer)
+// the directory or domain it is widened to.
+Result<GrantSpec> GrantSpecFor(const ApprovalRequest& r, const ChannelAnswer& answer) {
+  GrantSpec spec;
+  spec.kind = r.kind;
+  spec.access = r.access;
+  spec.port = r.port;
+  spec.scope = answer.scope;
+  spec.subject = r.subject;
+  spec.match = r.kind == RequestKind::kFile ? SubjectMatch::kExactPath : SubjectMatch::kExactHost;
+  if (!answer.prefix) return spec;
+  if (r.kind == RequestKind::kFile) {
+    WARD_TRY(WidenToPathPrefix(r, *answer.prefix, &spec));
+  } else {
+    WARD_TRY(WidenToHostPattern(r, *answer.prefix, &spec));
+  }
+  return spec;
+}
+
+// A once-grant is spent on the request that asked for it: the kept grant says so, and `g`
+// becomes its copy.
+void SpendOnceGrant(std::vector<Grant>* grants, Grant* g) {
+  for (Grant& kept : *grants) {
+    if (kept.id != g->id) continue;
+    kept.uses = 1;
+    kept.state = Grant::State::kUsed;
+    *g = kept;
+  }
+}
+
 }  // namespace
 
 const char* RequestKindName(RequestKind k) { return k == RequestKind::kFile ? "file" : "host"; }
@@ -261,28 +369,15 @@ Result<std::shared_ptr<ApprovalBroker>> ApprovalBroker::Create(asio::io_context&
       if (!p.origin.source.empty()) where += " (" + p.origin.ToString() + ")";
       if (text.empty()) return InvalidArgument(where + ": empty");
       if (text[0] == '~' || text[0] == '/') {
-        std::string path = text;
-        if (text[0] == '~') {
-          if (text.size() > 1 && text[1] != '/') {
-            return InvalidArgument(where + ": ~user is not supported; write the path");
-          }
-          if (b->options_.home.empty() || b->options_.home[0] != '/') {
-            return InvalidArgument(where + ": no HOME to expand ~ with");
-          }
-          path = b->options_.home + text.substr(1);
-        }
+        WARD_ASSIGN_OR_RETURN(std::string path, ExpandStandingPath(text, where, b->options_.home));
         PathPattern pp;
         pp.text = text;
         pp.components = policy::PathComponents(policy::NormalizePath(path));
         out->paths.push_back(std::move(pp));
         continue;
       }
-      policy::HostRule rule;
-      rule.pattern = text;
-      rule.origin = p.origin;
-      Result<net::HostRule> hr = net::HostRule::Parse(rule);
-      if (!hr.ok()) return std::move(hr).take_status().With(where);
-      out->hosts.push_back(std::move(hr).value());
+      WARD_ASSIGN_OR_RETURN(net::HostRule rule, CompileStandingHost(text, where, p.origin));
+      out->hosts.push_back(std::move(rule));
     }
     return Ok();
   };
@@ -469,73 +564,10 @@ Result<ApprovalDecision> ApprovalBroker::Answer(uint64_t request_id, const Chann
     decision.channel = std::string(channel);
     decision.allow = answer.allow;
     if (answer.allow) {
-      GrantSpec spec;
-      spec.kind = r.kind;
-      spec.access = r.access;
-      spec.port = r.port;
-      spec.scope = answer.scope;
-      spec.subject = r.subject;
-      spec.match =
-          r.kind == RequestKind::kFile ? SubjectMatch::kExactPath : SubjectMatch::kExactHost;
-      if (answer.prefix) {
-        if (r.kind == RequestKind::kFile) {
-          std::string prefix;
-          if (answer.prefix->empty()) {
-            prefix = policy::ParentPath(r.subject);
-          } else {
-            if ((*answer.prefix)[0] != '/') {
-              return InvalidArgument("a path prefix must be absolute");
-            }
-            prefix = policy::NormalizePath(*answer.prefix);
-            if (!policy::PathIsWithin(r.subject, prefix)) {
-              return InvalidArgument("the prefix " + prefix + " does not contain " + r.subject);
-            }
-          }
-          if (prefix == "/") {
-            return InvalidArgument(
-                "a prefix grant of / would allow every path; give a narrower prefix");
-          }
-          spec.match = SubjectMatch::kPathPrefix;
-          spec.subject = prefix;
-        } else {
-          Result<net::Host> host = net::ParseHost(r.subject);
-          if (!host.ok() || host->is_address()) {
-            return InvalidArgument("an address cannot be widened to a pattern");
-          }
-          std::string suffix;
-          if (answer.prefix->empty()) {
-            size_t dot = host->name.find('.');
-            if (dot == std::string::npos) {
-              return InvalidArgument(host->name + " has no parent domain to widen to");
-            }
-            suffix = host->name.substr(dot + 1);
-          } else {
-            if (answer.prefix->rfind("*.", 0) != 0) {
-              return InvalidArgument("a host pattern must look like *.example.com");
-            }
-            Result<std::string> s = net::NormalizeHost(answer.prefix->substr(2));
-            if (!s.ok()) return std::move(s).take_status().With("host pattern");
-            suffix = *s;
-          }
-          if (suffix.find('.') == std::string::npos) {
-            return InvalidArgument("*." + suffix + " is too broad (a top-level domain)");
-          }
-          if (!HostMatchesPattern(*host, "*." + suffix)) {
-            return InvalidArgument("*." + suffix + " does not match " + host->name);
-          }
-          spec.match = SubjectMatch::kHostPattern;
-          spec.subject = "*." + suffix;
-        }
-      }
+      WARD_ASSIGN_OR_RETURN(GrantSpec spec, GrantSpecFor(r, answer));
       WARD_ASSIGN_OR_RETURN(Grant g, CreateGrantLocked(spec, channel, request_id, &ev));
       if (g.spec.scope.lifetime == Lifetime::kOnce) {
-        // A once-grant is spent on the request that asked for it.
-        for (Grant& kept : grants_) {
-          if (kept.id != g.id) continue;
-          kept.uses = 1;
-          kept.state = Grant::State::kUsed;
-          g = kept;
-        }
+        SpendOnceGrant(&grants_, &g);
         ev.push_back({"grant.use", {{"grant", g.id}, {"request", request_id}, {"uses", g.uses}}});
       }
       decision.reason = answer.reason.empty() ? "allowed through " + std::string(channel) + " (" +

@@ -65,23 +65,62 @@ Result<std::string> OptionalString(const nlohmann::json& m, const char* key, siz
   return s;
 }
 
+nlohmann::json Hello(ApprovalBroker& broker, std::string_view session) {
+  size_t live = 0;
+  for (const Grant& g : broker.Grants()) live += g.state == Grant::State::kLive;
+  return nlohmann::json{{"ok", true},
+                        {"protocol", 1},
+                        {"session", std::string(session)},
+                        {"pid", static_cast<int64_t>(getpid())},
+                        {"pending", broker.Pending().size()},
+                        {"live_grants", live},
+                        {"timeout_ms", broker.options().policy.timeout_ms}};
+}
+
+// An approval's "prefix": true for the parent (directory or domain), a path or host pattern to
+// widen to, false or absent for the exact subject.
+Status ParsePrefix(const nlohmann::json& m, ChannelAnswer* a) {
+  auto p = m.find("prefix");
+  if (p == m.end() || p->is_null()) return Ok();
+  if (p->is_boolean()) {
+    if (p->get<bool>()) a->prefix = std::string();
+  } else if (p->is_string() && !p->get_ref<const std::string&>().empty()) {
+    if (p->get_ref<const std::string&>().size() > 4096) {
+      return InvalidArgument("\"prefix\" is too long");
+    }
+    a->prefix = p->get<std::string>();
+  } else {
+    return InvalidArgument("\"prefix\" must be true, false or a path / host pattern");
+  }
+  return Ok();
+}
+
+// "approve" or "deny" of a pending request: its id, a reason, and for an approval its scope and
+// prefix.
+Result<nlohmann::json> AnswerRequest(ApprovalBroker& broker, const nlohmann::json& m,
+                                     const std::string& op) {
+  WARD_ASSIGN_OR_RETURN(uint64_t id, IdField(m, "id"));
+  ChannelAnswer a;
+  a.allow = op == "approve";
+  WARD_ASSIGN_OR_RETURN(a.reason, OptionalString(m, "reason", kMaxReason));
+  if (a.allow) {
+    WARD_ASSIGN_OR_RETURN(std::string scope, OptionalString(m, "scope", 64));
+    WARD_ASSIGN_OR_RETURN(a.scope, ParseScope(scope.empty() ? "once" : scope));
+    WARD_TRY(ParsePrefix(m, &a));
+  }
+  WARD_ASSIGN_OR_RETURN(ApprovalDecision d, broker.Answer(id, a, "socket"));
+  nlohmann::json out = {{"ok", true}, {"decision", d.allow ? "allow" : "deny"}};
+  if (d.grant) out["grant"] = GrantToJson(*d.grant);
+  return out;
+}
+
 Result<nlohmann::json> Dispatch(ApprovalBroker& broker, const nlohmann::json& m,
                                 std::string_view session) {
   if (!m.is_object()) return InvalidArgument("a request is one JSON object");
   auto op_it = m.find("op");
   if (op_it == m.end() || !op_it->is_string()) return InvalidArgument("missing \"op\"");
   const std::string& op = op_it->get_ref<const std::string&>();
-  if (op == "hello") {
-    size_t live = 0;
-    for (const Grant& g : broker.Grants()) live += g.state == Grant::State::kLive;
-    return nlohmann::json{{"ok", true},
-                          {"protocol", 1},
-                          {"session", std::string(session)},
-                          {"pid", static_cast<int64_t>(getpid())},
-                          {"pending", broker.Pending().size()},
-                          {"live_grants", live},
-                          {"timeout_ms", broker.options().policy.timeout_ms}};
-  }
+  if (op == "hello") return Hello(broker, session);
   if (op == "list") {
     nlohmann::json reqs = nlohmann::json::array();
     for (const ApprovalRequest& r : broker.Pending()) reqs.push_back(RequestToJson(r));
@@ -92,33 +131,7 @@ Result<nlohmann::json> Dispatch(ApprovalBroker& broker, const nlohmann::json& m,
     for (const Grant& g : broker.Grants()) out.push_back(GrantToJson(g));
     return nlohmann::json{{"ok", true}, {"grants", std::move(out)}};
   }
-  if (op == "approve" || op == "deny") {
-    WARD_ASSIGN_OR_RETURN(uint64_t id, IdField(m, "id"));
-    ChannelAnswer a;
-    a.allow = op == "approve";
-    WARD_ASSIGN_OR_RETURN(a.reason, OptionalString(m, "reason", kMaxReason));
-    if (a.allow) {
-      WARD_ASSIGN_OR_RETURN(std::string scope, OptionalString(m, "scope", 64));
-      WARD_ASSIGN_OR_RETURN(a.scope, ParseScope(scope.empty() ? "once" : scope));
-      auto p = m.find("prefix");
-      if (p != m.end() && !p->is_null()) {
-        if (p->is_boolean()) {
-          if (p->get<bool>()) a.prefix = std::string();
-        } else if (p->is_string() && !p->get_ref<const std::string&>().empty()) {
-          if (p->get_ref<const std::string&>().size() > 4096) {
-            return InvalidArgument("\"prefix\" is too long");
-          }
-          a.prefix = p->get<std::string>();
-        } else {
-          return InvalidArgument("\"prefix\" must be true, false or a path / host pattern");
-        }
-      }
-    }
-    WARD_ASSIGN_OR_RETURN(ApprovalDecision d, broker.Answer(id, a, "socket"));
-    nlohmann::json out = {{"ok", true}, {"decision", d.allow ? "allow" : "deny"}};
-    if (d.grant) out["grant"] = GrantToJson(*d.grant);
-    return out;
-  }
+  if (op == "approve" || op == "deny") return AnswerRequest(broker, m, op);
   if (op == "revoke") {
     WARD_ASSIGN_OR_RETURN(uint64_t id, IdField(m, "grant"));
     WARD_TRY(broker.Revoke(id, "socket"));
