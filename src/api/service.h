@@ -1,6 +1,8 @@
 // The methods of `ward serve` (JSON-RPC 2.0): sandboxes, execs, files, approvals and audit
 // queries, independent of the transport. Handle() answers through the Peer that asked, possibly
 // later (exec.run waits for the command or its yield). Documented in docs/agents.md.
+// One file per family of methods: service.cc (the core, dispatch, sandbox.*, audit.query),
+// service_execs.cc, service_fs.cc, service_review.cc, service_approvals.cc.
 #pragma once
 
 #include <asio.hpp>
