@@ -86,6 +86,36 @@ std::optional<std::string> ReadSmall(const std::string& path) {
   return out;
 }
 
+// The names in `dir`; none when it cannot be opened.
+std::vector<std::string> DirNames(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (struct dirent* e = readdir(d)) names.push_back(e->d_name);
+  closedir(d);
+  return names;
+}
+
+// The sandbox id of a record's file name ("<id>.json"); nullopt for anything else.
+std::optional<std::string> SandboxRecordId(const std::string& name) {
+  if (name.size() < 6 || name.substr(name.size() - 5) != ".json") return std::nullopt;
+  std::string id = name.substr(0, name.size() - 5);
+  if (!ValidId(id, "sb")) return std::nullopt;
+  return id;
+}
+
+// A sandbox record; null when it cannot be read or is not JSON.
+nlohmann::json ReadRecord(const std::string& path) {
+  auto text = ReadSmall(path);
+  nlohmann::json j;
+  try {
+    if (text) j = nlohmann::json::parse(*text);
+  } catch (const std::exception&) {
+    j = nullptr;
+  }
+  return j;
+}
+
 }  // namespace
 
 Expected<std::string> DefaultSocketPath() {
@@ -110,44 +140,31 @@ Status Service::Init() {
   std::string sdir = config_.state_dir + "/sandboxes";
   if (mkdir(sdir.c_str(), 0700) != 0 && errno != EEXIST) return Errno("creating " + sdir);
   // Sandboxes a previous daemon left: reloaded (their policy is loaded afresh), or dropped.
-  if (DIR* d = opendir(sdir.c_str())) {
-    std::vector<std::string> names;
-    while (struct dirent* e = readdir(d)) names.push_back(e->d_name);
-    closedir(d);
-    for (const auto& n : names) {
-      if (n.size() < 6 || n.substr(n.size() - 5) != ".json") continue;
-      std::string id = n.substr(0, n.size() - 5);
-      std::string path = sdir + "/" + n;
-      if (!ValidId(id, "sb")) continue;
-      auto text = ReadSmall(path);
-      nlohmann::json j;
-      try {
-        if (text) j = nlohmann::json::parse(*text);
-      } catch (const std::exception&) {
-        j = nullptr;
-      }
-      bool loaded = false;
-      if (j.is_object() && j.contains("spec")) {
-        auto spec = ParseSandboxSpec(j["spec"]);
-        if (spec.ok()) {
-          int64_t created = j.value("created_ms", NowMs());
-          auto s = Load(std::move(spec).value(), id, created, j.value("review_session", ""));
-          if (s.ok()) {
-            loaded = true;
-            Emit(*s, "sandbox.resume", {{"sandbox_id", id}});
-          } else {
-            std::fprintf(stderr, "ward serve: dropping sandbox %s: %s\n", id.c_str(),
-                         s.error().message.c_str());
-          }
-        }
-      }
-      if (!loaded) unlink(path.c_str());
-    }
+  for (const auto& n : DirNames(sdir)) {
+    std::optional<std::string> id = SandboxRecordId(n);
+    if (!id) continue;
+    std::string path = sdir + "/" + n;
+    if (!Reload(*id, ReadRecord(path))) unlink(path.c_str());
   }
   for (const auto& e : execs_.Recover()) {
     if (sandboxes_.count(e->info().sandbox_id) == 0) execs_.Remove(e->id(), "");
   }
   return Ok();
+}
+
+bool Service::Reload(const std::string& id, const nlohmann::json& record) {
+  if (!record.is_object() || !record.contains("spec")) return false;
+  auto spec = ParseSandboxSpec(record["spec"]);
+  if (!spec.ok()) return false;
+  int64_t created = record.value("created_ms", NowMs());
+  auto s = Load(std::move(spec).value(), id, created, record.value("review_session", ""));
+  if (!s.ok()) {
+    std::fprintf(stderr, "ward serve: dropping sandbox %s: %s\n", id.c_str(),
+                 s.error().message.c_str());
+    return false;
+  }
+  Emit(*s, "sandbox.resume", {{"sandbox_id", id}});
+  return true;
 }
 
 void Service::Shutdown() {

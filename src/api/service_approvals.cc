@@ -11,6 +11,71 @@ namespace {
 
 constexpr size_t kMaxApprovalReason = 512;
 
+// The execs whose approval socket is asked, and the sockets' paths, in the same order.
+struct ApprovalTargets {
+  std::vector<std::pair<std::string, std::string>> execs;  // exec, sandbox
+  std::vector<std::string> paths;
+};
+
+// Only running execs have a broker; a finished one has nothing pending and no live grant.
+ApprovalTargets AskableExecs(const std::vector<std::shared_ptr<Exec>>& candidates) {
+  ApprovalTargets t;
+  for (const auto& e : candidates) {
+    if (!e->running() || e->info().approval_session.empty()) continue;
+    std::string path = ApprovalSocketPathFor(e->info().approval_session);
+    if (path.empty()) continue;
+    t.execs.emplace_back(e->id(), e->info().sandbox_id);
+    t.paths.push_back(std::move(path));
+  }
+  return t;
+}
+
+nlohmann::json ErrorItem(const std::string& exec_id, const std::string& sandbox_id,
+                         const std::string& kind, const std::string& message) {
+  return {{"exec_id", exec_id}, {"sandbox_id", sandbox_id}, {"kind", kind}, {"message", message}};
+}
+
+// The `key` list ("requests" or "grants") of every exec's answer, each item labelled with its
+// exec and sandbox, and what could not be asked in "errors"; an exec asked alone (`single`)
+// answers with its error.
+Expected<nlohmann::json> MergeApprovalResults(
+    const ApprovalResults& results, const std::vector<std::pair<std::string, std::string>>& execs,
+    bool single, const char* key) {
+  nlohmann::json items = nlohmann::json::array();
+  nlohmann::json errors = nlohmann::json::array();
+  for (size_t i = 0; i < results.size(); ++i) {
+    const auto& [exec_id, sandbox_id] = execs[i];
+    const Expected<nlohmann::json>& r = *results[i];
+    // No socket: the run has not started asking yet, or is ending; nothing to list.
+    if (!r.ok() && r.error().kind == ErrorKind::kNotFound) continue;
+    if (!r.ok() && single) {
+      Error err = r.error();
+      err.message = "exec " + exec_id + ": " + err.message;
+      err.data["exec_id"] = exec_id;
+      return err;
+    }
+    if (!r.ok()) {
+      errors.push_back(ErrorItem(exec_id, sandbox_id, std::string(ErrorKindName(r.error().kind)),
+                                 r.error().message));
+      continue;
+    }
+    auto list = r->find(key);
+    if (list == r->end() || !list->is_array()) {
+      errors.push_back(ErrorItem(exec_id, sandbox_id, "interrupted",
+                                 std::string("malformed reply: no \"") + key + "\""));
+      continue;
+    }
+    for (const nlohmann::json& item : *list) {
+      if (!item.is_object()) continue;
+      nlohmann::json labelled = item;
+      labelled["exec_id"] = exec_id;
+      labelled["sandbox_id"] = sandbox_id;
+      items.push_back(std::move(labelled));
+    }
+  }
+  return nlohmann::json{{key, std::move(items)}, {"errors", std::move(errors)}};
+}
+
 }  // namespace
 
 // ---- approvals.* ----
@@ -63,88 +128,43 @@ void Service::RelayToExec(const std::shared_ptr<Exec>& e, nlohmann::json request
 void Service::ApprovalsQuery(bool grants, const nlohmann::json& params, Reply reply) {
   const char* key = grants ? "grants" : "requests";
   Params p(params);
+  bool single = false;
+  auto candidates = ApprovalQueryExecs(p, &single);
+  if (!candidates.ok()) return reply(candidates.error());
+  ApprovalTargets targets = AskableExecs(*candidates);
+  CallApprovalSockets(io_, targets.paths, {{"op", grants ? "grants" : "list"}},
+                      kApprovalCallTimeout,
+                      [reply, execs = targets.execs, single, key](ApprovalResults results) {
+                        reply(MergeApprovalResults(results, execs, single, key));
+                      });
+}
+
+Expected<std::vector<std::shared_ptr<Exec>>> Service::ApprovalQueryExecs(Params& p,
+                                                                          bool* single) {
   std::string sid;
   if (p.Has("sandbox_id")) {
-    auto s = FindSandbox(p);
-    if (!s.ok()) return reply(s.error());
-    if (!(*s)->policy->approvals.enabled) {
-      return reply(InvalidError("sandbox " + (*s)->id +
-                                " runs without approvals (create it with \"ask\": true)"));
+    WARD_API_ASSIGN_OR_RETURN(Sandbox * s, FindSandbox(p));
+    if (!s->policy->approvals.enabled) {
+      return InvalidError("sandbox " + s->id +
+                          " runs without approvals (create it with \"ask\": true)");
     }
-    sid = (*s)->id;
+    sid = s->id;
   }
   std::shared_ptr<Exec> only;
   if (p.Has("exec_id")) {
-    auto e = FindExec(p);
-    if (!e.ok()) return reply(e.error());
-    only = *e;
+    WARD_API_ASSIGN_OR_RETURN(only, FindExec(p));
   }
-  if (!p.Finish()) return reply(p.error());
-  std::vector<std::shared_ptr<Exec>> candidates;
-  if (only) {
-    if (only->info().approval_session.empty()) {
-      return reply(InvalidError("exec " + only->id() +
-                                " runs without approvals (create its sandbox with \"ask\": true)"));
-    }
-    if (!sid.empty() && only->info().sandbox_id != sid) {
-      return reply(InvalidError("exec " + only->id() + " is not in sandbox " + sid));
-    }
-    candidates.push_back(only);
-  } else {
-    candidates = execs_.List(sid);
+  if (!p.Finish()) return p.error();
+  *single = static_cast<bool>(only);
+  if (!only) return execs_.List(sid);
+  if (only->info().approval_session.empty()) {
+    return InvalidError("exec " + only->id() +
+                        " runs without approvals (create its sandbox with \"ask\": true)");
   }
-  // Only running execs have a broker; a finished one has nothing pending and no live grant.
-  std::vector<std::pair<std::string, std::string>> targets;  // exec, sandbox
-  std::vector<std::string> paths;
-  for (const auto& e : candidates) {
-    if (!e->running() || e->info().approval_session.empty()) continue;
-    std::string path = ApprovalSocketPathFor(e->info().approval_session);
-    if (path.empty()) continue;
-    targets.emplace_back(e->id(), e->info().sandbox_id);
-    paths.push_back(std::move(path));
+  if (!sid.empty() && only->info().sandbox_id != sid) {
+    return InvalidError("exec " + only->id() + " is not in sandbox " + sid);
   }
-  bool single = static_cast<bool>(only);
-  CallApprovalSockets(
-      io_, paths, {{"op", grants ? "grants" : "list"}}, kApprovalCallTimeout,
-      [reply, targets, single, key](ApprovalResults results) {
-        nlohmann::json items = nlohmann::json::array();
-        nlohmann::json errors = nlohmann::json::array();
-        for (size_t i = 0; i < results.size(); ++i) {
-          const auto& [exec_id, sandbox_id] = targets[i];
-          const Expected<nlohmann::json>& r = *results[i];
-          if (!r.ok()) {
-            // No socket: the run has not started asking yet, or is ending; nothing to list.
-            if (r.error().kind == ErrorKind::kNotFound) continue;
-            if (single) {
-              Error err = r.error();
-              err.message = "exec " + exec_id + ": " + err.message;
-              err.data["exec_id"] = exec_id;
-              return reply(err);
-            }
-            errors.push_back({{"exec_id", exec_id},
-                              {"sandbox_id", sandbox_id},
-                              {"kind", std::string(ErrorKindName(r.error().kind))},
-                              {"message", r.error().message}});
-            continue;
-          }
-          auto list = r->find(key);
-          if (list == r->end() || !list->is_array()) {
-            errors.push_back({{"exec_id", exec_id},
-                              {"sandbox_id", sandbox_id},
-                              {"kind", "interrupted"},
-                              {"message", std::string("malformed reply: no \"") + key + "\""}});
-            continue;
-          }
-          for (const nlohmann::json& item : *list) {
-            if (!item.is_object()) continue;
-            nlohmann::json labelled = item;
-            labelled["exec_id"] = exec_id;
-            labelled["sandbox_id"] = sandbox_id;
-            items.push_back(std::move(labelled));
-          }
-        }
-        reply(nlohmann::json{{key, std::move(items)}, {"errors", std::move(errors)}});
-      });
+  return std::vector<std::shared_ptr<Exec>>{only};
 }
 
 void Service::ApprovalsAnswer(bool allow, const nlohmann::json& params, Reply reply) {

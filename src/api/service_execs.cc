@@ -23,6 +23,126 @@ namespace {
 // approval socket how many questions are pending before they answer without the count.
 constexpr std::chrono::milliseconds kPendingProbeTimeout{500};
 
+using ReplyFn = std::function<void(Expected<nlohmann::json>)>;
+
+// exec.run's parameters after sandbox_id, all read before Finish() refuses unknown ones.
+struct ExecRunParams {
+  bool has_argv = false;
+  bool has_shell = false;
+  std::vector<std::string> argv;
+  std::optional<std::string> shell;
+  std::optional<std::string> cwd;
+  std::map<std::string, std::optional<std::string>> env;
+  std::optional<std::string> stdin_data;
+  std::optional<std::string> stdin_encoding;
+  std::optional<bool> stdin_open;
+  std::optional<int64_t> timeout_ms;
+  std::optional<int64_t> yield;
+  std::optional<int64_t> max_output_bytes;
+  std::optional<nlohmann::json> exec_policy;
+  std::optional<bool> notify;
+};
+
+ExecRunParams ReadExecRunParams(Params& p) {
+  ExecRunParams r;
+  r.has_argv = p.Has("argv");
+  r.has_shell = p.Has("shell");
+  r.argv = p.StringList("argv", 4096);
+  r.shell = p.String("shell");
+  r.cwd = p.String("cwd", 4096);
+  r.env = p.StringMap("env");
+  r.stdin_data = p.Bytes("stdin", kMaxDataBytes * 2);
+  r.stdin_encoding = p.String("stdin_encoding", 16);
+  r.stdin_open = p.Bool("stdin_open");
+  r.timeout_ms = p.Int("timeout_ms", 0, kMaxTimeoutMs);
+  r.yield = p.Int("yield_ms", 0, kMaxTimeoutMs);
+  r.max_output_bytes = p.Int("max_output_bytes", 0, static_cast<int64_t>(kMaxMaxOutputBytes));
+  r.exec_policy = p.Object("policy");
+  r.notify = p.Bool("notify");
+  return r;
+}
+
+// The command: argv as given, or the shell line through /bin/sh -c; its cwd in the workspace.
+Expected<ExecCommand> MakeCommand(const ExecRunParams& r, const std::string& workspace) {
+  if (r.has_argv == r.has_shell) return InvalidError("give exactly one of argv and shell");
+  ExecCommand cmd;
+  if (r.has_shell) {
+    cmd.argv = {"/bin/sh", "-c", *r.shell};
+  } else {
+    cmd.argv = r.argv;
+  }
+  if (cmd.argv.empty() || cmd.argv[0].empty()) return InvalidError("argv is empty");
+  auto rcwd = ResolveCwd(workspace, r.cwd.value_or(""));
+  if (!rcwd.ok()) return rcwd.error();
+  cmd.cwd = *rcwd;
+  return cmd;
+}
+
+// The exec's stdin and bounds.
+Expected<Done> FillStartRequest(const ExecRunParams& r, StartRequest* req) {
+  if (r.stdin_data) {
+    auto d = DecodeData(*r.stdin_data, r.stdin_encoding.value_or("utf8"), "stdin");
+    if (!d.ok()) return d.error();
+    req->stdin_data = std::move(d).value();
+  }
+  req->stdin_open = r.stdin_open.value_or(false);
+  req->timeout_ms = static_cast<uint64_t>(r.timeout_ms.value_or(0));
+  req->max_output_bytes =
+      static_cast<uint64_t>(r.max_output_bytes.value_or(kDefaultMaxOutputBytes));
+  return Done{};
+}
+
+// Answers with the exec as it is and, while it runs, how many approvals it waits for (null
+// when its approval socket did not say in time).
+void ReplyWithPendingApprovals(asio::io_context& io, const std::string& approval_session,
+                               const std::weak_ptr<Exec>& we, const ReplyFn& reply) {
+  CountPendingApprovals(io, approval_session, kPendingProbeTimeout,
+                        [reply, we](std::optional<uint64_t> pending) {
+                          auto e2 = we.lock();
+                          if (!e2)
+                            return reply(MakeError(ErrorKind::kInterrupted, "the exec is gone"));
+                          nlohmann::json j = e2->ToJson(true);
+                          if (e2->running()) {
+                            j["approvals_pending"] =
+                                pending ? nlohmann::json(*pending) : nlohmann::json(nullptr);
+                          }
+                          reply(std::move(j));
+                        });
+}
+
+// exec.wait's error for an exec still running when its timeout_ms ran out.
+Error StillRunningError(const std::string& id, std::optional<uint64_t> pending) {
+  if (pending && *pending > 0) {
+    // The wait ran out because the command waits for an answer: say so.
+    Error err = MakeError(ErrorKind::kApprovalRequired,
+                          "exec " + id + " is waiting for " + std::to_string(*pending) +
+                              " approval(s); see approvals.list");
+    err.data["exec_id"] = id;
+    err.data["approvals_pending"] = *pending;
+    return err;
+  }
+  Error err = MakeError(ErrorKind::kTimeout, "exec " + id + " is still running");
+  err.data["exec_id"] = id;
+  if (pending) err.data["approvals_pending"] = *pending;
+  return err;
+}
+
+// exec.wait's answer when its timeout_ms ran out: still running (and how many approvals it
+// waits for, with approvals), or the exec if it ended while they were counted.
+void AnswerWaitRanOut(asio::io_context& io, const std::string& id, const std::weak_ptr<Exec>& we,
+                      const ReplyFn& reply) {
+  auto ex = we.lock();
+  if (!ex || ex->info().approval_session.empty()) {
+    return reply(StillRunningError(id, std::nullopt));
+  }
+  CountPendingApprovals(io, ex->info().approval_session, kPendingProbeTimeout,
+                        [reply, we, id](std::optional<uint64_t> pending) {
+                          auto e2 = we.lock();
+                          if (e2 && !e2->running()) return reply(e2->ToJson(true));
+                          reply(StillRunningError(id, pending));
+                        });
+}
+
 }  // namespace
 
 std::optional<int> ParseSignal(const nlohmann::json& v) {
@@ -75,84 +195,23 @@ void Service::ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>&
   if (!sb.ok()) return reply(sb.error());
   Sandbox* s = *sb;
   if (auto failed = AuditFailure(s->log.get())) return reply(*failed);
-  bool has_argv = p.Has("argv"), has_shell = p.Has("shell");
-  auto argv = p.StringList("argv", 4096);
-  auto shell = p.String("shell");
-  auto cwd = p.String("cwd", 4096);
-  auto env = p.StringMap("env");
-  auto stdin_data = p.Bytes("stdin", kMaxDataBytes * 2);
-  auto stdin_enc = p.String("stdin_encoding", 16);
-  auto stdin_open = p.Bool("stdin_open");
-  auto timeout = p.Int("timeout_ms", 0, kMaxTimeoutMs);
-  auto yield = p.Int("yield_ms", 0, kMaxTimeoutMs);
-  auto max_out = p.Int("max_output_bytes", 0, static_cast<int64_t>(kMaxMaxOutputBytes));
-  auto exec_policy = p.Object("policy");
-  auto notify = p.Bool("notify");
+  ExecRunParams r = ReadExecRunParams(p);
   if (!p.Finish()) return reply(p.error());
-  if (has_argv == has_shell) return reply(InvalidError("give exactly one of argv and shell"));
-  ExecCommand cmd;
-  if (has_shell) {
-    cmd.argv = {"/bin/sh", "-c", *shell};
-  } else {
-    cmd.argv = argv;
-  }
-  if (cmd.argv.empty() || cmd.argv[0].empty()) return reply(InvalidError("argv is empty"));
-  auto rcwd = ResolveCwd(s->spec.workspace, cwd.value_or(""));
-  if (!rcwd.ok()) return reply(rcwd.error());
-  cmd.cwd = *rcwd;
-  policy::RunFlags flags = s->spec.flags;
-  if (exec_policy) {
-    auto narrowed = NarrowFlags(s->spec, *s->policy, *exec_policy);
-    if (!narrowed.ok()) {
-      Emit(s, "exec.deny", {{"argv", cmd.argv}, {"reason", narrowed.error().message}});
-      return reply(narrowed.error());
-    }
-    flags = std::move(narrowed).value();
-  }
-  // The sandbox's own paths in the workspace too: a symlink planted there since sandbox.create
-  // is refused here, with the path, rather than by `ward run`.
-  if (auto beneath = CheckWorkspacePaths(flags, s->spec.workspace, s->policy->home);
-      !beneath.ok()) {
-    Emit(s, "exec.deny", {{"argv", cmd.argv}, {"reason", beneath.error().message}});
-    return reply(beneath.error());
-  }
-  for (const auto& [k, v] : env) {
-    if (!ValidEnvName(k)) return reply(InvalidError("env: invalid variable name \"" + k + "\""));
-    flags.env.push_back(k + "=" + *v);
-  }
+  auto cmd = MakeCommand(r, s->spec.workspace);
+  if (!cmd.ok()) return reply(cmd.error());
+  auto flags = ExecFlags(s, r.exec_policy, r.env, cmd->argv);
+  if (!flags.ok()) return reply(flags.error());
   StartRequest req;
   if (s->review) {
-    // One exec at a time writes a review session (its overlay's upper layer).
-    for (const auto& other : execs_.List(s->id)) {
-      if (other->running()) {
-        return reply(MakeError(ErrorKind::kResourceExhausted,
-                               "a review-mode sandbox runs one exec at a time (" + other->id() +
-                                   " is running): wait for it, then run this one"));
-      }
-    }
-    // Applied or discarded meanwhile from outside (`ward apply`): the sandbox goes on with a
-    // fresh session, as after review.apply.
-    Result<supervisor::ReviewSession> now = supervisor::LoadReviewSession(s->review->dir);
-    if (!now.ok() || now->state != supervisor::ReviewState::kOpen) {
-      s->review.reset();
-      auto fresh = OpenSandboxReview(s, "");
-      if (!fresh.ok()) return reply(fresh.error());
-      Persist(*s);
-    }
-    req.review = {supervisor::ReviewModeName(s->review->mode), s->review->id};
+    auto review = ExecReviewSession(s);
+    if (!review.ok()) return reply(review.error());
+    req.review = std::move(review).value();
   }
   req.sandbox_id = s->id;
-  req.flags = std::move(flags);
+  req.flags = std::move(flags).value();
   req.workspace = s->spec.workspace;
-  req.command = cmd;
-  if (stdin_data) {
-    auto d = DecodeData(*stdin_data, stdin_enc.value_or("utf8"), "stdin");
-    if (!d.ok()) return reply(d.error());
-    req.stdin_data = std::move(d).value();
-  }
-  req.stdin_open = stdin_open.value_or(false);
-  req.timeout_ms = static_cast<uint64_t>(timeout.value_or(0));
-  req.max_output_bytes = static_cast<uint64_t>(max_out.value_or(kDefaultMaxOutputBytes));
+  req.command = *cmd;
+  if (auto filled = FillStartRequest(r, &req); !filled.ok()) return reply(filled.error());
   // With approvals (the sandbox's `ask`, or its profile's [approvals]) the daemon picks the
   // run's session, so it knows where the exec's approval socket is.
   if (s->policy->approvals.enabled) req.approval_session = audit::NewSessionId();
@@ -161,17 +220,66 @@ void Service::ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>&
   std::shared_ptr<Exec> e = *started;
   Emit(s, "exec.start",
        {{"exec_id", e->id()},
-        {"argv", cmd.argv},
-        {"cwd", cmd.cwd},
-        {"narrowed", exec_policy ? *exec_policy : nlohmann::json(nullptr)}});
+        {"argv", cmd->argv},
+        {"cwd", cmd->cwd},
+        {"narrowed", r.exec_policy ? *r.exec_policy : nlohmann::json(nullptr)}});
   if (auto failed = AuditFailure(s->log.get())) {  // its start is not in the trail: it stops
     execs_.Remove(e->id(), "its start could not be recorded in the sandbox's audit session");
     return reply(*failed);
   }
-  std::string sid = s->id;
-  e->Subscribe(nullptr, [this, sid, we = std::weak_ptr<Exec>(e)] {
+  RecordExecEnd(s->id, e);
+  AnswerExecRun(e, peer, std::move(reply), r.notify.value_or(true), r.yield);
+}
+
+Expected<policy::RunFlags> Service::ExecFlags(
+    Sandbox* s, const std::optional<nlohmann::json>& exec_policy,
+    const std::map<std::string, std::optional<std::string>>& env,
+    const std::vector<std::string>& argv) {
+  policy::RunFlags flags = s->spec.flags;
+  if (exec_policy) {
+    auto narrowed = NarrowFlags(s->spec, *s->policy, *exec_policy);
+    if (!narrowed.ok()) {
+      Emit(s, "exec.deny", {{"argv", argv}, {"reason", narrowed.error().message}});
+      return narrowed.error();
+    }
+    flags = std::move(narrowed).value();
+  }
+  // The sandbox's own paths in the workspace too: a symlink planted there since sandbox.create
+  // is refused here, with the path, rather than by `ward run`.
+  if (auto beneath = CheckWorkspacePaths(flags, s->spec.workspace, s->policy->home);
+      !beneath.ok()) {
+    Emit(s, "exec.deny", {{"argv", argv}, {"reason", beneath.error().message}});
+    return beneath.error();
+  }
+  for (const auto& [k, v] : env) {
+    if (!ValidEnvName(k)) return InvalidError("env: invalid variable name \"" + k + "\"");
+    flags.env.push_back(k + "=" + *v);
+  }
+  return flags;
+}
+
+Expected<ExecReview> Service::ExecReviewSession(Sandbox* s) {
+  // One exec at a time writes a review session (its overlay's upper layer).
+  for (const auto& other : execs_.List(s->id)) {
+    if (other->running()) {
+      return MakeError(ErrorKind::kResourceExhausted,
+                       "a review-mode sandbox runs one exec at a time (" + other->id() +
+                           " is running): wait for it, then run this one");
+    }
+  }
+  // Applied or discarded meanwhile from outside (`ward apply`): the sandbox goes on with a
+  // fresh session, as after review.apply.
+  Result<supervisor::ReviewSession> now = supervisor::LoadReviewSession(s->review->dir);
+  if (!now.ok() || now->state != supervisor::ReviewState::kOpen) {
+    WARD_API_TRY(RenewSandboxReview(s));
+  }
+  return ExecReview{supervisor::ReviewModeName(s->review->mode), s->review->id};
+}
+
+void Service::RecordExecEnd(const std::string& sandbox_id, const std::shared_ptr<Exec>& e) {
+  e->Subscribe(nullptr, [this, sandbox_id, we = std::weak_ptr<Exec>(e)] {
     auto ex = we.lock();
-    auto it = sandboxes_.find(sid);
+    auto it = sandboxes_.find(sandbox_id);
     if (!ex || it == sandboxes_.end()) return;
     const Outcome& o = ex->info().outcome;
     Emit(it->second.get(), "exec.end",
@@ -180,8 +288,12 @@ void Service::ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>&
           {"exit_code", o.exit_code ? nlohmann::json(*o.exit_code) : nlohmann::json(nullptr)},
           {"signal", o.signal ? nlohmann::json(*o.signal) : nlohmann::json(nullptr)}});
   });
+}
+
+void Service::AnswerExecRun(const std::shared_ptr<Exec>& e, const std::shared_ptr<Peer>& peer,
+                            Reply reply, bool notify, std::optional<int64_t> yield_ms) {
   auto answered = std::make_shared<bool>(false);
-  if (notify.value_or(true)) Follow(e, peer, answered);
+  if (notify) Follow(e, peer, answered);
   auto timer = std::make_shared<asio::steady_timer>(io_);
   std::weak_ptr<Exec> we = e;
   asio::io_context* io = &io_;
@@ -193,22 +305,11 @@ void Service::ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>&
     if (!ex) return reply(MakeError(ErrorKind::kInterrupted, "the exec is gone"));
     if (!ex->running() || ex->info().approval_session.empty()) return reply(ex->ToJson(true));
     // Still running after yield_ms: say whether it waits for an answer (approvals.list).
-    CountPendingApprovals(*io, ex->info().approval_session, kPendingProbeTimeout,
-                          [reply, we](std::optional<uint64_t> pending) {
-                            auto e2 = we.lock();
-                            if (!e2)
-                              return reply(MakeError(ErrorKind::kInterrupted, "the exec is gone"));
-                            nlohmann::json j = e2->ToJson(true);
-                            if (e2->running()) {
-                              j["approvals_pending"] =
-                                  pending ? nlohmann::json(*pending) : nlohmann::json(nullptr);
-                            }
-                            reply(std::move(j));
-                          });
+    ReplyWithPendingApprovals(*io, ex->info().approval_session, we, reply);
   };
   e->Subscribe(nullptr, finish);
-  if (yield) {
-    timer->expires_after(std::chrono::milliseconds(*yield));
+  if (yield_ms) {
+    timer->expires_after(std::chrono::milliseconds(*yield_ms));
     timer->async_wait([finish](const asio::error_code& ec) {
       if (!ec) finish();
     });
@@ -237,38 +338,15 @@ void Service::ExecWait(const nlohmann::json& params, const std::shared_ptr<Peer>
     if (!ex) return reply(MakeError(ErrorKind::kInterrupted, "the exec is gone"));
     reply(ex->ToJson(true));
   });
-  if (timeout) {
-    timer->expires_after(std::chrono::milliseconds(*timeout));
-    std::string id = e->id();
-    asio::io_context* io = &io_;
-    timer->async_wait([reply, answered, id, we, io](const asio::error_code& ec) {
-      if (ec || *answered) return;
-      *answered = true;
-      auto still_running = [id](std::optional<uint64_t> pending) {
-        if (pending && *pending > 0) {
-          // The wait ran out because the command waits for an answer: say so.
-          Error err = MakeError(ErrorKind::kApprovalRequired,
-                                "exec " + id + " is waiting for " + std::to_string(*pending) +
-                                    " approval(s); see approvals.list");
-          err.data["exec_id"] = id;
-          err.data["approvals_pending"] = *pending;
-          return err;
-        }
-        Error err = MakeError(ErrorKind::kTimeout, "exec " + id + " is still running");
-        err.data["exec_id"] = id;
-        if (pending) err.data["approvals_pending"] = *pending;
-        return err;
-      };
-      auto ex = we.lock();
-      if (!ex || ex->info().approval_session.empty()) return reply(still_running(std::nullopt));
-      CountPendingApprovals(*io, ex->info().approval_session, kPendingProbeTimeout,
-                            [reply, we, still_running](std::optional<uint64_t> pending) {
-                              auto e2 = we.lock();
-                              if (e2 && !e2->running()) return reply(e2->ToJson(true));
-                              reply(still_running(pending));
-                            });
-    });
-  }
+  if (!timeout) return;
+  timer->expires_after(std::chrono::milliseconds(*timeout));
+  std::string id = e->id();
+  asio::io_context* io = &io_;
+  timer->async_wait([reply, answered, id, we, io](const asio::error_code& ec) {
+    if (ec || *answered) return;
+    *answered = true;
+    AnswerWaitRanOut(*io, id, we, reply);
+  });
 }
 
 Expected<nlohmann::json> Service::ExecRead(const nlohmann::json& params) {
