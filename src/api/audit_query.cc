@@ -32,6 +32,73 @@ std::optional<nlohmann::json> FirstRecord(const std::string& session_dir) {
   return audit::ParseRecordLine(line);
 }
 
+// Whether `labels` has each of `wanted`, with its value.
+bool LabelsMatch(const std::map<std::string, std::string>& labels,
+                 const std::map<std::string, std::string>& wanted) {
+  for (const auto& [k, v] : wanted) {
+    auto it = labels.find(k);
+    if (it == labels.end() || it->second != v) return false;
+  }
+  return true;
+}
+
+// What one pass over a session's log finds: its outcome, denials and (maybe) records.
+struct SessionScan {
+  bool ended = false;
+  bool setup_error = false;
+  int64_t denials = 0;
+  nlohmann::json exit_code = nullptr;
+  nlohmann::json signal = nullptr;
+  nlohmann::json recs = nlohmann::json::array();
+  bool cut = false;
+
+  void Add(nlohmann::json rec, const AuditQuery& q) {
+    const std::string& type = rec["type"].get_ref<const std::string&>();
+    const nlohmann::json& data = rec["data"];
+    if (type == "session.end") {
+      ended = true;
+      if (data.is_object() && data.contains("exit_code")) exit_code = data["exit_code"];
+      if (data.is_object() && data.contains("signal")) signal = data["signal"];
+    } else if (type == "setup.error") {
+      setup_error = true;
+    }
+    if (audit::IsDenialType(type)) ++denials;
+    if (!q.records || !audit::TypeMatches(q.type, type)) return;
+    if (recs.size() >= q.max_records) {
+      cut = true;
+      return;
+    }
+    recs.push_back(std::move(rec));
+  }
+};
+
+// A matching session as audit.query lists it.
+nlohmann::json SessionJson(const audit::SessionSummary& s,
+                           const std::map<std::string, std::string>& labels, const AuditQuery& q) {
+  nlohmann::json j = {
+      {"id", s.id}, {"start", s.start}, {"command", s.command}, {"labels", labels}};
+  SessionScan scan;
+  audit::LogTail tail(s.dir);
+  auto lines = tail.Poll();
+  if (lines.ok()) {
+    for (const auto& line : *lines) {
+      auto rec = audit::ParseRecordLine(line);
+      if (!rec || !(*rec)["type"].is_string()) continue;
+      scan.Add(std::move(*rec), q);
+    }
+  }
+  j["ended"] = scan.ended;
+  j["setup_error"] = scan.setup_error;
+  j["denials"] = scan.denials;
+  j["exit_code"] = scan.exit_code;
+  j["signal"] = scan.signal;
+  if (q.records) {
+    j["records"] = std::move(scan.recs);
+    j["records_truncated"] = scan.cut;
+  }
+  return j;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> LabelsOf(const nlohmann::json& data) {
@@ -64,61 +131,12 @@ Expected<nlohmann::json> QueryAudit(const std::string& state_dir, const AuditQue
     auto first = FirstRecord(s.dir);
     if (!first || !first->is_object() || (*first)["type"] != "session.start") continue;
     auto labels = LabelsOf((*first)["data"]);
-    bool match = true;
-    for (const auto& [k, v] : q.labels) {
-      auto it = labels.find(k);
-      if (it == labels.end() || it->second != v) {
-        match = false;
-        break;
-      }
-    }
-    if (!match) continue;
+    if (!LabelsMatch(labels, q.labels)) continue;
     if (sessions.size() >= q.limit) {
       truncated = true;
       break;
     }
-    // One pass over a matching session's log: its outcome, denials and (maybe) records.
-    nlohmann::json j = {
-        {"id", s.id}, {"start", s.start}, {"command", s.command}, {"labels", labels}};
-    bool ended = false, setup_error = false;
-    int64_t denials = 0;
-    nlohmann::json exit_code = nullptr, signal = nullptr;
-    nlohmann::json recs = nlohmann::json::array();
-    bool cut = false;
-    audit::LogTail tail(s.dir);
-    auto lines = tail.Poll();
-    if (lines.ok()) {
-      for (const auto& line : *lines) {
-        auto rec = audit::ParseRecordLine(line);
-        if (!rec || !(*rec)["type"].is_string()) continue;
-        const std::string& type = (*rec)["type"].get_ref<const std::string&>();
-        const nlohmann::json& data = (*rec)["data"];
-        if (type == "session.end") {
-          ended = true;
-          if (data.is_object() && data.contains("exit_code")) exit_code = data["exit_code"];
-          if (data.is_object() && data.contains("signal")) signal = data["signal"];
-        } else if (type == "setup.error") {
-          setup_error = true;
-        }
-        if (audit::IsDenialType(type)) ++denials;
-        if (!q.records || !audit::TypeMatches(q.type, type)) continue;
-        if (recs.size() >= q.max_records) {
-          cut = true;
-          continue;
-        }
-        recs.push_back(std::move(*rec));
-      }
-    }
-    j["ended"] = ended;
-    j["setup_error"] = setup_error;
-    j["denials"] = denials;
-    j["exit_code"] = exit_code;
-    j["signal"] = signal;
-    if (q.records) {
-      j["records"] = std::move(recs);
-      j["records_truncated"] = cut;
-    }
-    sessions.push_back(std::move(j));
+    sessions.push_back(SessionJson(s, labels, q));
   }
   return nlohmann::json{{"sessions", std::move(sessions)}, {"truncated", truncated}};
 }

@@ -34,6 +34,26 @@ int64_t NowMs() {
 
 int Idx(Stream s) { return s == Stream::kStdout ? 0 : 1; }
 
+// How much more of stream `i` the exec keeps (max_output_bytes).
+uint64_t OutputRoom(const Exec::Info& info, int i) {
+  return info.max_output_bytes > info.size[i] ? info.max_output_bytes - info.size[i] : 0;
+}
+
+// The --json-status object: the first line of what `ward run` wrote, when it is one.
+std::optional<nlohmann::json> StatusObject(const std::string& status_buf) {
+  size_t nl = status_buf.find('\n');
+  std::string line = status_buf.substr(0, nl);
+  if (line.empty()) return std::nullopt;
+  try {
+    if (line.size() < 65536 && audit::JsonDepthWithin(line, kMaxJsonDepth)) {
+      auto j = nlohmann::json::parse(line);
+      if (j.is_object()) return j;
+    }
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> ReadSmallFile(const std::string& path, size_t max) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return std::nullopt;
@@ -478,49 +498,58 @@ void Exec::StartIo() {
 void Exec::ReadOutput(Stream s) {
   int i = Idx(s);
   auto self = shared_from_this();
-  out_[i]->async_wait(asio::posix::descriptor_base::wait_read, [self, s,
-                                                                i](const asio::error_code& ec) {
-    if (ec || !self->out_[i]) return;
-    char buf[65536];
-    ssize_t n = read(self->out_[i]->native_handle(), buf, sizeof buf);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      self->ReadOutput(s);
-      return;
+  out_[i]->async_wait(asio::posix::descriptor_base::wait_read,
+                      [self, s, i](const asio::error_code& ec) {
+                        if (ec || !self->out_[i]) return;
+                        self->TakeOutput(s);
+                      });
+}
+
+void Exec::TakeOutput(Stream s) {
+  int i = Idx(s);
+  char buf[65536];
+  ssize_t n = read(out_[i]->native_handle(), buf, sizeof buf);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+    ReadOutput(s);
+    return;
+  }
+  if (n <= 0) {
+    eof_[i] = true;
+    asio::error_code ignored;
+    out_[i]->close(ignored);
+    out_[i].reset();
+    MaybeFinish();
+    return;
+  }
+  uint64_t offset = info_.size[i];
+  size_t keep = KeepOutput(s, buf, static_cast<size_t>(n));
+  if (keep > 0) PassOutput(s, offset, std::string_view(buf, keep));
+  ReadOutput(s);
+}
+
+size_t Exec::KeepOutput(Stream s, const char* buf, size_t n) {
+  int i = Idx(s);
+  size_t keep = static_cast<size_t>(std::min<uint64_t>(OutputRoom(info_, i), n));
+  if (keep > 0 && OutputFile(s)) {
+    size_t off = 0;
+    while (off < keep) {
+      ssize_t w = write(files_[i].get(), buf + off, keep - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      off += static_cast<size_t>(w);
     }
-    if (n <= 0) {
-      self->eof_[i] = true;
-      asio::error_code ignored;
-      self->out_[i]->close(ignored);
-      self->out_[i].reset();
-      self->MaybeFinish();
-      return;
-    }
-    auto& info = self->info_;
-    uint64_t room = info.max_output_bytes > info.size[i] ? info.max_output_bytes - info.size[i] : 0;
-    size_t keep = static_cast<size_t>(std::min<uint64_t>(room, static_cast<uint64_t>(n)));
-    uint64_t offset = info.size[i];
-    if (keep > 0 && self->OutputFile(s)) {
-      size_t off = 0;
-      while (off < keep) {
-        ssize_t w = write(self->files_[i].get(), buf + off, keep - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) break;
-        off += static_cast<size_t>(w);
-      }
-      keep = off;  // a full disk keeps less; the rest counts as dropped
-      info.size[i] += keep;
-    }
-    info.dropped[i] += static_cast<uint64_t>(n) - keep;
-    if (keep > 0) {
-      auto subs = self->subs_;
-      for (auto& [token, sub] : subs) {
-        if (sub.on_output && self->subs_.count(token)) {
-          sub.on_output(s, offset, std::string_view(buf, keep));
-        }
-      }
-    }
-    self->ReadOutput(s);
-  });
+    keep = off;  // a full disk keeps less; the rest counts as dropped
+    info_.size[i] += keep;
+  }
+  info_.dropped[i] += n - keep;
+  return keep;
+}
+
+void Exec::PassOutput(Stream s, uint64_t offset, std::string_view data) {
+  auto subs = subs_;
+  for (auto& [token, sub] : subs) {
+    if (sub.on_output && subs_.count(token)) sub.on_output(s, offset, data);
+  }
 }
 
 void Exec::ReadStatus() {
@@ -608,56 +637,17 @@ void Exec::Finish() {
   if (!running()) return;
   drain_timer_.cancel();
   for (int i = 0; i < 2; ++i) {
-    if (out_[i]) {
-      // Take what is already buffered, then stop.
-      char buf[65536];
-      ssize_t n;
-      while ((n = read(out_[i]->native_handle(), buf, sizeof buf)) > 0) {
-        uint64_t room =
-            info_.max_output_bytes > info_.size[i] ? info_.max_output_bytes - info_.size[i] : 0;
-        size_t keep = static_cast<size_t>(std::min<uint64_t>(room, static_cast<uint64_t>(n)));
-        if (keep > 0 && OutputFile(i == 0 ? Stream::kStdout : Stream::kStderr) &&
-            write(files_[i].get(), buf, keep) == static_cast<ssize_t>(keep)) {
-          info_.size[i] += keep;
-        } else {
-          keep = 0;
-        }
-        info_.dropped[i] += static_cast<uint64_t>(n) - keep;
-      }
-      asio::error_code ignored;
-      out_[i]->close(ignored);
-      out_[i].reset();
-    }
+    if (out_[i]) DrainOutput(i);
     files_[i].reset();
   }
-  if (status_) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = read(status_->native_handle(), buf, sizeof buf)) > 0 &&
-           status_buf_.size() < 65536) {
-      status_buf_.append(buf, static_cast<size_t>(n));
-    }
-    asio::error_code ignored;
-    status_->close(ignored);
-    status_.reset();
-  }
+  if (status_) DrainStatus();
   if (pidfd_) {
     asio::error_code ignored;
     pidfd_->close(ignored);
     pidfd_.reset();
   }
   facts_.wait_status = wait_status_;
-  size_t nl = status_buf_.find('\n');
-  std::string line = status_buf_.substr(0, nl);
-  if (!line.empty()) {
-    try {
-      if (line.size() < 65536 && audit::JsonDepthWithin(line, kMaxJsonDepth)) {
-        auto j = nlohmann::json::parse(line);
-        if (j.is_object()) facts_.status = j;
-      }
-    } catch (const std::exception&) {
-    }
-  }
+  if (auto status = StatusObject(status_buf_)) facts_.status = std::move(status);
   info_.outcome = ClassifyExit(facts_);
   info_.ended_ms = NowMs();
   WriteMeta();
@@ -667,6 +657,38 @@ void Exec::Finish() {
     if (sub.on_exit) sub.on_exit();
   }
   mgr_->OnFinished(this);
+}
+
+void Exec::DrainOutput(int i) {
+  // Take what is already buffered, then stop.
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(out_[i]->native_handle(), buf, sizeof buf)) > 0) {
+    size_t keep = static_cast<size_t>(
+        std::min<uint64_t>(OutputRoom(info_, i), static_cast<uint64_t>(n)));
+    if (keep > 0 && OutputFile(i == 0 ? Stream::kStdout : Stream::kStderr) &&
+        write(files_[i].get(), buf, keep) == static_cast<ssize_t>(keep)) {
+      info_.size[i] += keep;
+    } else {
+      keep = 0;
+    }
+    info_.dropped[i] += static_cast<uint64_t>(n) - keep;
+  }
+  asio::error_code ignored;
+  out_[i]->close(ignored);
+  out_[i].reset();
+}
+
+void Exec::DrainStatus() {
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(status_->native_handle(), buf, sizeof buf)) > 0 &&
+         status_buf_.size() < 65536) {
+    status_buf_.append(buf, static_cast<size_t>(n));
+  }
+  asio::error_code ignored;
+  status_->close(ignored);
+  status_.reset();
 }
 
 // ---- ExecManager ----

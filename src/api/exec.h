@@ -112,11 +112,21 @@ class Exec : public std::enable_shared_from_this<Exec> {
   Exec(ExecManager* mgr, asio::io_context& io, std::string dir);
   void StartIo();
   void ReadOutput(Stream s);
+  // One read of the stream's pipe: kept and passed to the subscribers, then the next read; at
+  // its end the pipe closes.
+  void TakeOutput(Stream s);
+  // Appends what max_output_bytes leaves room for to the stream's file (the rest counts as
+  // dropped); returns how much it kept.
+  size_t KeepOutput(Stream s, const char* buf, size_t n);
+  void PassOutput(Stream s, uint64_t offset, std::string_view data);
   void ReadStatus();
   void PumpStdin();
   void OnProcessExit();
   void MaybeFinish();
   void Finish();
+  // At the end: what the pipe of stream `i` (or the status pipe) still holds, then it closes.
+  void DrainOutput(int i);
+  void DrainStatus();
   void ArmTimeout();
   void KillNow();
   void WriteMeta();

@@ -120,6 +120,130 @@ bool ParseLimits(Params& p, policy::RunFlags& flags) {
   return true;
 }
 
+// What an exec's policy is narrowed against: the sandbox's spec and effective policy, and its
+// workspace's directory (-1 when no path needs it).
+struct NarrowContext {
+  const SandboxSpec& spec;
+  const policy::Policy& effective;
+  int ws_fd;
+};
+
+// The exec's `write` paths, absolute: each writable in the sandbox already.
+Expected<std::vector<std::string>> NarrowWrite(const NarrowContext& c,
+                                               const std::vector<std::string>& write) {
+  std::vector<std::string> out;
+  for (const auto& w : write) {
+    auto abs = ExecPolicyPath("policy.write", w, c.spec, c.effective.home, c.spec.flags.write);
+    if (!abs.ok()) return abs.error();
+    policy::PathDecision d = policy::DecidePath(c.effective, *abs);
+    if (d.visibility != policy::PathDecision::Visibility::kWrite || d.is_protected ||
+        !d.host_file) {
+      return DeniedError("policy.write: \"" + w +
+                         "\" is not writable in this sandbox (an exec may only narrow)");
+    }
+    // A sandboxed command of this sandbox could have planted a symlink there, to make
+    // `ward run` bind its target.
+    if (policy::PathIsWithin(*abs, c.spec.workspace)) {
+      WARD_API_TRY(CheckBeneath("policy.write", w, c.spec.workspace, c.ws_fd, *abs));
+    }
+    out.push_back(*abs);
+  }
+  return out;
+}
+
+// The exec's `read` paths, absolute: each visible in the sandbox already.
+Expected<std::vector<std::string>> NarrowRead(const NarrowContext& c,
+                                              const std::vector<std::string>& read) {
+  std::vector<std::string> own = c.spec.flags.read;
+  own.insert(own.end(), c.spec.flags.write.begin(), c.spec.flags.write.end());
+  std::vector<std::string> out;
+  for (const auto& r : read) {
+    auto abs = ExecPolicyPath("policy.read", r, c.spec, c.effective.home, own);
+    if (!abs.ok()) return abs.error();
+    policy::PathDecision d = policy::DecidePath(c.effective, *abs);
+    if (d.visibility == policy::PathDecision::Visibility::kHidden || !d.host_file) {
+      return DeniedError("policy.read: \"" + r +
+                         "\" is not visible in this sandbox (an exec may only narrow)");
+    }
+    if (policy::PathIsWithin(*abs, c.spec.workspace)) {
+      WARD_API_TRY(CheckBeneath("policy.read", r, c.spec.workspace, c.ws_fd, *abs));
+    }
+    out.push_back(*abs);
+  }
+  return out;
+}
+
+// The exec's allow_net: some of the sandbox's allow rules.
+Expected<Done> NarrowAllowNet(const policy::Policy& effective,
+                              const std::vector<std::string>& allow_net, policy::RunFlags* f) {
+  std::vector<std::string> allowed;
+  for (const auto& r : effective.network.allow) allowed.push_back(r.pattern);
+  for (const auto& h : allow_net) {
+    if (std::find(allowed.begin(), allowed.end(), h) == allowed.end()) {
+      return DeniedError("policy.allow_net: \"" + h +
+                         "\" is not allowed in this sandbox (an exec may only narrow)");
+    }
+  }
+  // The profile's own allow rules cannot be removed by flags; deny the ones not kept.
+  f->allow_net.clear();
+  for (const auto& h : allowed) {
+    if (std::find(allow_net.begin(), allow_net.end(), h) == allow_net.end()) {
+      f->deny_net.push_back(h);
+    }
+  }
+  return Done{};
+}
+
+// Whether `text`, an exec's value of the limit `k`, is larger than the sandbox's `L`.
+Expected<bool> WiderLimit(const policy::Limits& L, const std::string& k, const std::string& text) {
+  if (k == "memory" || k == "tmp_size" || k == "file_size") {
+    Result<uint64_t> n = policy::ParseSize(text);
+    if (!n.ok()) return InvalidError("policy.limits." + k + ": " + n.status().message());
+    const auto& cur =
+        k == "memory" ? L.memory_bytes : (k == "tmp_size" ? L.tmp_size_bytes : L.file_size_bytes);
+    return cur && *n > *cur;
+  }
+  if (k == "timeout") {
+    Result<uint64_t> n = policy::ParseDurationMs(text);
+    if (!n.ok()) return InvalidError("policy.limits.timeout: " + n.status().message());
+    return L.timeout_ms && *n > *L.timeout_ms;
+  }
+  if (k == "pids") {
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || n == 0) {
+      return InvalidError("policy.limits.pids must be a positive integer");
+    }
+    return L.pids && n > *L.pids;
+  }
+  if (k == "cpu") {
+    char* end = nullptr;
+    double n = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(n > 0)) {
+      return InvalidError("policy.limits.cpu must be a positive number");
+    }
+    return L.cpu_cores && n > *L.cpu_cores;
+  }
+  return false;
+}
+
+// Limits: each at most the sandbox's own.
+Expected<Done> NarrowLimits(const policy::Limits& L, const policy::RunFlags& limits_in,
+                            policy::RunFlags* f) {
+  for (const char* key : kLimitKeys) {
+    const auto* v = LimitField(limits_in, key);
+    if (!v || !*v) continue;
+    const std::string& text = **v;
+    WARD_API_ASSIGN_OR_RETURN(bool wider, WiderLimit(L, key, text));
+    if (wider) {
+      return DeniedError("policy.limits." + std::string(key) +
+                         ": larger than the sandbox's (an exec may only narrow)");
+    }
+    *LimitField(*f, key) = text;
+  }
+  return Done{};
+}
+
 }  // namespace
 
 bool ValidLabelKey(const std::string& key) {
@@ -266,9 +390,6 @@ Expected<policy::RunFlags> NarrowFlags(const SandboxSpec& spec, const policy::Po
                                        const nlohmann::json& exec_policy) {
   policy::RunFlags f = spec.flags;
   Params p(exec_policy, "policy");
-  const std::string& ws = spec.workspace;
-  const std::string& home = effective.home;
-
   if (auto prof = p.String("profile", 4096)) {
     if (*prof != spec.flags.profile) {
       return DeniedError("policy.profile: an exec cannot change the sandbox's profile");
@@ -286,111 +407,23 @@ Expected<policy::RunFlags> NarrowFlags(const SandboxSpec& spec, const policy::Po
 
   UniqueFd ws_fd;
   if ((has_write && !write.empty()) || (has_read && !read.empty())) {
-    auto fd = OpenWorkspace(ws);
-    if (!fd.ok()) return fd.error();
-    ws_fd = std::move(fd).value();
+    WARD_API_ASSIGN_OR_RETURN(ws_fd, OpenWorkspace(spec.workspace));
   }
-  std::vector<std::string> own_read = spec.flags.read;
-  own_read.insert(own_read.end(), spec.flags.write.begin(), spec.flags.write.end());
+  const NarrowContext c{spec, effective, ws_fd.get()};
   if (has_write) {
-    f.write.clear();
-    for (const auto& w : write) {
-      auto abs = ExecPolicyPath("policy.write", w, spec, home, spec.flags.write);
-      if (!abs.ok()) return abs.error();
-      policy::PathDecision d = policy::DecidePath(effective, *abs);
-      if (d.visibility != policy::PathDecision::Visibility::kWrite || d.is_protected ||
-          !d.host_file) {
-        return DeniedError("policy.write: \"" + w +
-                           "\" is not writable in this sandbox (an exec may only narrow)");
-      }
-      // A sandboxed command of this sandbox could have planted a symlink there, to make
-      // `ward run` bind its target.
-      if (policy::PathIsWithin(*abs, ws)) {
-        auto beneath = CheckBeneath("policy.write", w, ws, ws_fd.get(), *abs);
-        if (!beneath.ok()) return beneath.error();
-      }
-      f.write.push_back(*abs);
-    }
+    WARD_API_ASSIGN_OR_RETURN(f.write, NarrowWrite(c, write));
   }
   if (has_read) {
-    f.read.clear();
-    for (const auto& r : read) {
-      auto abs = ExecPolicyPath("policy.read", r, spec, home, own_read);
-      if (!abs.ok()) return abs.error();
-      policy::PathDecision d = policy::DecidePath(effective, *abs);
-      if (d.visibility == policy::PathDecision::Visibility::kHidden || !d.host_file) {
-        return DeniedError("policy.read: \"" + r +
-                           "\" is not visible in this sandbox (an exec may only narrow)");
-      }
-      if (policy::PathIsWithin(*abs, ws)) {
-        auto beneath = CheckBeneath("policy.read", r, ws, ws_fd.get(), *abs);
-        if (!beneath.ok()) return beneath.error();
-      }
-      f.read.push_back(*abs);
-    }
+    WARD_API_ASSIGN_OR_RETURN(f.read, NarrowRead(c, read));
   }
   for (const auto& d : deny) {
-    auto abs = AbsolutePath(d, ws, home);
+    auto abs = AbsolutePath(d, spec.workspace, effective.home);
     if (!abs) return InvalidError("policy.deny: bad path \"" + d + "\"");
     f.deny.push_back(*abs);
   }
   for (const auto& h : deny_net) f.deny_net.push_back(h);
-  if (has_net) {
-    std::vector<std::string> allowed;
-    for (const auto& r : effective.network.allow) allowed.push_back(r.pattern);
-    for (const auto& h : allow_net) {
-      if (std::find(allowed.begin(), allowed.end(), h) == allowed.end()) {
-        return DeniedError("policy.allow_net: \"" + h +
-                           "\" is not allowed in this sandbox (an exec may only narrow)");
-      }
-    }
-    // The profile's own allow rules cannot be removed by flags; deny the ones not kept.
-    f.allow_net.clear();
-    for (const auto& h : allowed) {
-      if (std::find(allow_net.begin(), allow_net.end(), h) == allow_net.end()) {
-        f.deny_net.push_back(h);
-      }
-    }
-  }
-  // Limits: each at most the sandbox's own.
-  const policy::Limits& L = effective.limits;
-  for (const char* key : kLimitKeys) {
-    const auto* v = LimitField(limits_in, key);
-    if (!v || !*v) continue;
-    const std::string& text = **v;
-    std::string k = key;
-    bool wider = false;
-    if (k == "memory" || k == "tmp_size" || k == "file_size") {
-      Result<uint64_t> n = policy::ParseSize(text);
-      if (!n.ok()) return InvalidError("policy.limits." + k + ": " + n.status().message());
-      const auto& cur =
-          k == "memory" ? L.memory_bytes : (k == "tmp_size" ? L.tmp_size_bytes : L.file_size_bytes);
-      wider = cur && *n > *cur;
-    } else if (k == "timeout") {
-      Result<uint64_t> n = policy::ParseDurationMs(text);
-      if (!n.ok()) return InvalidError("policy.limits.timeout: " + n.status().message());
-      wider = L.timeout_ms && *n > *L.timeout_ms;
-    } else if (k == "pids") {
-      char* end = nullptr;
-      unsigned long long n = std::strtoull(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || n == 0) {
-        return InvalidError("policy.limits.pids must be a positive integer");
-      }
-      wider = L.pids && n > *L.pids;
-    } else if (k == "cpu") {
-      char* end = nullptr;
-      double n = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !(n > 0)) {
-        return InvalidError("policy.limits.cpu must be a positive number");
-      }
-      wider = L.cpu_cores && n > *L.cpu_cores;
-    }
-    if (wider) {
-      return DeniedError("policy.limits." + k +
-                         ": larger than the sandbox's (an exec may only narrow)");
-    }
-    *LimitField(f, key) = text;
-  }
+  if (has_net) WARD_API_TRY(NarrowAllowNet(effective, allow_net, &f));
+  WARD_API_TRY(NarrowLimits(effective.limits, limits_in, &f));
   return f;
 }
 

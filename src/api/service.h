@@ -1,6 +1,8 @@
 // The methods of `ward serve` (JSON-RPC 2.0): sandboxes, execs, files, approvals and audit
 // queries, independent of the transport. Handle() answers through the Peer that asked, possibly
 // later (exec.run waits for the command or its yield). Documented in docs/agents.md.
+// One file per family of methods: service.cc (the core, dispatch, sandbox.*, audit.query),
+// service_execs.cc, service_fs.cc, service_review.cc, service_approvals.cc.
 #pragma once
 
 #include <asio.hpp>
@@ -24,6 +26,7 @@
 #include "common/status.h"
 #include "policy/loader.h"
 #include "policy/policy.h"
+#include "supervisor/review_apply.h"
 #include "supervisor/review_store.h"
 
 namespace ward::api {
@@ -104,6 +107,16 @@ class Service {
   Expected<nlohmann::json> SandboxList(const nlohmann::json& params);
   Expected<nlohmann::json> SandboxDestroy(const nlohmann::json& params);
   void ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>& peer, Reply reply);
+  // exec.run's phases: the sandbox's flags narrowed by the exec's policy, with its env (a
+  // refusal recorded as exec.deny); a review-mode sandbox's session for the exec; the exec's
+  // end in the sandbox's audit session; the answer at its end or after yield_ms.
+  Expected<policy::RunFlags> ExecFlags(Sandbox* s, const std::optional<nlohmann::json>& exec_policy,
+                                       const std::map<std::string, std::optional<std::string>>& env,
+                                       const std::vector<std::string>& argv);
+  Expected<ExecReview> ExecReviewSession(Sandbox* s);
+  void RecordExecEnd(const std::string& sandbox_id, const std::shared_ptr<Exec>& e);
+  void AnswerExecRun(const std::shared_ptr<Exec>& e, const std::shared_ptr<Peer>& peer,
+                     Reply reply, bool notify, std::optional<int64_t> yield_ms);
   void ExecWait(const nlohmann::json& params, const std::shared_ptr<Peer>& peer, Reply reply);
   Expected<nlohmann::json> ExecRead(const nlohmann::json& params);
   Expected<nlohmann::json> ExecWriteStdin(const nlohmann::json& params);
@@ -116,8 +129,18 @@ class Service {
   // A review-mode sandbox's session: `reuse` when it is still open for this workspace (a
   // reloaded sandbox), else a new one.
   Expected<Done> OpenSandboxReview(Sandbox* s, const std::string& reuse);
+  // Closes a review-mode sandbox's session and opens a fresh one (after an apply or a discard).
+  Expected<Done> RenewSandboxReview(Sandbox* s);
+  // review.discard and review.apply of the sandbox's session `rs`, locked by `lock`.
+  Expected<nlohmann::json> ReviewDiscard(Sandbox* s, supervisor::ReviewSession* rs,
+                                         UniqueFd* lock);
+  Expected<nlohmann::json> ReviewApply(Sandbox* s, supervisor::ReviewSession* rs, UniqueFd* lock,
+                                       const supervisor::ApplyOptions& ao);
   // approvals.list / approvals.grants ("requests" / "grants" of the execs' approval sockets).
   void ApprovalsQuery(bool grants, const nlohmann::json& params, Reply reply);
+  // The execs approvals.list / approvals.grants asks: the one named by exec_id (`single`), or
+  // every exec, of the sandbox named by sandbox_id if any.
+  Expected<std::vector<std::shared_ptr<Exec>>> ApprovalQueryExecs(Params& p, bool* single);
   // approvals.approve / approvals.deny.
   void ApprovalsAnswer(bool allow, const nlohmann::json& params, Reply reply);
   void ApprovalsRevoke(const nlohmann::json& params, Reply reply);
@@ -128,6 +151,8 @@ class Service {
                    std::function<Expected<nlohmann::json>(const nlohmann::json&)> on_ok);
 
   Status OpenDaemonSession();
+  // A sandbox a previous daemon recorded, loaded again; false when it cannot be.
+  bool Reload(const std::string& id, const nlohmann::json& record);
   Expected<Sandbox*> Load(SandboxSpec spec, std::string id, int64_t created_ms,
                           const std::string& review_session = "");
   Expected<Sandbox*> FindSandbox(Params& p);

@@ -54,6 +54,25 @@ std::string TempName() {
   return s;
 }
 
+// The entries of the directory `dfd` but "." and "..", sorted; none when it cannot be read.
+std::vector<std::string> SortedNames(int dfd) {
+  std::vector<std::string> names;
+  int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
+  if (dup_fd < 0) return names;
+  DIR* d = fdopendir(dup_fd);
+  if (!d) {
+    close(dup_fd);
+    return names;
+  }
+  while (struct dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 }  // namespace
 
 Expected<WorkspaceFs> WorkspaceFs::Open(const std::string& workspace,
@@ -278,21 +297,7 @@ Expected<std::vector<FileInfo>> WorkspaceFs::List(const std::string& path, int d
   std::vector<FileInfo> out;
   std::function<void(int, const std::string&, int)> walk = [&](int dfd, const std::string& base,
                                                                int level) {
-    int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0);
-    if (dup_fd < 0) return;
-    DIR* d = fdopendir(dup_fd);
-    if (!d) {
-      close(dup_fd);
-      return;
-    }
-    std::vector<std::string> names;
-    while (struct dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") names.push_back(n);
-    }
-    closedir(d);
-    std::sort(names.begin(), names.end());
-    for (const auto& n : names) {
+    for (const auto& n : SortedNames(dfd)) {
       if (out.size() >= max_entries) {
         if (truncated) *truncated = true;
         return;
@@ -302,13 +307,9 @@ Expected<std::vector<FileInfo>> WorkspaceFs::List(const std::string& path, int d
       if (fstatat(dfd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
       if (!Visible(child)) continue;  // masked by a deny rule: the sandbox does not see it
       out.push_back(InfoFrom(child, st));
-      if (S_ISDIR(st.st_mode) && level < depth) {
-        int sub = sys::Openat2(dfd, n.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, kResolve);
-        if (sub >= 0) {
-          walk(sub, child, level + 1);
-          close(sub);
-        }
-      }
+      if (!S_ISDIR(st.st_mode) || level >= depth) continue;
+      UniqueFd sub(sys::Openat2(dfd, n.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, kResolve));
+      if (sub) walk(sub.get(), child, level + 1);
     }
   };
   walk(top.get(), rel, 1);
