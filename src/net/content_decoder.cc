@@ -86,6 +86,20 @@ class ContentDecoder::Layer {
     }
   }
 
+  // Inflates the input it holds while that consumes input without output (a header going by);
+  // *produced: *out grew. Otherwise it needs more input.
+  Status InflateBuffered(std::string* out, size_t max, bool* produced) {
+    *produced = false;
+    while (has_input()) {
+      const size_t had = out->size();
+      bool consumed = false;
+      WARD_TRY(Inflate(out, max, &consumed));
+      *produced = out->size() > had;
+      if (*produced || !consumed) return Ok();
+    }
+    return Ok();
+  }
+
  private:
   const char* Name() const { return coding_ == Coding::kGzip ? "gzip" : "deflate"; }
 
@@ -166,14 +180,9 @@ Status ContentDecoder::Pull(std::string* out, size_t max) {
   auto pull = [&](auto& self, size_t i, std::string* dst, size_t room) -> Status {
     Layer& layer = *layers_[i];
     while (true) {
-      if (layer.has_input()) {
-        const size_t had = dst->size();
-        bool consumed = false;
-        WARD_TRY(layer.Inflate(dst, room, &consumed));
-        if (dst->size() > had) return Ok();
-        if (consumed && layer.has_input()) continue;  // a header went, data may follow
-      }
-      if (i == 0) return Ok();
+      bool produced = false;
+      WARD_TRY(layer.InflateBuffered(dst, room, &produced));
+      if (produced || i == 0) return Ok();
       std::string more;
       WARD_TRY(self(self, i - 1, &more, kLayerPull));
       if (more.empty()) return Ok();

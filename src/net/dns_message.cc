@@ -105,6 +105,12 @@ DnsQueryParse Verdict(DnsQueryParse::Kind kind, std::string reason) {
   return r;
 }
 
+bool IsPlainLabel(std::string_view label) {
+  if (label.empty() || label.size() > 63) return false;
+  return std::all_of(label.begin(), label.end(),
+                     [](char c) { return IsPlainNameChar(static_cast<unsigned char>(c)); });
+}
+
 // Writes names, compressing repeats of whole names already written.
 class NameWriter {
  public:
@@ -120,28 +126,30 @@ class NameWriter {
       }
     }
     size_t start = out_->size();
-    size_t wire = 1;
-    if (!name.empty()) {
-      size_t s = 0;
-      while (s <= name.size()) {
-        size_t e = name.find('.', s);
-        if (e == std::string::npos) e = name.size();
-        size_t len = e - s;
-        if (len == 0 || len > 63) return InvalidArgument("bad DNS name '" + name + "'");
-        for (size_t k = s; k < e; ++k) {
-          if (!IsPlainNameChar(static_cast<unsigned char>(name[k]))) {
-            return InvalidArgument("bad DNS name '" + name + "'");
-          }
-        }
-        wire += 1 + len;
-        if (wire > kMaxNameWire) return InvalidArgument("DNS name too long");
-        *out_ += static_cast<char>(len);
-        out_->append(name, s, len);
-        s = e + 1;
-      }
-    }
+    if (!name.empty()) WARD_TRY(WriteLabels(name));
     *out_ += '\0';
     Remember(name, start);
+    return Ok();
+  }
+
+ private:
+  // Each label of a name that is not the root, after its length.
+  Status WriteLabels(const std::string& name) {
+    size_t wire = 1;
+    size_t s = 0;
+    while (s <= name.size()) {
+      size_t e = name.find('.', s);
+      if (e == std::string::npos) e = name.size();
+      size_t len = e - s;
+      if (!IsPlainLabel(std::string_view(name).substr(s, len))) {
+        return InvalidArgument("bad DNS name '" + name + "'");
+      }
+      wire += 1 + len;
+      if (wire > kMaxNameWire) return InvalidArgument("DNS name too long");
+      *out_ += static_cast<char>(len);
+      out_->append(name, s, len);
+      s = e + 1;
+    }
     return Ok();
   }
 

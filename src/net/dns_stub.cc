@@ -310,6 +310,33 @@ asio::awaitable<void> TcpConnection(std::shared_ptr<DnsCore> core,
   sock->close(ignored);
 }
 
+// Whether accept failed for want of descriptors or memory: worth a pause before the next try.
+bool AcceptStarved(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
+asio::awaitable<void> PauseAccepting(asio::steady_timer& backoff) {
+  backoff.expires_after(std::chrono::milliseconds(50));
+  asio::error_code ec;
+  co_await backoff.async_wait(Await(ec));
+}
+
+// Serves an accepted connection, or closes it (over the cap, or unusable).
+void StartTcpConnection(const std::shared_ptr<DnsCore>& core, int fd, int family) {
+  if (core->tcp_conns.size() >= core->options.max_tcp_connections) {
+    ::close(fd);
+    return;
+  }
+  auto sock = std::make_shared<asio::ip::tcp::socket>(core->ctx);
+  asio::error_code ec;
+  sock->assign(family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return;
+  }
+  asio::co_spawn(core->ctx, TcpConnection(core, sock), asio::detached);
+}
+
 asio::awaitable<void> TcpAcceptLoop(std::shared_ptr<DnsCore> core, asio::ip::tcp::acceptor* acc,
                                     int family) {
   asio::steady_timer backoff(core->ctx);
@@ -319,24 +346,12 @@ asio::awaitable<void> TcpAcceptLoop(std::shared_ptr<DnsCore> core, asio::ip::tcp
     if (core->stopped || ec == asio::error::operation_aborted || !acc->is_open()) break;
     for (int i = 0; i < 16; ++i) {
       int fd = AcceptNonBlocking(acc->native_handle());
-      if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-          backoff.expires_after(std::chrono::milliseconds(50));
-          co_await backoff.async_wait(Await(ec));
-        }
-        break;
-      }
-      if (core->tcp_conns.size() >= core->options.max_tcp_connections) {
-        ::close(fd);
+      if (fd >= 0) {
+        StartTcpConnection(core, fd, family);
         continue;
       }
-      auto sock = std::make_shared<asio::ip::tcp::socket>(core->ctx);
-      sock->assign(family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), fd, ec);
-      if (ec) {
-        ::close(fd);
-        continue;
-      }
-      asio::co_spawn(core->ctx, TcpConnection(core, sock), asio::detached);
+      if (AcceptStarved(errno)) co_await PauseAccepting(backoff);
+      break;
     }
   }
 }

@@ -45,6 +45,35 @@ std::optional<std::string> ParseFieldLine(std::string_view line, HttpHeaders* ou
   return std::nullopt;
 }
 
+// A chunk-size line (no CRLF): hex digits, then extensions. On failure returns a reason.
+std::optional<std::string> ParseChunkSize(std::string_view l, uint64_t* size) {
+  size_t k = 0;
+  *size = 0;
+  while (k < l.size()) {
+    char c = l[k];
+    int d = (c >= '0' && c <= '9')   ? c - '0'
+            : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+            : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                     : -1;
+    if (d < 0) break;
+    if (k == 15) return "chunk size too large";
+    *size = *size * 16 + static_cast<uint64_t>(d);
+    ++k;
+  }
+  if (k == 0) return "missing chunk size";
+  // Extensions (ignored; never forwarded): BWS ';' ..., no control characters.
+  std::string_view ext = l.substr(k);
+  std::string_view trimmed = TrimOws(ext);
+  if (!trimmed.empty() && trimmed.front() != ';') return "junk after chunk size";
+  if (trimmed.empty() && !ext.empty()) return "whitespace after chunk size";
+  for (char c : ext) {
+    if (!IsFieldValueChar(static_cast<unsigned char>(c))) {
+      return "control character in chunk extension";
+    }
+  }
+  return std::nullopt;
+}
+
 // Splits a comma-separated field value into trimmed elements (empty elements kept).
 std::vector<std::string_view> SplitList(std::string_view v) {
   std::vector<std::string_view> out;
@@ -142,18 +171,14 @@ void HttpHeaders::Add(std::string name, std::string value) {
 }
 
 void HttpHeaders::Set(std::string name, std::string value) {
-  for (size_t i = 0; i < entries_.size(); ++i) {
-    if (EqualsIgnoreCase(entries_[i].name, name)) {
-      entries_[i].value = std::move(value);
-      for (size_t j = entries_.size(); j-- > i + 1;) {
-        if (EqualsIgnoreCase(entries_[j].name, name)) {
-          entries_.erase(entries_.begin() + static_cast<std::ptrdiff_t>(j));
-        }
-      }
-      return;
-    }
+  auto same = [&](const HttpHeader& h) { return EqualsIgnoreCase(h.name, name); };
+  auto first = std::find_if(entries_.begin(), entries_.end(), same);
+  if (first == entries_.end()) {
+    Add(std::move(name), std::move(value));
+    return;
   }
-  Add(std::move(name), std::move(value));
+  first->value = std::move(value);
+  entries_.erase(std::remove_if(first + 1, entries_.end(), same), entries_.end());
 }
 
 size_t HttpHeaders::Remove(std::string_view name) {
@@ -248,16 +273,16 @@ HttpParse HeadReader::Feed(std::string_view data, int too_long_status) {
       return final_ = Error(400, "line not terminated by CRLF");
     }
     size_t len = line_end - 1 - line_start_;
-    if (in_start_line_) {
-      if (len == 0) {
-        // Tolerate a few empty lines before the request line (RFC 9112 2.2), bounded.
-        if (++empty_lines_skipped_ > kMaxLeadingEmptyLines) {
-          return final_ = Error(400, "too many empty lines before the start line");
-        }
-        buffer_.clear();
-        line_start_ = 0;
-        continue;
+    if (in_start_line_ && len == 0) {
+      // Tolerate a few empty lines before the request line (RFC 9112 2.2), bounded.
+      if (++empty_lines_skipped_ > kMaxLeadingEmptyLines) {
+        return final_ = Error(400, "too many empty lines before the start line");
       }
+      buffer_.clear();
+      line_start_ = 0;
+      continue;
+    }
+    if (in_start_line_) {
       if (len > limits_.max_start_line) {
         return final_ = Error(too_long_status,
                               "start line longer than " + std::to_string(limits_.max_start_line));
@@ -471,68 +496,9 @@ HttpParse ChunkedDecoder::Feed(std::string_view data, std::string* out) {
   while (i < data.size()) {
     switch (state_) {
       case State::kSize:
-      case State::kTrailer: {
-        size_t nl = data.find('\n', i);
-        size_t end = nl == std::string_view::npos ? data.size() : nl + 1;
-        size_t limit = state_ == State::kSize ? kMaxSizeLine : limits_.max_header_bytes;
-        if (line_.size() + (end - i) > limit + 2 ||
-            (state_ == State::kTrailer && trailer_bytes_ + (end - i) > limits_.max_header_bytes)) {
-          return Fail(state_ == State::kSize ? "chunk-size line too long" : "trailers too large");
-        }
-        line_.append(data.substr(i, end - i));
-        if (state_ == State::kTrailer) trailer_bytes_ += end - i;
-        i = end;
-        if (nl == std::string_view::npos) break;
-        if (line_.size() < 2 || line_[line_.size() - 2] != '\r') {
-          return Fail("line not terminated by CRLF");
-        }
-        std::string_view l(line_.data(), line_.size() - 2);
-        if (state_ == State::kSize) {
-          size_t k = 0;
-          uint64_t size = 0;
-          while (k < l.size()) {
-            char c = l[k];
-            int d = (c >= '0' && c <= '9')   ? c - '0'
-                    : (c >= 'a' && c <= 'f') ? c - 'a' + 10
-                    : (c >= 'A' && c <= 'F') ? c - 'A' + 10
-                                             : -1;
-            if (d < 0) break;
-            if (k == 15) return Fail("chunk size too large");
-            size = size * 16 + static_cast<uint64_t>(d);
-            ++k;
-          }
-          if (k == 0) return Fail("missing chunk size");
-          // Extensions (ignored; never forwarded): BWS ';' ..., no control characters.
-          std::string_view ext = l.substr(k);
-          std::string_view trimmed = TrimOws(ext);
-          if (!trimmed.empty() && trimmed.front() != ';') return Fail("junk after chunk size");
-          if (trimmed.empty() && !ext.empty()) return Fail("whitespace after chunk size");
-          for (char c : ext) {
-            if (!IsFieldValueChar(static_cast<unsigned char>(c))) {
-              return Fail("control character in chunk extension");
-            }
-          }
-          line_.clear();
-          if (size == 0) {
-            state_ = State::kTrailer;
-          } else {
-            remaining_ = size;
-            state_ = State::kData;
-          }
-        } else {
-          if (l.empty()) {
-            state_ = State::kDone;
-            result_.kind = HttpParse::Kind::kDone;
-            result_.consumed = i;
-            line_.clear();
-            return result_;
-          }
-          if (trailers_.size() >= limits_.max_headers) return Fail("too many trailer fields");
-          if (auto err = ParseFieldLine(l, &trailers_)) return Fail(*err);
-          line_.clear();
-        }
+      case State::kTrailer:
+        if (std::optional<HttpParse> ended = FeedLine(data, &i)) return *ended;
         break;
-      }
       case State::kData: {
         uint64_t n = std::min<uint64_t>(remaining_, data.size() - i);
         out->append(data.data() + i, static_cast<size_t>(n));
@@ -558,6 +524,53 @@ HttpParse ChunkedDecoder::Feed(std::string_view data, std::string* out) {
   HttpParse more;
   more.consumed = data.size();
   return more;
+}
+
+std::optional<HttpParse> ChunkedDecoder::FeedLine(std::string_view data, size_t* i) {
+  size_t nl = data.find('\n', *i);
+  size_t end = nl == std::string_view::npos ? data.size() : nl + 1;
+  size_t limit = state_ == State::kSize ? kMaxSizeLine : limits_.max_header_bytes;
+  if (line_.size() + (end - *i) > limit + 2 ||
+      (state_ == State::kTrailer && trailer_bytes_ + (end - *i) > limits_.max_header_bytes)) {
+    return Fail(state_ == State::kSize ? "chunk-size line too long" : "trailers too large");
+  }
+  line_.append(data.substr(*i, end - *i));
+  if (state_ == State::kTrailer) trailer_bytes_ += end - *i;
+  *i = end;
+  if (nl == std::string_view::npos) return std::nullopt;
+  if (line_.size() < 2 || line_[line_.size() - 2] != '\r') {
+    return Fail("line not terminated by CRLF");
+  }
+  std::string_view l(line_.data(), line_.size() - 2);
+  if (state_ == State::kSize) return SizeLine(l);
+  return TrailerLine(l, *i);
+}
+
+std::optional<HttpParse> ChunkedDecoder::SizeLine(std::string_view l) {
+  uint64_t size = 0;
+  if (auto err = ParseChunkSize(l, &size)) return Fail(*err);
+  line_.clear();
+  if (size == 0) {
+    state_ = State::kTrailer;
+  } else {
+    remaining_ = size;
+    state_ = State::kData;
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpParse> ChunkedDecoder::TrailerLine(std::string_view l, size_t consumed) {
+  if (l.empty()) {
+    state_ = State::kDone;
+    result_.kind = HttpParse::Kind::kDone;
+    result_.consumed = consumed;
+    line_.clear();
+    return result_;
+  }
+  if (trailers_.size() >= limits_.max_headers) return Fail("too many trailer fields");
+  if (auto err = ParseFieldLine(l, &trailers_)) return Fail(*err);
+  line_.clear();
+  return std::nullopt;
 }
 
 std::string EncodeChunk(std::string_view data) {

@@ -177,6 +177,11 @@ class ChunkedDecoder {
  private:
   enum class State : uint8_t { kSize, kData, kDataCr, kDataLf, kTrailer, kDone, kError };
   HttpParse Fail(std::string reason);
+  // A chunk-size or trailer line, up to its LF; *i moves past what it took. A result when the
+  // body ended there (kDone) or failed.
+  std::optional<HttpParse> FeedLine(std::string_view data, size_t* i);
+  std::optional<HttpParse> SizeLine(std::string_view line);
+  std::optional<HttpParse> TrailerLine(std::string_view line, size_t consumed);
 
   HttpLimits limits_;
   State state_ = State::kSize;

@@ -321,6 +321,17 @@ Result<NameOrAddress> Normalize(std::string_view host) {
   return NameOrAddress(std::move(out));
 }
 
+// Appends q as a variable-length integer in the digits of the current bias (RFC 3492 3.3).
+void AppendDelta(std::string& out, uint64_t q, uint32_t bias) {
+  for (uint32_t k = kBase;; k += kBase) {
+    uint32_t t = Threshold(k, bias);
+    if (q < t) break;
+    out += EncodeDigit(static_cast<uint32_t>(t + (q - t) % (kBase - t)));
+    q = (q - t) / (kBase - t);
+  }
+  out += EncodeDigit(static_cast<uint32_t>(q));
+}
+
 }  // namespace
 
 Result<std::string> PunycodeEncode(std::u32string_view input) {
@@ -348,14 +359,7 @@ Result<std::string> PunycodeEncode(std::u32string_view input) {
         if (++delta > kMaxInt) return InvalidArgument("punycode overflow");
       }
       if (c == n) {
-        uint64_t q = delta;
-        for (uint32_t k = kBase;; k += kBase) {
-          uint32_t t = Threshold(k, bias);
-          if (q < t) break;
-          out += EncodeDigit(static_cast<uint32_t>(t + (q - t) % (kBase - t)));
-          q = (q - t) / (kBase - t);
-        }
-        out += EncodeDigit(static_cast<uint32_t>(q));
+        AppendDelta(out, delta, bias);
         bias = Adapt(delta, h + 1, h == b);
         delta = 0;
         ++h;

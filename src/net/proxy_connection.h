@@ -112,6 +112,42 @@ class Connection : public std::enable_shared_from_this<Connection> {
   enum class Mode { kPlain, kRoute, kIntercept };
   asio::awaitable<bool> ForwardTo(std::shared_ptr<Connection> self, const HttpRequestHead& head,
                                   AbsoluteUri uri, Target t, Mode mode);
+  // The phases of ForwardTo. Those returning false (or nothing) have answered the client.
+  struct UpstreamRequest {
+    std::string key;   // the upstream connection it needs (reused only for the same key)
+    std::string wire;  // its head, as sent upstream
+    bool via_tls = false;
+    bool has_body = false;
+    bool expect_continue = false;  // the client waits for our 100 before sending its body
+    std::vector<const BrokeredCredential*> used;  // credentials the broker put in
+  };
+  enum class Link { kFailed, kFresh, kReused };
+  asio::awaitable<bool> CheckRequestHost(const HttpRequestHead& head, const AbsoluteUri& uri,
+                                         const Target& t, Mode mode);
+  asio::awaitable<std::optional<UpstreamRequest>> PrepareUpstreamRequest(
+      const HttpRequestHead& head, AbsoluteUri& uri, const Target& t, Mode mode);
+  asio::awaitable<bool> ApplyCredentials(const Target& t, Mode mode, UpstreamRequest& req,
+                                         HttpHeaders& headers, std::string& origin_form);
+  // Sends the request and reads the response head into rp, once more on a fresh connection
+  // when a reused one turns out closed.
+  asio::awaitable<bool> Exchange(std::shared_ptr<Connection> self, const HttpRequestHead& head,
+                                 Target& t, const UpstreamRequest& req, HttpResponseParser& rp);
+  asio::awaitable<Link> ReachUpstream(Target& t, const UpstreamRequest& req, bool may_reuse);
+  asio::awaitable<bool> OpenUpstream(Target& t, const UpstreamRequest& req);
+  // ec: a failure to send that the caller may retry.
+  asio::awaitable<bool> SendRequest(const HttpRequestHead& head, const Target& t,
+                                    const UpstreamRequest& req, asio::error_code& ec);
+  asio::awaitable<void> SendRequestBody(const HttpRequestHead& head, const UpstreamRequest& req,
+                                        asio::error_code& ec);
+  // False: the upstream's answer is invalid. ec: it ended (got_bytes: after sending something).
+  asio::awaitable<bool> ReadResponseHead(const HttpRequestHead& head, HttpResponseParser& rp,
+                                         bool& got_bytes, asio::error_code& ec);
+  asio::awaitable<bool> RelayResponse(const HttpRequestHead& head, const Target& t,
+                                      const HttpResponseHead& rh);
+  asio::awaitable<void> CopyResponseBody(const HttpResponseHead& rh, int minor,
+                                         asio::error_code& ec);
+  // A response head for the client: masked when the broker watches the response.
+  std::string MaskForClient(std::string head) const;
   // proxy_creds.cc: a tunnel to a credential's host, terminated with a session-CA leaf; its
   // requests are served like forwarded ones (ForwardTo, kIntercept).
   asio::awaitable<void> Intercept(std::shared_ptr<Connection> self, const Target& t);

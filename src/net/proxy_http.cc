@@ -246,182 +246,225 @@ asio::awaitable<bool> Connection::Forward(std::shared_ptr<Connection> self,
 }
 
 asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
-                                            const HttpRequestHead& head, AbsoluteUri uri_value,
-                                            Target t, Mode mode) {
-  const AbsoluteUri* uri = &uri_value;
-  const bool via_tls = mode != Mode::kPlain;
-  Status hs = mode == Mode::kRoute ? Ok() : CheckHostHeader(head.headers, *uri);
-  if (!hs.ok()) {
-    if (hs.code() == Code::kPermissionDenied) {
-      EmitDeny(t, "host_mismatch", "", "", hs.message(),
-               {{"host_header", QuoteUntrusted(head.headers.Get("Host").value_or(""), 255)}});
-      co_await SendRefusal(t);
-    } else {
-      core_->stats.errors++;
-      co_await SendError(400, "ward: " + hs.message() + "\n");
-    }
-    co_return false;
-  }
+                                            const HttpRequestHead& head, AbsoluteUri uri, Target t,
+                                            Mode mode) {
+  if (!co_await CheckRequestHost(head, uri, t, mode)) co_return false;
+  std::optional<UpstreamRequest> req = co_await PrepareUpstreamRequest(head, uri, t, mode);
+  if (!req) co_return false;
+  HttpResponseParser rp(head.method == "HEAD", core_->options.http_limits);
+  if (!co_await Exchange(self, head, t, *req, rp)) co_return false;
+  co_return co_await RelayResponse(head, t, rp.head());
+}
 
-  const std::string key = (via_tls ? "tls:" : "") + t.Display();
-  const bool has_body = head.body.kind == BodyKind::kChunked ||
-                        (head.body.kind == BodyKind::kContentLength && head.body.length > 0);
+asio::awaitable<bool> Connection::CheckRequestHost(const HttpRequestHead& head,
+                                                   const AbsoluteUri& uri, const Target& t,
+                                                   Mode mode) {
+  Status hs = mode == Mode::kRoute ? Ok() : CheckHostHeader(head.headers, uri);
+  if (hs.ok()) co_return true;
+  if (hs.code() == Code::kPermissionDenied) {
+    EmitDeny(t, "host_mismatch", "", "", hs.message(),
+             {{"host_header", QuoteUntrusted(head.headers.Get("Host").value_or(""), 255)}});
+    co_await SendRefusal(t);
+  } else {
+    core_->stats.errors++;
+    co_await SendError(400, "ward: " + hs.message() + "\n");
+  }
+  co_return false;
+}
+
+asio::awaitable<std::optional<Connection::UpstreamRequest>> Connection::PrepareUpstreamRequest(
+    const HttpRequestHead& head, AbsoluteUri& uri, const Target& t, Mode mode) {
+  UpstreamRequest req;
+  req.via_tls = mode != Mode::kPlain;
+  req.key = (req.via_tls ? "tls:" : "") + t.Display();
+  req.has_body = head.body.kind == BodyKind::kChunked ||
+                 (head.body.kind == BodyKind::kContentLength && head.body.length > 0);
   HttpRequestHead up = head;
-  const bool expect_continue = up.headers.HasToken("Expect", "100-continue");
+  req.expect_continue = up.headers.HasToken("Expect", "100-continue");
   // We answer 100 ourselves once the upstream is ready, so the origin must not wait for it.
-  if (expect_continue) up.headers.Remove("Expect");
+  if (req.expect_continue) up.headers.Remove("Expect");
   RemoveProxyFields(up.headers);
   body_scan_.reset();
   masker_.reset();
   body_leak_ = nullptr;
-  std::vector<const BrokeredCredential*> used;
-  if (core_->broker != nullptr) {
-    // Before anything leaves: phantoms go only to their own hosts, over the broker's TLS.
-    if (mode == Mode::kPlain && CheckNameLeak(t, "url host")) {
-      co_await SendError(403, LeakBody(*core_->broker->FindPhantomInName(t.host.ToString()), t));
-      co_return false;
-    }
-    CredentialBroker::Verdict v =
-        core_->broker->ApplyToRequest(t.host, t.port, via_tls, up.headers, uri_value.origin_form);
-    if (v.leaked != nullptr) {
-      EmitLeak(*v.leaked, t, v.where);
-      co_await SendError(403, LeakBody(*v.leaked, t));
-      co_return false;
-    }
-    used = std::move(v.used);
-    if (has_body) body_scan_.emplace(*core_->broker, t.host, t.port, via_tls);
-    if (via_tls) {
-      // What comes back may echo the secret: it is scanned, so ask for it unencoded (anything
-      // encoded all the same is decoded before the scan, or refused).
-      masker_.emplace(*core_->broker);
-      up.headers.Set("Accept-Encoding", "identity");
-    }
+  if (core_->broker != nullptr &&
+      !co_await ApplyCredentials(t, mode, req, up.headers, uri.origin_form)) {
+    co_return std::nullopt;
   }
-  auto mask = [&](std::string s) { return masker_ ? core_->broker->MaskSecrets(s) : std::move(s); };
-  const std::string request = SerializeUpstreamRequest(up, *uri, /*keep_alive=*/true);
-  bool uses_emitted = false;
+  req.wire = SerializeUpstreamRequest(up, uri, /*keep_alive=*/true);
+  co_return std::move(req);
+}
 
+asio::awaitable<bool> Connection::ApplyCredentials(const Target& t, Mode mode, UpstreamRequest& req,
+                                                   HttpHeaders& headers, std::string& origin_form) {
+  // Before anything leaves: phantoms go only to their own hosts, over the broker's TLS.
+  if (mode == Mode::kPlain && CheckNameLeak(t, "url host")) {
+    co_await SendError(403, LeakBody(*core_->broker->FindPhantomInName(t.host.ToString()), t));
+    co_return false;
+  }
+  CredentialBroker::Verdict v =
+      core_->broker->ApplyToRequest(t.host, t.port, req.via_tls, headers, origin_form);
+  if (v.leaked != nullptr) {
+    EmitLeak(*v.leaked, t, v.where);
+    co_await SendError(403, LeakBody(*v.leaked, t));
+    co_return false;
+  }
+  req.used = std::move(v.used);
+  if (req.has_body) body_scan_.emplace(*core_->broker, t.host, t.port, req.via_tls);
+  if (req.via_tls) {
+    // What comes back may echo the secret: it is scanned, so ask for it unencoded (anything
+    // encoded all the same is decoded before the scan, or refused).
+    masker_.emplace(*core_->broker);
+    headers.Set("Accept-Encoding", "identity");
+  }
+  co_return true;
+}
+
+asio::awaitable<bool> Connection::Exchange(std::shared_ptr<Connection> self,
+                                           const HttpRequestHead& head, Target& t,
+                                           const UpstreamRequest& req, HttpResponseParser& rp) {
+  bool uses_emitted = false;
   asio::error_code ec;
-  HttpResponseParser rp(head.method == "HEAD", core_->options.http_limits);
   // A reused connection may have been closed by the origin just now; a request without a body
   // can then be sent again once on a fresh connection.
   for (int attempt = 0;; ++attempt) {
-    bool reused = false;
-    std::optional<EgressRules::Decision> reuse_decision;
-    if (attempt == 0 && upstream_key_ == key && UpstreamReusable()) {
-      reuse_decision = core_->rules.CheckHost(t.host, t.port);
-      // A host without a rule is asked again (below, with the rest of the checks): an approval
-      // may have been for one use only.
-      if (!reuse_decision->allowed && ShouldAskHost(t, *reuse_decision)) reuse_decision.reset();
-    }
-    if (reuse_decision) {
-      // Decided again: every request passes the rules, reused connection or not.
-      const EgressRules::Decision& d = *reuse_decision;
-      if (!d.allowed) {
-        EmitDeny(t, d.rule.empty() ? "no_rule" : "deny_rule", d.rule,
-                 d.rule.empty() ? "" : d.origin.ToString(), d.reason, nlohmann::json::object(),
-                 d.allow_with);
-        co_await SendRefusal(t);
-        co_return false;
-      }
-      core_->stats.allowed++;
-      reused = true;
-    } else {
-      FinishUpstream();
-      std::string detail;
-      Fail f = co_await Authorize(t, &detail);
-      if (f == Fail::kNone) f = co_await ConnectUpstream(t, &detail);
-      if (f != Fail::kNone) {
-        co_await SendFailure(f, t, detail);
-        co_return false;
-      }
-      if (via_tls && !co_await StartUpstreamTls(t)) {
-        if (closed_) co_return false;
-        co_await SendError(502, "ward: " + t.Display() + ": " + tls_error_ + "\n");
-        co_return false;
-      }
-      upstream_key_ = key;
-    }
+    const Link link = co_await ReachUpstream(t, req, /*may_reuse=*/attempt == 0);
+    if (link == Link::kFailed) co_return false;
     SetIdle();
     if (!uses_emitted) {
       uses_emitted = true;
-      for (const BrokeredCredential* c : used) EmitUse(*c, t);
+      for (const BrokeredCredential* c : req.used) EmitUse(*c, t);
     }
-    co_await WriteAll(upstream_, request, ec);
-    if (!ec && has_body) {
-      if (expect_continue && head.version_minor >= 1) co_await WriteAll(client_, kContinue, ec);
-      if (!ec) {
-        if (head.body.kind == BodyKind::kChunked) {
-          co_await CopyChunked(client_, upstream_, /*reencode=*/true, ec);
-        } else {
-          co_await CopyExact(client_, upstream_, head.body.length, ec);
-        }
-      }
-      if (ec && body_leak_ != nullptr) {
-        // A phantom in the body: the upstream gets a truncated request, the client a 403.
-        const BrokeredCredential* leaked = body_leak_;
-        FinishUpstream();
-        EmitLeak(*leaked, t, "body");
-        co_await SendError(403, LeakBody(*leaked, t));
-        co_return false;
-      }
-      if (ec) {
-        // A client that breaks off its body, or sends a malformed one, ends its connection.
-        core_->stats.errors++;
-        FinishUpstream();
-        CloseAll();
-        co_return false;
-      }
-    }
-
+    if (!co_await SendRequest(head, t, req, ec)) co_return false;
     if (client_.leftover.empty()) {
       asio::co_spawn(core_->ctx, WatchClient(self, ++watch_generation_), asio::detached);
     }
-    // The response head (after any interim 1xx responses, passed on to HTTP/1.1 clients).
     bool got_bytes = false;
-    bool failed = false;
-    rp.Reset(head.method == "HEAD");
-    while (!ec) {
-      size_t n = co_await ReadSome(upstream_, core_->scratch.size(), ec);
-      if (ec) break;
-      got_bytes = true;
-      HttpParse r = rp.Feed(std::string_view(core_->scratch.data(), n));
-      if (r.error()) {
-        failed = true;
-        break;
-      }
-      if (!r.done()) continue;
-      PutBack(upstream_, core_->scratch.data() + r.consumed, n - r.consumed);
-      int status = rp.head().status;
-      if (status >= 200) break;
-      if (status == 101) {
-        failed = true;  // we never ask for an upgrade
-        break;
-      }
-      if (head.version_minor >= 1) {
-        co_await WriteAll(client_, mask(SerializeClientResponse(rp.head(), 1, true)), ec);
-      }
-      rp.Reset(head.method == "HEAD");
-    }
+    const bool valid = co_await ReadResponseHead(head, rp, got_bytes, ec);
     if (closed_) co_return false;
-    if (ec && !got_bytes && reused && !has_body && attempt == 0) {
+    if (ec && !got_bytes && link == Link::kReused && !req.has_body && attempt == 0) {
       ec = {};
       FinishUpstream();
       continue;
     }
-    if (ec || failed) {
+    if (ec || !valid) {
       core_->stats.errors++;
       FinishUpstream();
-      co_await SendError(502, "ward: " + key + ": " +
-                                  (failed ? "invalid response from upstream"
+      co_await SendError(502, "ward: " + req.key + ": " +
+                                  (!valid ? "invalid response from upstream"
                                           : "upstream closed without a response") +
                                   "\n");
       co_return false;
     }
-    break;
+    co_return true;
   }
+}
 
-  const HttpResponseHead& rh = rp.head();
+asio::awaitable<Connection::Link> Connection::ReachUpstream(Target& t, const UpstreamRequest& req,
+                                                            bool may_reuse) {
+  std::optional<EgressRules::Decision> reuse_decision;
+  if (may_reuse && upstream_key_ == req.key && UpstreamReusable()) {
+    reuse_decision = core_->rules.CheckHost(t.host, t.port);
+    // A host without a rule is asked again (below, with the rest of the checks): an approval
+    // may have been for one use only.
+    if (!reuse_decision->allowed && ShouldAskHost(t, *reuse_decision)) reuse_decision.reset();
+  }
+  if (!reuse_decision) {
+    const bool opened = co_await OpenUpstream(t, req);
+    co_return opened ? Link::kFresh : Link::kFailed;
+  }
+  // Decided again: every request passes the rules, reused connection or not.
+  const EgressRules::Decision& d = *reuse_decision;
+  if (!d.allowed) {
+    EmitDeny(t, d.rule.empty() ? "no_rule" : "deny_rule", d.rule,
+             d.rule.empty() ? "" : d.origin.ToString(), d.reason, nlohmann::json::object(),
+             d.allow_with);
+    co_await SendRefusal(t);
+    co_return Link::kFailed;
+  }
+  core_->stats.allowed++;
+  co_return Link::kReused;
+}
+
+asio::awaitable<bool> Connection::OpenUpstream(Target& t, const UpstreamRequest& req) {
+  FinishUpstream();
+  std::string detail;
+  Fail f = co_await Authorize(t, &detail);
+  if (f == Fail::kNone) f = co_await ConnectUpstream(t, &detail);
+  if (f != Fail::kNone) {
+    co_await SendFailure(f, t, detail);
+    co_return false;
+  }
+  if (req.via_tls && !co_await StartUpstreamTls(t)) {
+    if (closed_) co_return false;
+    co_await SendError(502, "ward: " + t.Display() + ": " + tls_error_ + "\n");
+    co_return false;
+  }
+  upstream_key_ = req.key;
+  co_return true;
+}
+
+asio::awaitable<bool> Connection::SendRequest(const HttpRequestHead& head, const Target& t,
+                                              const UpstreamRequest& req, asio::error_code& ec) {
+  co_await WriteAll(upstream_, req.wire, ec);
+  if (ec || !req.has_body) co_return true;
+  co_await SendRequestBody(head, req, ec);
+  if (ec && body_leak_ != nullptr) {
+    // A phantom in the body: the upstream gets a truncated request, the client a 403.
+    const BrokeredCredential* leaked = body_leak_;
+    FinishUpstream();
+    EmitLeak(*leaked, t, "body");
+    co_await SendError(403, LeakBody(*leaked, t));
+    co_return false;
+  }
+  if (ec) {
+    // A client that breaks off its body, or sends a malformed one, ends its connection.
+    core_->stats.errors++;
+    FinishUpstream();
+    CloseAll();
+    co_return false;
+  }
+  co_return true;
+}
+
+asio::awaitable<void> Connection::SendRequestBody(const HttpRequestHead& head,
+                                                  const UpstreamRequest& req,
+                                                  asio::error_code& ec) {
+  if (req.expect_continue && head.version_minor >= 1) co_await WriteAll(client_, kContinue, ec);
+  if (ec) co_return;
+  if (head.body.kind == BodyKind::kChunked) {
+    co_await CopyChunked(client_, upstream_, /*reencode=*/true, ec);
+  } else {
+    co_await CopyExact(client_, upstream_, head.body.length, ec);
+  }
+}
+
+// The response head, after any interim 1xx responses (passed on to HTTP/1.1 clients).
+asio::awaitable<bool> Connection::ReadResponseHead(const HttpRequestHead& head,
+                                                   HttpResponseParser& rp, bool& got_bytes,
+                                                   asio::error_code& ec) {
+  rp.Reset(head.method == "HEAD");
+  while (!ec) {
+    size_t n = co_await ReadSome(upstream_, core_->scratch.size(), ec);
+    if (ec) break;
+    got_bytes = true;
+    HttpParse r = rp.Feed(std::string_view(core_->scratch.data(), n));
+    if (r.error()) co_return false;
+    if (!r.done()) continue;
+    PutBack(upstream_, core_->scratch.data() + r.consumed, n - r.consumed);
+    int status = rp.head().status;
+    if (status >= 200) break;
+    if (status == 101) co_return false;  // we never ask for an upgrade
+    if (head.version_minor >= 1) {
+      co_await WriteAll(client_, MaskForClient(SerializeClientResponse(rp.head(), 1, true)), ec);
+    }
+    rp.Reset(head.method == "HEAD");
+  }
+  co_return true;
+}
+
+asio::awaitable<bool> Connection::RelayResponse(const HttpRequestHead& head, const Target& t,
+                                                const HttpResponseHead& rh) {
   HttpResponseHead shown = rh;  // what the client is told: the decoded body's framing
   if (Status st = PrepareDown(head, shown); !st.ok()) {
     // An encoding the broker cannot read would carry whatever it hides past the masker.
@@ -436,22 +479,10 @@ asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
   const int minor = head.version_minor;
   const bool client_keep = head.keep_alive && shown.body.kind != BodyKind::kUntilClose &&
                            !(shown.body.kind == BodyKind::kChunked && minor == 0);
-  co_await WriteAll(client_, mask(SerializeClientResponse(shown, minor, head.keep_alive)), ec);
-  if (!ec) {
-    switch (rh.body.kind) {
-      case BodyKind::kNone:
-        break;
-      case BodyKind::kContentLength:
-        co_await CopyExact(upstream_, client_, rh.body.length, ec);
-        break;
-      case BodyKind::kChunked:
-        co_await CopyChunked(upstream_, client_, /*reencode=*/minor >= 1, ec);
-        break;
-      case BodyKind::kUntilClose:
-        co_await CopyUntilEof(upstream_, client_, ec);
-        break;
-    }
-  }
+  asio::error_code ec;
+  co_await WriteAll(client_, MaskForClient(SerializeClientResponse(shown, minor, head.keep_alive)),
+                    ec);
+  if (!ec) co_await CopyResponseBody(rh, minor, ec);
   upstream_requests_++;
   ++watch_generation_;
   if (ec && !down_error_.ok()) {
@@ -476,6 +507,27 @@ asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
     co_return false;
   }
   co_return true;
+}
+
+asio::awaitable<void> Connection::CopyResponseBody(const HttpResponseHead& rh, int minor,
+                                                   asio::error_code& ec) {
+  switch (rh.body.kind) {
+    case BodyKind::kNone:
+      break;
+    case BodyKind::kContentLength:
+      co_await CopyExact(upstream_, client_, rh.body.length, ec);
+      break;
+    case BodyKind::kChunked:
+      co_await CopyChunked(upstream_, client_, /*reencode=*/minor >= 1, ec);
+      break;
+    case BodyKind::kUntilClose:
+      co_await CopyUntilEof(upstream_, client_, ec);
+      break;
+  }
+}
+
+std::string Connection::MaskForClient(std::string head) const {
+  return masker_ ? core_->broker->MaskSecrets(head) : std::move(head);
 }
 
 }  // namespace ward::net::internal

@@ -78,6 +78,225 @@ bool QueryHas(std::string_view target, std::string_view name) {
   return false;
 }
 
+// ------------------------------------------------------------------ building a credential
+
+// One host of a credential: a name or a single address, which the session CA may then sign.
+Result<HostRule> ParseCredentialHost(const std::string& what, const policy::HostRule& h,
+                                     TlsAuthorityOptions& ca) {
+  auto rule = HostRule::Parse(h);
+  if (!rule.ok()) return Status(rule.status().code(), what + ": " + rule.status().message());
+  switch (rule->kind) {
+    case HostRule::Kind::kExact:
+    case HostRule::Kind::kWildcard:
+      if (rule->name.empty()) {
+        return InvalidArgument(what + ": host " + h.pattern +
+                               ": a secret goes to named hosts, not to every host");
+      }
+      if (std::find(ca.permitted_names.begin(), ca.permitted_names.end(), rule->name) ==
+          ca.permitted_names.end()) {
+        ca.permitted_names.push_back(rule->name);
+      }
+      break;
+    case HostRule::Kind::kAddress: {
+      IpAddress a = rule->net.address();
+      if (std::find(ca.permitted_addresses.begin(), ca.permitted_addresses.end(), a) ==
+          ca.permitted_addresses.end()) {
+        ca.permitted_addresses.push_back(a);
+      }
+      break;
+    }
+    case HostRule::Kind::kNet:
+      return InvalidArgument(what + ": host " + h.pattern +
+                             ": a secret goes to named hosts or single addresses, not to a "
+                             "whole network");
+  }
+  return rule;
+}
+
+// A route goes to the credential's first host.
+Status SetRoute(const std::string& what, BrokeredCredential& c, std::set<std::string>& routes) {
+  if (!routes.insert(c.route).second) {
+    return InvalidArgument(what + ": route " + c.route + " is used twice");
+  }
+  const HostRule& first = c.hosts.front();
+  if (first.kind == HostRule::Kind::kExact) {
+    c.route_host.name = first.name;
+  } else if (first.kind == HostRule::Kind::kAddress) {
+    c.route_host.address = first.net.address();
+  } else {
+    return InvalidArgument(what + ": the route goes to the first host, " + first.text +
+                           ", which must be one name or address (not a wildcard)");
+  }
+  c.route_port = first.ports == HostRule::Ports::kOne ? first.port : 443;
+  return Ok();
+}
+
+// The spec's phantom, or a new one shaped like the secret.
+Status SetPhantom(const std::string& what, CredentialSpec& s, BrokeredCredential& c) {
+  if (s.phantom.empty()) {
+    WARD_ASSIGN_OR_RETURN(s.phantom, MakePhantom(s.secret));
+  }
+  c.phantom = s.phantom;
+  PhantomShape shape = DescribePhantomShape(s.secret);
+  std::string_view key = c.phantom;
+  if (key.starts_with(shape.prefix) && key.ends_with(shape.suffix)) {
+    key = PhantomRandomPart(key, shape);
+  }
+  c.phantom_key = LooseName(key);
+  if (c.phantom_key.size() < kMinPhantomKey || Contains(c.secret, c.phantom) ||
+      Contains(c.phantom, c.secret)) {
+    return InvalidArgument(what +
+                           ": the phantom value is unusable (too short or overlapping "
+                           "the secret)");
+  }
+  return Ok();
+}
+
+// The names seen so far (names, routes) and the names the session CA may sign (ca) grow with
+// each credential.
+Result<BrokeredCredential> BuildCredential(CredentialSpec& s, std::set<std::string>& names,
+                                           std::set<std::string>& routes, TlsAuthorityOptions& ca) {
+  const std::string what = "credential " + s.name;
+  if (s.name.empty()) return InvalidArgument("a credential without a name");
+  if (!names.insert(s.name).second) return InvalidArgument(what + ": defined twice");
+  auto clean = CleanSecret(s.secret);
+  if (!clean.ok() || *clean != s.secret) {
+    return InvalidArgument(what + ": the secret must be one trimmed line of printable text");
+  }
+  if (s.hosts.empty()) return InvalidArgument(what + ": no hosts");
+  BrokeredCredential c;
+  c.name = s.name;
+  c.secret = s.secret;
+  c.inject = s.inject;
+  c.route = s.route;
+  for (const policy::HostRule& h : s.hosts) {
+    WARD_ASSIGN_OR_RETURN(HostRule rule, ParseCredentialHost(what, h, ca));
+    c.hosts.push_back(std::move(rule));
+  }
+  if (!c.route.empty()) WARD_TRY(SetRoute(what, c, routes));
+  WARD_TRY(SetPhantom(what, s, c));
+  return c;
+}
+
+// ------------------------------------------------------------------ applying credentials
+
+// The phantoms in a request's text. One of a credential for host:port, on a request the
+// broker's TLS carries, is marked seen (to be replaced by its secret); any other is a leak.
+class PhantomScan {
+ public:
+  PhantomScan(const std::vector<BrokeredCredential>& creds, const Host& host, uint16_t port,
+              bool tls, CredentialBroker::Verdict& v)
+      : creds_(creds), host_(host), port_(port), tls_(tls), v_(v), seen_(creds.size(), false) {}
+
+  // True (and v filled in) when a phantom may not go where this request goes.
+  bool operator()(std::string_view text, std::string_view where) {
+    for (size_t i = 0; i < creds_.size(); ++i) {
+      const BrokeredCredential& c = creds_[i];
+      if (!Contains(text, c.phantom)) continue;
+      if (!tls_ || !c.MatchesHost(host_, port_)) {
+        v_.leaked = &c;
+        v_.where = std::string(where);
+        return true;
+      }
+      seen_[i] = true;
+    }
+    return false;
+  }
+
+  // The target, then every header; true at the first leak.
+  bool Request(const HttpHeaders& headers, const std::string& origin_form) {
+    PhantomScan& scan = *this;
+    if (scan(origin_form, "url") || scan(PercentDecode(origin_form), "url")) return true;
+    for (const HttpHeader& h : headers.entries()) {
+      // Proxy-* fields are for the proxy and are removed before forwarding.
+      if (StartsWithIgnoreCase(h.name, "Proxy-")) continue;
+      if (scan(h.name, "header name")) return true;
+      bool token = !h.name.empty() && std::all_of(h.name.begin(), h.name.end(), IsTokenChar);
+      if (scan(h.value, "header " + (token ? h.name.substr(0, 64) : QuoteUntrusted(h.name, 64)))) {
+        return true;
+      }
+      if (auto basic = DecodeBasic(h.value); basic && scan(*basic, "basic auth")) return true;
+    }
+    return false;
+  }
+
+  const std::vector<bool>& seen() const { return seen_; }
+
+ private:
+  const std::vector<BrokeredCredential>& creds_;
+  const Host& host_;
+  const uint16_t port_;
+  const bool tls_;
+  CredentialBroker::Verdict& v_;
+  std::vector<bool> seen_;
+};
+
+// One header value with the seen phantoms replaced by their secrets, in Basic credentials too.
+std::string ReplacePhantomsInValue(const std::vector<BrokeredCredential>& creds,
+                                   const std::vector<bool>& seen, std::string value) {
+  std::optional<std::string> basic = DecodeBasic(value);
+  bool basic_changed = false;
+  for (size_t i = 0; i < creds.size(); ++i) {
+    if (!seen[i]) continue;
+    const BrokeredCredential& c = creds[i];
+    value = ReplaceAll(value, c.phantom, c.secret);
+    if (basic && Contains(*basic, c.phantom)) {
+      *basic = ReplaceAll(*basic, c.phantom, c.secret);
+      basic_changed = true;
+    }
+  }
+  if (basic_changed) value = "Basic " + Base64Encode(*basic);
+  return value;
+}
+
+// The seen phantoms replaced by their secrets, in every header and in the target; those
+// credentials are then used.
+void ReplacePhantoms(const std::vector<BrokeredCredential>& creds, const std::vector<bool>& seen,
+                     HttpHeaders& headers, std::string& origin_form,
+                     std::vector<const BrokeredCredential*>& used) {
+  HttpHeaders rewritten;
+  for (const HttpHeader& h : headers.entries()) {
+    rewritten.Add(h.name, ReplacePhantomsInValue(creds, seen, h.value));
+  }
+  headers = std::move(rewritten);
+  for (size_t i = 0; i < creds.size(); ++i) {
+    if (!seen[i]) continue;
+    origin_form =
+        ReplaceAll(origin_form, creds[i].phantom, PercentEncodeComponent(creds[i].secret));
+    used.push_back(&creds[i]);
+  }
+}
+
+void AppendQueryParameter(std::string& origin_form, std::string_view name, std::string_view value) {
+  size_t hash = origin_form.find('#');  // never sent, but keep any fragment last
+  std::string frag;
+  if (hash != std::string::npos) {
+    frag = origin_form.substr(hash);
+    origin_form.resize(hash);
+  }
+  origin_form += origin_form.find('?') == std::string::npos ? '?' : '&';
+  origin_form += PercentEncodeComponent(name) + "=" + PercentEncodeComponent(value);
+  origin_form += frag;
+}
+
+// Adds c where the client left its place empty; returns whether it did.
+bool InjectCredential(const BrokeredCredential& c, HttpHeaders& headers, std::string& origin_form) {
+  switch (c.inject.kind) {
+    case policy::CredentialInject::Kind::kHeader:
+      if (headers.Get(c.inject.name)) return false;
+      headers.Add(c.inject.name, Fill(c.inject.template_, c.secret));
+      return true;
+    case policy::CredentialInject::Kind::kBasic:
+      if (headers.Get("Authorization")) return false;
+      headers.Add("Authorization", "Basic " + Base64Encode(c.inject.template_ + ":" + c.secret));
+      return true;
+    case policy::CredentialInject::Kind::kQuery:
+      if (QueryHas(origin_form, c.inject.name)) return false;
+      AppendQueryParameter(origin_form, c.inject.name, Fill(c.inject.template_, c.secret));
+      return true;
+  }
+  return false;
+}
 }  // namespace
 
 // ------------------------------------------------------------------ encodings
@@ -177,80 +396,7 @@ Result<std::unique_ptr<CredentialBroker>> CredentialBroker::Create(
   std::set<std::string> names, routes;
   TlsAuthorityOptions ca;
   for (CredentialSpec& s : specs) {
-    const std::string what = "credential " + s.name;
-    if (s.name.empty()) return InvalidArgument("a credential without a name");
-    if (!names.insert(s.name).second) return InvalidArgument(what + ": defined twice");
-    auto clean = CleanSecret(s.secret);
-    if (!clean.ok() || *clean != s.secret) {
-      return InvalidArgument(what + ": the secret must be one trimmed line of printable text");
-    }
-    if (s.hosts.empty()) return InvalidArgument(what + ": no hosts");
-    BrokeredCredential c;
-    c.name = s.name;
-    c.secret = s.secret;
-    c.inject = s.inject;
-    c.route = s.route;
-    for (const policy::HostRule& h : s.hosts) {
-      auto rule = HostRule::Parse(h);
-      if (!rule.ok()) return Status(rule.status().code(), what + ": " + rule.status().message());
-      switch (rule->kind) {
-        case HostRule::Kind::kExact:
-        case HostRule::Kind::kWildcard:
-          if (rule->name.empty()) {
-            return InvalidArgument(what + ": host " + h.pattern +
-                                   ": a secret goes to named hosts, not to every host");
-          }
-          if (std::find(ca.permitted_names.begin(), ca.permitted_names.end(), rule->name) ==
-              ca.permitted_names.end()) {
-            ca.permitted_names.push_back(rule->name);
-          }
-          break;
-        case HostRule::Kind::kAddress: {
-          IpAddress a = rule->net.address();
-          if (std::find(ca.permitted_addresses.begin(), ca.permitted_addresses.end(), a) ==
-              ca.permitted_addresses.end()) {
-            ca.permitted_addresses.push_back(a);
-          }
-          break;
-        }
-        case HostRule::Kind::kNet:
-          return InvalidArgument(what + ": host " + h.pattern +
-                                 ": a secret goes to named hosts or single addresses, not to a "
-                                 "whole network");
-      }
-      c.hosts.push_back(std::move(rule).value());
-    }
-    if (!c.route.empty()) {
-      if (!routes.insert(c.route).second) {
-        return InvalidArgument(what + ": route " + c.route + " is used twice");
-      }
-      const HostRule& first = c.hosts.front();
-      if (first.kind == HostRule::Kind::kExact) {
-        c.route_host.name = first.name;
-      } else if (first.kind == HostRule::Kind::kAddress) {
-        c.route_host.address = first.net.address();
-      } else {
-        return InvalidArgument(what + ": the route goes to the first host, " + first.text +
-                               ", which must be one name or address (not a wildcard)");
-      }
-      c.route_port = first.ports == HostRule::Ports::kOne ? first.port : 443;
-    }
-    if (s.phantom.empty()) {
-      WARD_ASSIGN_OR_RETURN(s.phantom, MakePhantom(s.secret));
-    }
-    c.phantom = s.phantom;
-    PhantomShape shape = DescribePhantomShape(s.secret);
-    std::string_view key = c.phantom;
-    if (key.starts_with(shape.prefix) && key.ends_with(shape.suffix)) {
-      key = PhantomRandomPart(key, shape);
-    }
-    c.phantom_key = LooseName(key);
-    if (c.phantom_key.size() < kMinPhantomKey || Contains(c.secret, c.phantom) ||
-        Contains(c.phantom, c.secret)) {
-      return InvalidArgument(what +
-                             ": the phantom value is unusable (too short or overlapping "
-                             "the secret)");
-    }
+    WARD_ASSIGN_OR_RETURN(BrokeredCredential c, BuildCredential(s, names, routes, ca));
     b->creds_.push_back(std::move(c));
   }
   std::vector<SecretForm> forms;
@@ -295,98 +441,20 @@ CredentialBroker::Verdict CredentialBroker::ApplyToRequest(const Host& host, uin
                                                            std::string& origin_form) const {
   Verdict v;
   if (creds_.empty()) return v;
-  std::vector<bool> seen(creds_.size(), false);
-  // True (and v filled in) when a phantom may not go where this request goes.
-  auto scan = [&](std::string_view text, std::string_view where) {
-    for (size_t i = 0; i < creds_.size(); ++i) {
-      const BrokeredCredential& c = creds_[i];
-      if (!Contains(text, c.phantom)) continue;
-      if (!tls || !c.MatchesHost(host, port)) {
-        v.leaked = &c;
-        v.where = std::string(where);
-        return true;
-      }
-      seen[i] = true;
-    }
-    return false;
-  };
-  if (scan(origin_form, "url") || scan(PercentDecode(origin_form), "url")) return v;
-  for (const HttpHeader& h : headers.entries()) {
-    // Proxy-* fields are for the proxy and are removed before forwarding.
-    if (StartsWithIgnoreCase(h.name, "Proxy-")) continue;
-    if (scan(h.name, "header name")) return v;
-    bool token = !h.name.empty() && std::all_of(h.name.begin(), h.name.end(), IsTokenChar);
-    if (scan(h.value, "header " + (token ? h.name.substr(0, 64) : QuoteUntrusted(h.name, 64)))) {
-      return v;
-    }
-    if (auto basic = DecodeBasic(h.value); basic && scan(*basic, "basic auth")) return v;
-  }
+  PhantomScan scan(creds_, host, port, tls, v);
+  if (scan.Request(headers, origin_form)) return v;
   if (!tls) return v;
 
   // Phantoms of this host's credentials, wherever the client put them.
-  bool any_seen = std::find(seen.begin(), seen.end(), true) != seen.end();
-  if (any_seen) {
-    HttpHeaders rewritten;
-    for (const HttpHeader& h : headers.entries()) {
-      std::string value = h.value;
-      std::optional<std::string> basic = DecodeBasic(value);
-      bool basic_changed = false;
-      for (size_t i = 0; i < creds_.size(); ++i) {
-        if (!seen[i]) continue;
-        const BrokeredCredential& c = creds_[i];
-        value = ReplaceAll(value, c.phantom, c.secret);
-        if (basic && Contains(*basic, c.phantom)) {
-          *basic = ReplaceAll(*basic, c.phantom, c.secret);
-          basic_changed = true;
-        }
-      }
-      if (basic_changed) value = "Basic " + Base64Encode(*basic);
-      rewritten.Add(h.name, std::move(value));
-    }
-    headers = std::move(rewritten);
-    for (size_t i = 0; i < creds_.size(); ++i) {
-      if (!seen[i]) continue;
-      origin_form =
-          ReplaceAll(origin_form, creds_[i].phantom, PercentEncodeComponent(creds_[i].secret));
-      v.used.push_back(&creds_[i]);
-    }
+  const std::vector<bool>& seen = scan.seen();
+  if (std::find(seen.begin(), seen.end(), true) != seen.end()) {
+    ReplacePhantoms(creds_, seen, headers, origin_form, v.used);
   }
   // This host's other credentials: added where the client left their place empty.
   for (size_t i = 0; i < creds_.size(); ++i) {
     const BrokeredCredential& c = creds_[i];
     if (seen[i] || !c.MatchesHost(host, port)) continue;
-    bool added = false;
-    switch (c.inject.kind) {
-      case policy::CredentialInject::Kind::kHeader:
-        if (!headers.Get(c.inject.name)) {
-          headers.Add(c.inject.name, Fill(c.inject.template_, c.secret));
-          added = true;
-        }
-        break;
-      case policy::CredentialInject::Kind::kBasic:
-        if (!headers.Get("Authorization")) {
-          headers.Add("Authorization",
-                      "Basic " + Base64Encode(c.inject.template_ + ":" + c.secret));
-          added = true;
-        }
-        break;
-      case policy::CredentialInject::Kind::kQuery:
-        if (!QueryHas(origin_form, c.inject.name)) {
-          size_t hash = origin_form.find('#');  // never sent, but keep any fragment last
-          std::string frag;
-          if (hash != std::string::npos) {
-            frag = origin_form.substr(hash);
-            origin_form.resize(hash);
-          }
-          origin_form += origin_form.find('?') == std::string::npos ? '?' : '&';
-          origin_form += PercentEncodeComponent(c.inject.name) + "=" +
-                         PercentEncodeComponent(Fill(c.inject.template_, c.secret));
-          origin_form += frag;
-          added = true;
-        }
-        break;
-    }
-    if (added) v.used.push_back(&c);
+    if (InjectCredential(c, headers, origin_form)) v.used.push_back(&c);
   }
   return v;
 }

@@ -120,6 +120,13 @@ std::string JsonEscape(std::string_view s, JsonStyle style) {
   return out;
 }
 
+// The standard base64 form with this text also matches its URL-safe spelling.
+void MarkEitherAlphabet(std::vector<SecretForm>& forms, const std::string& text) {
+  for (SecretForm& f : forms) {
+    if (f.text == text && f.alphabet == 0) f.either_alphabet = true;
+  }
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------ encodings
@@ -187,9 +194,7 @@ std::vector<SecretForm> SecretForms(std::string_view secret, std::string_view ph
           p.stable);
       if (forms.size() == before) {
         // The URL-safe text is the standard one: that form stands for both alphabets.
-        for (SecretForm& f : forms) {
-          if (f.text == s.stable && f.alphabet == 0) f.either_alphabet = true;
-        }
+        MarkEitherAlphabet(forms, s.stable);
         continue;
       }
       SecretForm& f = forms.back();

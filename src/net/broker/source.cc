@@ -85,22 +85,16 @@ struct SpawnGuard {
   }
 };
 
-Result<std::string> FromCommand(const std::string& cmd, const SecretSourceOptions& o) {
-  const std::string what = "command " + Quoted(cmd);
-  int out_pipe[2], err_pipe[2];
-  if (pipe2(out_pipe, O_CLOEXEC) != 0) return Errno(what + ": pipe");
-  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
-  if (pipe2(err_pipe, O_CLOEXEC) != 0) return Errno(what + ": pipe");
-  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
-
+// Starts `/bin/sh -c cmd` with stdin from /dev/null and stdout, stderr to the given pipes.
+Result<pid_t> SpawnShell(const std::string& what, const std::string& cmd, int out_fd, int err_fd) {
   SpawnGuard g;
   if (posix_spawn_file_actions_init(&g.actions) != 0) return Errno(what + ": spawn actions");
   g.actions_ok = true;
   if (posix_spawnattr_init(&g.attr) != 0) return Errno(what + ": spawn attributes");
   g.attr_ok = true;
   posix_spawn_file_actions_addopen(&g.actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&g.actions, out_w.get(), 1);
-  posix_spawn_file_actions_adddup2(&g.actions, err_w.get(), 2);
+  posix_spawn_file_actions_adddup2(&g.actions, out_fd, 1);
+  posix_spawn_file_actions_adddup2(&g.actions, err_fd, 2);
   posix_spawn_file_actions_addclosefrom_np(&g.actions, 3);
   sigset_t none, all;
   sigemptyset(&none);
@@ -117,78 +111,78 @@ Result<std::string> FromCommand(const std::string& cmd, const SecretSourceOption
   int rc =
       posix_spawn(&pid, "/bin/sh", &g.actions, &g.attr, const_cast<char* const*>(argv), environ);
   if (rc != 0) return ErrnoError(what + ": cannot start /bin/sh", rc);
-  out_w.reset();
-  err_w.reset();
+  return pid;
+}
 
-  const Clock::time_point deadline = Clock::now() + o.command_timeout;
-  std::string out, err;
+struct CommandOutput {
+  std::string out, err;  // err: its tail
   bool too_large = false, timed_out = false;
+};
+
+// One read from a pipe that poll found ready: appends to text; false at its end.
+bool ReadPipe(int fd, std::string& text) {
+  char buf[4096];
+  ssize_t r = ::read(fd, buf, sizeof buf);
+  if (r <= 0 && !(r < 0 && errno == EINTR)) return false;
+  if (r > 0) text.append(buf, static_cast<size_t>(r));
+  return true;
+}
+
+// Both pipes until they close, the deadline passes or stdout grows too large.
+CommandOutput ReadOutput(int out_fd, int err_fd, Clock::time_point deadline, size_t max_bytes) {
+  CommandOutput r;
   bool out_open = true, err_open = true;
   while (out_open || err_open) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) {
-      timed_out = true;
+      r.timed_out = true;
       break;
     }
-    pollfd fds[2] = {{out_open ? out_r.get() : -1, POLLIN, 0},
-                     {err_open ? err_r.get() : -1, POLLIN, 0}};
+    pollfd fds[2] = {{out_open ? out_fd : -1, POLLIN, 0}, {err_open ? err_fd : -1, POLLIN, 0}};
     int n = poll(fds, 2, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) break;
-    char buf[4096];
     if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-      ssize_t r = ::read(out_r.get(), buf, sizeof buf);
-      if (r <= 0 && !(r < 0 && errno == EINTR)) {
-        out_open = false;
-      } else if (r > 0) {
-        out.append(buf, static_cast<size_t>(r));
-        if (out.size() > o.max_bytes) {
-          too_large = true;
-          break;
-        }
+      out_open = ReadPipe(out_fd, r.out);
+      if (r.out.size() > max_bytes) {
+        r.too_large = true;
+        break;
       }
     }
     if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-      ssize_t r = ::read(err_r.get(), buf, sizeof buf);
-      if (r <= 0 && !(r < 0 && errno == EINTR)) {
-        err_open = false;
-      } else if (r > 0) {
-        err.append(buf, static_cast<size_t>(r));
-        if (err.size() > 4 * kStderrKept) err.erase(0, err.size() - kStderrKept);
-      }
+      err_open = ReadPipe(err_fd, r.err);
+      if (r.err.size() > 4 * kStderrKept) r.err.erase(0, r.err.size() - kStderrKept);
     }
   }
-  // The shell may have closed its output and still run: wait for it until the deadline.
-  // waitid(WNOWAIT) leaves it a zombie, so its process group id cannot be reused before the
-  // group is killed below.
-  siginfo_t info{};
-  bool exited = false;
-  while (!timed_out && !too_large) {
-    info = {};
+  return r;
+}
+
+// The shell may have closed its output and still run: waits for it until the deadline (false
+// then). waitid(WNOWAIT) leaves it a zombie, so its process group id cannot be reused before
+// the group is killed.
+bool WaitForExit(pid_t pid, Clock::time_point deadline) {
+  while (true) {
+    siginfo_t info{};
     if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
         info.si_pid == pid) {
-      exited = true;
-      break;
+      return true;
     }
-    if (Clock::now() >= deadline) {
-      timed_out = true;
-      break;
-    }
+    if (Clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  // Whatever it left behind in its group goes too (a daemonised helper holding our pipe).
-  ::kill(-pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (timed_out) {
+}
+
+// The secret the command printed, or why there is none (with the tail of its stderr).
+Result<std::string> CommandResult(const std::string& what, const SecretSourceOptions& o,
+                                  CommandOutput r, int status) {
+  if (r.timed_out) {
     return Error(Code::kTimeout, what + ": no answer within " +
                                      std::to_string(o.command_timeout.count()) + " ms (killed)");
   }
-  if (too_large) {
+  if (r.too_large) {
     return InvalidArgument(what + ": printed more than " + std::to_string(o.max_bytes) + " bytes");
   }
-  (void)exited;
+  const std::string& err = r.err;
   std::string err_tail = err.size() > kStderrKept ? err.substr(err.size() - kStderrKept) : err;
   while (!err_tail.empty() && (err_tail.back() == '\n' || err_tail.back() == '\r')) {
     err_tail.pop_back();
@@ -202,7 +196,29 @@ Result<std::string> FromCommand(const std::string& cmd, const SecretSourceOption
     return Error(Code::kUnavailable,
                  what + " exited with status " + std::to_string(WEXITSTATUS(status)) + detail);
   }
-  return out;
+  return std::move(r.out);
+}
+
+Result<std::string> FromCommand(const std::string& cmd, const SecretSourceOptions& o) {
+  const std::string what = "command " + Quoted(cmd);
+  int out_pipe[2], err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0) return Errno(what + ": pipe");
+  UniqueFd out_r(out_pipe[0]), out_w(out_pipe[1]);
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) return Errno(what + ": pipe");
+  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
+  WARD_ASSIGN_OR_RETURN(const pid_t pid, SpawnShell(what, cmd, out_w.get(), err_w.get()));
+  out_w.reset();
+  err_w.reset();
+
+  const Clock::time_point deadline = Clock::now() + o.command_timeout;
+  CommandOutput r = ReadOutput(out_r.get(), err_r.get(), deadline, o.max_bytes);
+  if (!r.timed_out && !r.too_large) r.timed_out = !WaitForExit(pid, deadline);
+  // Whatever it left behind in its group goes too (a daemonised helper holding our pipe).
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return CommandResult(what, o, std::move(r), status);
 }
 
 }  // namespace
