@@ -74,9 +74,9 @@ class AuditStop {
 };
 
 // Serves one running sandbox: control messages, pty relay, signals, exit.
-class Session {
+class SandboxServer {
  public:
-  Session(const RunRequest& req, enforce::Sandbox sb, const enforce::LaunchPlan& plan,
+  SandboxServer(const RunRequest& req, enforce::Sandbox sb, const enforce::LaunchPlan& plan,
           TerminalState* term, Outcome* out, enforce::Cgroup* cgroup,
           const net::EgressRules* egress, const net::ResolverOverrides* overrides,
           const net::CredentialBroker* broker, EventSink* events)
@@ -1138,11 +1138,11 @@ Outcome Run(const RunRequest& req) {
   UniqueFd net_snmp = std::move(sb->net_snmp), net_snmp6 = std::move(sb->net_snmp6);
   {
     if (plan->net.enabled) RaiseFileLimit();
-    Session session(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
-                    &overrides, creds.broker.get(), events);
-    session.StopOnAuditFailure(audit_stop.get());
-    session.RecordCreationsIn(&journal);
-    session.Serve();
+    SandboxServer server(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
+                          &overrides, creds.broker.get(), events);
+    server.StopOnAuditFailure(audit_stop.get());
+    server.RecordCreationsIn(&journal);
+    server.Serve();
   }
   // Read only for a command that failed: that is when the user needs to know why, and a run
   // that succeeded does not pay for generating the kernel's counter tables.
