@@ -1139,7 +1139,7 @@ Outcome Run(const RunRequest& req) {
   {
     if (plan->net.enabled) RaiseFileLimit();
     SandboxServer server(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
-                          &overrides, creds.broker.get(), events);
+                         &overrides, creds.broker.get(), events);
     server.StopOnAuditFailure(audit_stop.get());
     server.RecordCreationsIn(&journal);
     server.Serve();
