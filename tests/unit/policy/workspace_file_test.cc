@@ -220,6 +220,26 @@ TEST(WorkspaceFile, MalformedFileIsAnErrorNotIgnored) {
   EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":1: invalid TOML"));
 }
 
+// Found by tests/fuzz (workspace_file): a control character in a table header broke an assumption
+// of the TOML parser (an assertion in a debug build, undefined behaviour in a release build).
+// Every control character but tab, LF and CR is refused before parsing, with its line.
+TEST(WorkspaceFile, ControlCharactersAreRefusedBeforeParsing) {
+  for (const std::string& text :
+       {std::string("[workspace]\naccess = \"read\"\n[\0\0filesystem]\n", 43),
+        std::string("[limits]\n[\x01limits]\n"), std::string("# a \x7f comment\n")}) {
+    Result<Policy> r = WithWorkspaceFile(text);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":"));
+    EXPECT_THAT(ErrorOf(r), HasSubstr(": invalid TOML: control character U+00"));
+  }
+  Result<Policy> r = WithWorkspaceFile(std::string("[workspace]\naccess = \"read\"\n[\0x]\n", 33));
+  EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":3: invalid TOML: control character U+0000"));
+  // Positive control: tab and CRLF are TOML's own whitespace and newline.
+  r = WithWorkspaceFile("[limits]\r\nmemory\t= \"2G\"\r\n");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_EQ(r->limits.memory_bytes, 2ull << 30);
+}
+
 // The reader refuses what is not a small regular file (cli: common/untrusted_file.h); its word,
 // which names what the file is and the fix, reaches the user after the file's path.
 TEST(WorkspaceFile, TheReadersRefusalIsTheErrorAfterThePath) {
