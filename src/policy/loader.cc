@@ -6,7 +6,7 @@
 
 #include "common/sha256.h"
 
-#include <toml++/toml.h>
+#include "policy/toml.h"
 
 #include <algorithm>
 #include <charconv>
@@ -245,8 +245,8 @@ struct Source {
 };
 
 // TOML allows no control character but tab, LF and CR (the sandbox writes the workspace file, so
-// anything may be there). toml++ is not given one: in a table header it breaks an assumption
-// the parser states (an assertion in a debug build, undefined behaviour in a release build).
+// anything may be there): refused before parsing, naming the character and its line (a NUL in a
+// table header was one of the inputs that reached toml++'s assertion, see policy/toml.h).
 Status RefuseControlCharacters(const Source& src, std::string_view text) {
   int line = 1;
   for (unsigned char c : text) {
