@@ -80,15 +80,16 @@ asan-test: asan
 	cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
 
 # ThreadSanitizer build (its own directory) and a run of the tests whose code runs threads:
-# unit.net (the proxy: connection threads, the credential broker, the DNS stub), unit.supervisor
-# (the approval broker, its socket and webhook channels, file approvals), unit.api (the serve
-# daemon's service and execs), and the sandbox suites of `ward run` and `ward serve` as root
-# (the supervisor's log flusher, planning threads, notifier and proxy in one process). Under a
-# sanitizer the supervisor forks where it otherwise shares its memory with a child
-# (CLONE_VM: sandbox init's command, the netns helper, the cgroup reaper, the serve daemon's
-# `ward run`), so those paths run only in the plain build. Not covered: the sandbox suites as
-# the unprivileged user and the escape suite (the same threads as root, other boundaries).
-# Nothing is suppressed. TSan fails a process with a report by exiting 66.
+# unit.audit (the session log's flusher thread), unit.net (the proxy's connection threads, the
+# credential broker, the DNS stub), unit.supervisor (the approval broker, its socket and webhook
+# channels, file approvals), unit.api (the serve daemon's service and execs), and the sandbox
+# suites of `ward run` and `ward serve` as root (the supervisor's log flusher, planning threads,
+# notifier and proxy in one process). Under a sanitizer the supervisor forks where it otherwise
+# shares its memory with a child (CLONE_VM: the command's clone, the netns helper, the cgroup
+# reaper, the serve daemon's `ward run`), so those four paths are covered by the plain build
+# only. Not covered: the sandbox suites as the unprivileged user and the escape suite (the
+# same threads as root, other boundaries), and sandbox init under TSan beyond its one thread.
+# Nothing is suppressed. A process with a report exits 66, which fails its test.
 TSAN_TESTS ?= ^(unit\.(net|supervisor|api|audit)\.|integration\.root\.(RunTest|ServeTest|ServeApprovals|ApprovalsTest|EgressTest|NetworkTest|CredsTest|AuditTest)|setup\.stage)
 tsan: deps
 	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWARD_TSAN=ON $(LAUNCHER) >/dev/null
