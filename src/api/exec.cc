@@ -119,6 +119,23 @@ __attribute__((no_sanitize_address)) int SpawnChild(void* p) {
   _exit(125);
 }
 
+// Starts SpawnChild with vfork semantics (shared memory, parent paused until execve): no page
+// tables to copy and no copy-on-write faults, whatever the daemon's size; CLONE_PIDFD hands back
+// the pidfd at once. Under ThreadSanitizer, whose interceptors (sigaction, dup2) would change the
+// tables of the daemon the child shares them with, a fork (which TSan intercepts) and pidfd_open.
+pid_t StartSpawnChild(SpawnArgs* sa, int* pidfd) {
+#if defined(__SANITIZE_THREAD__)
+  const pid_t pid = fork();
+  if (pid == 0) SpawnChild(sa);  // execs or exits
+  if (pid > 0) *pidfd = sys::PidfdOpen(pid, 0);
+  return pid;
+#else
+  std::vector<char> stack(64 * 1024);
+  return clone(SpawnChild, stack.data() + stack.size(),
+               CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, sa, pidfd);
+#endif
+}
+
 nlohmann::json OutcomeReason(const nlohmann::json& st) {
   nlohmann::json r = nlohmann::json::object();
   for (const char* k : {"stage", "errno", "message"}) {
@@ -876,12 +893,8 @@ Expected<std::shared_ptr<Exec>> ExecManager::Start(StartRequest req) {
   sa.envp = environ;
   for (int i = 0; i < 4; ++i) sa.fds[i] = child_fds[i];
   sa.parent = getpid();
-  // vfork semantics (shared memory, parent paused until execve): no page tables to copy and no
-  // copy-on-write faults, whatever the daemon's size; CLONE_PIDFD hands back the pidfd at once.
-  std::vector<char> stack(64 * 1024);
   int pidfd = -1;
-  pid_t pid = clone(SpawnChild, stack.data() + stack.size(),
-                    CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &sa, &pidfd);
+  pid_t pid = StartSpawnChild(&sa, &pidfd);
   for (int fd : child_fds) close(fd);
   if (pid < 0 || pidfd < 0) {
     int e2 = errno;

@@ -22,7 +22,9 @@
 namespace ward::enforce {
 namespace {
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+// Not under a sanitizer: its instrumentation of the reaper would write the supervisor thread's
+// sanitizer state concurrently with that thread.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
 constexpr bool kSharesMemory = true;
 
 // A system call that touches nothing but its registers: the reaper shares the supervisor's TLS,

@@ -269,9 +269,10 @@ int CommandEntry(void* arg) {
 // execs (CLONE_VM | CLONE_VFORK, as posix_spawn does), and init sleeps meanwhile. The
 // command's code allows for that: it allocates nothing, and everything it changes (fds,
 // signal dispositions, rlimits, credentials, Landlock, seccomp) belongs to its own process.
-// Under AddressSanitizer, which keeps per-thread state the child would share, it forks.
+// Under AddressSanitizer or ThreadSanitizer, which keep per-thread state the child would share,
+// it forks.
 pid_t SpawnCommand(CommandStart* start) {
-#if !defined(__SANITIZE_ADDRESS__)
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   constexpr size_t kStackSize = 1 << 20;
   void* stack = mmap(nullptr, kStackSize, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);

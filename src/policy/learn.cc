@@ -9,7 +9,7 @@
 #include <tuple>
 #include <utility>
 
-#include <toml++/toml.h>
+#include "policy/toml.h"
 
 #include "policy/paths.h"
 

@@ -6,11 +6,12 @@
 
 #include "common/sha256.h"
 
-#include <toml++/toml.h>
+#include "policy/toml.h"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <initializer_list>
@@ -243,6 +244,25 @@ struct Source {
   std::string name;     // ProfileSource.name: "default" or the file path
 };
 
+// TOML allows no control character but tab, LF and CR (the sandbox writes the workspace file, so
+// anything may be there): refused before parsing, naming the character and its line (a NUL in a
+// table header was one of the inputs that reached toml++'s assertion, see policy/toml.h).
+Status RefuseControlCharacters(const Source& src, std::string_view text) {
+  int line = 1;
+  for (unsigned char c : text) {
+    if (c == '\n') ++line;
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "U+%04X", c);
+      return ErrorAt(Origin{src.display, line, ""},
+                     std::string("invalid TOML: control character ") + hex +
+                         " (TOML allows only tab, LF and CR; remove it or write it escaped in a "
+                         "string)");
+    }
+  }
+  return Ok();
+}
+
 Origin At(const Source& src, const toml::source_region& region, std::string key) {
   return Origin{src.display, static_cast<int>(region.begin.line), std::move(key)};
 }
@@ -453,6 +473,7 @@ class Loader {
   }
 
   Result<toml::table> Parse(const Source& src, const std::string& text) {
+    WARD_TRY(RefuseControlCharacters(src, text));
     try {
       return toml::parse(text, src.display);
     } catch (const toml::parse_error& e) {

@@ -2,7 +2,7 @@
 // this file is small and changes rarely.
 #include "policy/user_config.h"
 
-#include <toml++/toml.h>
+#include "policy/toml.h"
 
 #include <algorithm>
 #include <exception>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of the pure net parsers with clang (ASan + UBSan) straight from
-# their sources and runs each for a bounded time. Registered in ctest as fuzz.net.
+# Builds the libFuzzer targets of the parsers of untrusted input with clang (ASan + UBSan) straight
+# from their sources and runs each for a bounded time. Registered in ctest as fuzz.parsers.
 #
 #   tests/fuzz/run_fuzzers.sh [WORK_DIR]
 #
@@ -13,12 +13,13 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-work=${1:-${TMPDIR:-/tmp}/ward-fuzz-net}
+work=${1:-${TMPDIR:-/tmp}/ward-fuzz}
 seconds=${FUZZ_SECONDS:-5}
 jobs=${FUZZ_JOBS:-2}
 max_len=${FUZZ_MAX_LEN:-20000}
 
-# The one list of sources (tests/fuzz/sources.txt, shared with the CMake build).
+# The one list of sources (tests/fuzz/sources.txt, shared with the CMake build), plus the
+# built-in profiles the policy loader extends, generated from profiles/*.toml as the build does.
 mapfile -t sources < <(grep -v -e '^#' -e '^[[:space:]]*$' "$here/sources.txt")
 
 cxx=${FUZZ_CXX:-}
@@ -28,13 +29,19 @@ if [ -z "$cxx" ]; then
   done
 fi
 if [ -z "$cxx" ]; then
-  echo "fuzz.net: no clang++ found; skipping" >&2
+  echo "fuzz: no clang++ found; skipping" >&2
   exit 77
 fi
 
-mkdir -p "$work/obj" "$work/bin" "$work/corpus" "$work/artifacts" || exit 1
+mkdir -p "$work/obj" "$work/bin" "$work/corpus" "$work/artifacts" "$work/gen" || exit 1
+profiles="$work/gen/builtin_profiles_data.cc"
+cmake -DOUT="$profiles" -DDIR="$root/profiles" -P "$root/cmake/embed_profiles.cmake" || {
+  echo "fuzz: generating the built-in profiles failed" >&2
+  exit 1
+}
 san=(-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
-cxxflags=(-std=c++20 -O1 -g "${san[@]}" -I"$root/src" -I"$here" -Wall -Wextra)
+cxxflags=(-std=c++20 -O1 -g "${san[@]}" -I"$root/src" -I"$here" -DTOML_HEADER_ONLY=1 -Wall -Wextra
+  -Wno-missing-field-initializers)
 
 # Can this compiler link a fuzzer at all (libclang-rt-*-dev installed)?
 probe="$work/probe.cc"
@@ -42,13 +49,12 @@ echo 'extern "C" int LLVMFuzzerTestOneInput(const unsigned char*, unsigned long)
   >"$probe"
 if ! "$cxx" "${cxxflags[@]}" -fsanitize=fuzzer "$probe" -o "$work/probe" >"$work/probe.log" 2>&1
 then
-  echo "fuzz.net: $cxx cannot build libFuzzer targets (see $work/probe.log); skipping" >&2
+  echo "fuzz: $cxx cannot build libFuzzer targets (see $work/probe.log); skipping" >&2
   exit 77
 fi
 
 # Rebuild an object when its source or any header it may include is newer.
-newest_header=$(ls -t "$root"/src/common/*.h "$root"/src/net/*.h "$root"/src/policy/policy.h \
-  "$here"/*.h "$here/sources.txt" "$0" 2>/dev/null | head -n1)
+newest_header=$(ls -t "$root"/src/*/*.h "$here"/*.h "$here/sources.txt" "$0" 2>/dev/null | head -n1)
 needs_build() {  # target, sources...
   local out=$1
   shift
@@ -71,10 +77,11 @@ compile() {  # source object
 failed=0
 pids=()
 objects=()
-for s in "${sources[@]}"; do
-  o="$work/obj/$(echo "$s" | tr / _).o"
+for s in "${sources[@]}" "$profiles"; do
+  case $s in /*) ;; *) s="$root/$s" ;; esac
+  o="$work/obj/$(echo "${s#"$root"/}" | tr / _).o"
   objects+=("$o")
-  compile "$root/$s" "$o" &
+  compile "$s" "$o" &
   pids+=($!)
   if [ ${#pids[@]} -ge "$jobs" ]; then
     wait "${pids[0]}" || failed=1
@@ -83,7 +90,7 @@ for s in "${sources[@]}"; do
 done
 for p in "${pids[@]}"; do wait "$p" || failed=1; done
 if [ $failed -ne 0 ]; then
-  echo "fuzz.net: building the net sources failed" >&2
+  echo "fuzz: building the parser sources failed" >&2
   exit 1
 fi
 
@@ -101,12 +108,12 @@ for t in "${targets[@]}"; do
   src="$here/${t}_fuzzer.cc"
   bin="$work/bin/${t}_fuzzer"
   if [ ! -f "$src" ]; then
-    echo "fuzz.net: no such target: $t" >&2
+    echo "fuzz: no such target: $t" >&2
     exit 1
   fi
   if needs_build "$bin" "$src" "${objects[@]}"; then
     "$cxx" "${cxxflags[@]}" -fsanitize=fuzzer "$src" "${objects[@]}" -o "$bin" || {
-      echo "fuzz.net: building $t failed" >&2
+      echo "fuzz: building $t failed" >&2
       exit 1
     }
   fi
@@ -123,10 +130,10 @@ for t in "${targets[@]}"; do
     -max_len="$max_len" -print_final_stats=1 -artifact_prefix="$work/artifacts/$t-" \
     "$corpus" "${seeds[@]}" >"$log" 2>&1; then
     runs=$(grep -m1 '^stat::number_of_executed_units' "$log" | awk '{print $2}')
-    echo "fuzz.net: $t ok (${runs:-?} runs in ${seconds}s)"
+    echo "fuzz: $t ok (${runs:-?} runs in ${seconds}s)"
   else
     failed=1
-    echo "fuzz.net: $t FAILED; log $log, artifacts $work/artifacts/$t-*" >&2
+    echo "fuzz: $t FAILED; log $log, artifacts $work/artifacts/$t-*" >&2
     tail -n 40 "$log" >&2
   fi
 done

@@ -117,9 +117,9 @@ Result<SandboxNet> CreateSandboxNet(int userns, const NetSpec& net) {
   NetHelper* h = new (mem) NetHelper{userns, net};
   // The supervisor sleeps meanwhile: the helper starts on its CPU (see StayOnThisCpu).
   StayOnThisCpu pin;
-#if defined(__SANITIZE_ADDRESS__)
-  // AddressSanitizer keeps per-thread state the helper would share and does not know a stack of
-  // our own: under it the helper is a copy of this process, fork-like (the clone syscall without
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // AddressSanitizer and ThreadSanitizer keep per-thread state the helper would share and do not
+  // know a stack of our own: under them the helper is a copy of this process, fork-like (the clone syscall without
   // a new stack), still sharing the fd table.
   pid_t pid = static_cast<pid_t>(
       syscall(SYS_clone, CLONE_FILES | SIGCHLD, nullptr, nullptr, nullptr, nullptr));

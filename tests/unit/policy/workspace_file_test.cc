@@ -220,6 +220,40 @@ TEST(WorkspaceFile, MalformedFileIsAnErrorNotIgnored) {
   EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":1: invalid TOML"));
 }
 
+// Found by tests/fuzz (workspace_file): a table header whose key starts with a character no key
+// starts with reached an assertion of toml++'s parser, which aborted a build without NDEBUG
+// (policy/toml.h). It is toml++'s parse error, with the file and line.
+TEST(WorkspaceFile, TableHeaderWithoutAKeyIsAnError) {
+  for (const char* header : {"[/etwork]", "[[/x]]", "[ =]", "[{}]"}) {
+    Result<Policy> r =
+        WithWorkspaceFile(std::string("[workspace]\naccess = \"read\"\n") + header + "\n");
+    ASSERT_FALSE(r.ok()) << header;
+    EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":3: invalid TOML")) << header;
+  }
+  // Positive control: a header with a bare and a quoted key.
+  Result<Policy> r = WithWorkspaceFile("[workspace]\naccess = \"read\"\n[ \"limits\" ]\n");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+}
+
+// Every control character but tab, LF and CR is refused before parsing, with its line (a NUL
+// after '[' was the first input the fuzzer found for the assertion above).
+TEST(WorkspaceFile, ControlCharactersAreRefusedBeforeParsing) {
+  for (const std::string& text :
+       {std::string("[workspace]\naccess = \"read\"\n[\0\0filesystem]\n", 43),
+        std::string("[limits]\n[\x01limits]\n"), std::string("# a \x7f comment\n")}) {
+    Result<Policy> r = WithWorkspaceFile(text);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":"));
+    EXPECT_THAT(ErrorOf(r), HasSubstr(": invalid TOML: control character U+00"));
+  }
+  Result<Policy> r = WithWorkspaceFile(std::string("[workspace]\naccess = \"read\"\n[\0x]\n", 33));
+  EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":3: invalid TOML: control character U+0000"));
+  // Positive control: tab and CRLF are TOML's own whitespace and newline.
+  r = WithWorkspaceFile("[limits]\r\nmemory\t= \"2G\"\r\n");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_EQ(r->limits.memory_bytes, 2ull << 30);
+}
+
 // The reader refuses what is not a small regular file (cli: common/untrusted_file.h); its word,
 // which names what the file is and the fix, reaches the user after the file's path.
 TEST(WorkspaceFile, TheReadersRefusalIsTheErrorAfterThePath) {
