@@ -263,6 +263,46 @@ Status RefuseControlCharacters(const Source& src, std::string_view text) {
   return Ok();
 }
 
+// TOML allows characters beyond ASCII only in strings and comments, and toml++ 3.3 meets some
+// of them elsewhere with undefined behaviour (policy/toml.h): refused before parsing, with the
+// line. Strings and comments are skipped as TOML reads them: "..." and """...""" with
+// backslash escapes, '...' and '''...''' without, # to the end of the line.
+Status RefuseNonAsciiOutsideStrings(const Source& src, std::string_view text) {
+  int line = 1;
+  size_t i = 0;
+  auto skip_string = [&](std::string_view close, bool escapes) {
+    while (i < text.size() && text.compare(i, close.size(), close) != 0) {
+      if (escapes && text[i] == '\\') ++i;  // the escaped character is skipped with it
+      if (i < text.size() && text[i] == '\n') ++line;
+      ++i;
+    }
+    i += close.size();
+  };
+  while (i < text.size()) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++line;
+      ++i;
+    } else if (c == '#') {
+      while (i < text.size() && text[i] != '\n') ++i;
+    } else if (text.compare(i, 3, "\"\"\"") == 0 || text.compare(i, 3, "'''") == 0) {
+      std::string_view close = text.substr(i, 3);
+      i += 3;
+      skip_string(close, close[0] == '"');
+    } else if (c == '"' || c == '\'') {
+      ++i;
+      skip_string(c == '"' ? "\"" : "'", c == '"');
+    } else if (c >= 0x80) {
+      return ErrorAt(Origin{src.display, line, ""},
+                     "invalid TOML: a character beyond ASCII outside a string or comment "
+                     "(TOML allows them only in quoted strings and comments; quote the value)");
+    } else {
+      ++i;
+    }
+  }
+  return Ok();
+}
+
 Origin At(const Source& src, const toml::source_region& region, std::string key) {
   return Origin{src.display, static_cast<int>(region.begin.line), std::move(key)};
 }
@@ -474,6 +514,7 @@ class Loader {
 
   Result<toml::table> Parse(const Source& src, const std::string& text) {
     WARD_TRY(RefuseControlCharacters(src, text));
+    WARD_TRY(RefuseNonAsciiOutsideStrings(src, text));
     try {
       return toml::parse(text, src.display);
     } catch (const toml::parse_error& e) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "policy/loader.h"
+#include "policy/toml.h"
 #include "policy_test_util.h"
 
 namespace ward::policy {
@@ -252,6 +253,32 @@ TEST(WorkspaceFile, ControlCharactersAreRefusedBeforeParsing) {
   r = WithWorkspaceFile("[limits]\r\nmemory\t= \"2G\"\r\n");
   ASSERT_TRUE(r.ok()) << ErrorOf(r);
   EXPECT_EQ(r->limits.memory_bytes, 2ull << 30);
+}
+
+// Found by tests/fuzz (workspace_file): a character beyond ASCII right after a value reached
+// toml++'s "unreachable" whitespace table (undefined behaviour). Outside strings and comments
+// TOML allows none: refused before parsing, with the line; inside them they are text.
+TEST(WorkspaceFile, CharactersBeyondAsciiOutsideStringsAreRefusedBeforeParsing) {
+  for (const std::string text : {"[limits]\nmemory = \"2G\"\xd0\xaa\n",
+                                 "[limits]\nmemory = \"2G\" \xc2\xa1\n",
+                                 "[limits]\n\xe2\x80\x83memory = \"2G\"\n"}) {
+    Result<Policy> r = WithWorkspaceFile(text);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":2: invalid TOML: a character beyond ASCII"));
+  }
+  // Positive control: in comments and in every kind of string they are text.
+  Result<Policy> r = WithWorkspaceFile(
+      "# \xd0\xaa\xc3\xa9\n[limits] # \xd0\xaa\nmemory = \"2G\"\n[filesystem]\n"
+      "deny = [\"a\xd0\xaa\", 'b\xd0\xaa', \"\"\"c\xd0\xaa\\\"\"\"\", '''d\xd0\xaa''']\n");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_EQ(r->limits.memory_bytes, 2ull << 30);
+}
+
+// Whatever text reaches toml++'s unreachable points ends ward with a message, not undefined
+// behaviour (policy/toml.h); the loader's refusal above keeps files from getting there.
+TEST(WorkspaceFileDeathTest, TomlsUnreachablePointsStopWard) {
+  EXPECT_DEATH((void)toml::parse(std::string_view("a = \"2G\"\xd0\xaa\n")),
+               "toml\\+\\+\\) reached a point it takes for unreachable");
 }
 
 // The reader refuses what is not a small regular file (cli: common/untrusted_file.h); its word,
