@@ -1,5 +1,5 @@
 #!/bin/sh
-# Regenerates src/cli/hot_functions.txt: the functions of ward's own binary that a
+# Regenerates bench/hot_functions.txt: the functions of ward's own binary that a
 # `ward run -- true` executes, which the link places side by side (src/cli/CMakeLists.txt), so
 # that a run's processes touch ~220 pages of ward's code side by side rather than ~370 spread
 # over its 4 MB. Over N runs as root and N more as RUN_AS (unprivileged, when given), perf
@@ -12,7 +12,7 @@
 # code. Rerun after large changes to what a run executes:
 #   bench/hot_functions.sh [WARD] [N] > list     env: RUN_AS=<uid>, KEEP=<list>
 # A function found by its fault no longer faults once it is placed, so a list made from a build
-# that already used an earlier one loses it again: KEEP=src/cli/hot_functions.txt appends the
+# that already used an earlier one loses it again: KEEP=bench/hot_functions.txt appends the
 # names of that list which the new one lacks and which the runs still execute (counted with a
 # uprobe on each over a third pass of the runs, so that code a run stopped executing leaves the
 # list). From scratch: make the list, rebuild, rerun with KEEP until no name is added.

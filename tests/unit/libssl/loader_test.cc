@@ -102,6 +102,20 @@ TEST_F(LibsslFreshProcessTest, AMissingLibraryIsNamed) {
       ::testing::ExitedWithCode(0), "");
 }
 
+// A library that lacks one of the functions fails the whole load, naming the function, and binds
+// nothing: a stub then aborts rather than call into half a library.
+TEST_F(LibsslFreshProcessTest, ALibraryMissingAFunctionFailsTheWholeLoad) {
+  EXPECT_DEATH(
+      {
+        internal::UseLibraryForTest("libc.so.6");  // loads, and has none of OpenSSL's functions
+        if (Load().find("libc.so.6 has no function ") == std::string::npos) std::_Exit(1);
+        unsigned char b[8];
+        (void)RAND_bytes(b, sizeof b);
+        std::_Exit(0);
+      },
+      "OpenSSL is needed here and could not be loaded: libc.so.6 has no function ");
+}
+
 TEST_F(LibsslFreshProcessTest, AStubWithoutTheLibraryAbortsSayingWhy) {
   EXPECT_DEATH(
       {
