@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "policy/loader.h"
-#include "policy/toml.h"
 #include "policy_test_util.h"
 
 namespace ward::policy {
@@ -272,13 +271,6 @@ TEST(WorkspaceFile, CharactersBeyondAsciiOutsideStringsAreRefusedBeforeParsing) 
       "deny = [\"a\xd0\xaa\", 'b\xd0\xaa', \"\"\"c\xd0\xaa\\\"\"\"\", '''d\xd0\xaa''']\n");
   ASSERT_TRUE(r.ok()) << ErrorOf(r);
   EXPECT_EQ(r->limits.memory_bytes, 2ull << 30);
-}
-
-// Whatever text reaches toml++'s unreachable points ends ward with a message, not undefined
-// behaviour (policy/toml.h); the loader's refusal above keeps files from getting there.
-TEST(WorkspaceFileDeathTest, TomlsUnreachablePointsStopWard) {
-  EXPECT_DEATH((void)toml::parse(std::string_view("a = \"2G\"\xd0\xaa\n")),
-               "toml\\+\\+\\) reached a point it takes for unreachable");
 }
 
 // The reader refuses what is not a small regular file (cli: common/untrusted_file.h); its word,
