@@ -10,111 +10,66 @@
 #include <optional>
 
 #include "common/unix_socket.h"
+#include "net/line_socket.h"
 
 namespace ward::api {
 
-class Server::Connection : public Peer, public std::enable_shared_from_this<Connection> {
+class Server::Connection : public Peer, public net::LineSocket {
  public:
   Connection(Server* server, asio::local::stream_protocol::socket socket)
-      : server_(server), socket_(std::move(socket)), framer_(server->config_.max_line_bytes) {}
+      : LineSocket(std::move(socket), SocketOptions(server->config_)),
+        server_(server),
+        framer_(server->config_.max_line_bytes) {}
 
-  void Start() { ReadMore(); }
+  void Send(const nlohmann::json& message) override { SendLine(SerializeLine(message)); }
 
-  void Send(const nlohmann::json& message) override {
-    if (closed_) return;
-    std::string line = SerializeLine(message);
-    queued_ += line.size();
-    if (queued_ > server_->config_.max_queued_bytes) {
-      std::fprintf(stderr, "ward serve: dropping a client that does not read its replies\n");
-      Close();
-      return;
-    }
-    out_.push_back(std::move(line));
-    if (!writing_) WriteNext();
-  }
-
-  bool alive() const override { return !closed_; }
-
-  void Close() {
-    if (closed_) return;
-    closed_ = true;
-    asio::error_code ec;
-    socket_.shutdown(asio::socket_base::shutdown_both, ec);
-    socket_.close(ec);
-    out_.clear();
-    auto self = shared_from_this();
-    asio::post(socket_.get_executor(), [self] { self->server_->Closed(self.get()); });
-  }
+  bool alive() const override { return !closed(); }
 
   // Sends an error and closes once it is written.
   void Refuse(const Error& e) {
     Send(MakeErrorResponse(nullptr, e));
-    close_after_write_ = true;
+    CloseAfterWrite();
   }
 
  private:
-  void ReadMore() {
-    auto self = shared_from_this();
-    socket_.async_read_some(asio::buffer(buf_), [self](const asio::error_code& ec, size_t n) {
-      if (self->closed_) return;
-      if (ec) {
-        self->Close();
-        return;
-      }
-      self->framer_.Feed(std::string_view(self->buf_.data(), n));
-      while (auto item = self->framer_.Next()) {
-        if (self->closed_) return;
-        if (item->oversized) {
-          Error e = InvalidError("message longer than " +
-                                 std::to_string(self->server_->config_.max_line_bytes) +
-                                 " bytes; it was discarded");
-          e.code = kInvalidRequestCode;
-          self->Send(MakeErrorResponse(nullptr, e));
-          continue;
-        }
-        if (item->line.find_first_not_of(" \t") == std::string::npos) continue;
-        ParseFailure failure;
-        auto m = ParseMessage(item->line, &failure);
-        if (!m.ok()) {
-          self->Send(MakeErrorResponse(failure.id, m.error()));
-          continue;
-        }
-        self->server_->service_.Handle(*m, self);
-      }
-      self->ReadMore();
-    });
+  static Options SocketOptions(const ServerConfig& config) {
+    return Options{.read_buffer_bytes = 65536, .max_queued_bytes = config.max_queued_bytes};
   }
 
-  void WriteNext() {
-    if (out_.empty() || closed_) {
-      writing_ = false;
-      if (close_after_write_ && !closed_) Close();
+  void OnData(std::string_view data) override {
+    framer_.Feed(data);
+    while (auto item = framer_.Next()) {
+      if (closed()) return;
+      HandleLine(*item);
+    }
+  }
+
+  void HandleLine(const LineFramer::Item& item) {
+    if (item.oversized) {
+      Error e = InvalidError("message longer than " + std::to_string(server_->config_.max_line_bytes) +
+                             " bytes; it was discarded");
+      e.code = kInvalidRequestCode;
+      Send(MakeErrorResponse(nullptr, e));
       return;
     }
-    writing_ = true;
-    auto self = shared_from_this();
-    asio::async_write(socket_, asio::buffer(out_.front()),
-                      [self](const asio::error_code& ec, size_t n) {
-                        if (self->closed_) return;
-                        if (ec) {
-                          self->Close();
-                          return;
-                        }
-                        self->queued_ -= std::min(self->queued_, n);
-                        self->out_.pop_front();
-                        self->WriteNext();
-                      });
+    if (item.line.find_first_not_of(" \t") == std::string::npos) return;
+    ParseFailure failure;
+    auto m = ParseMessage(item.line, &failure);
+    if (!m.ok()) {
+      Send(MakeErrorResponse(failure.id, m.error()));
+      return;
+    }
+    server_->service_.Handle(*m, std::static_pointer_cast<Connection>(shared_from_this()));
   }
 
+  void OnOverflow() override {
+    std::fprintf(stderr, "ward serve: dropping a client that does not read its replies\n");
+  }
+
+  void OnClosed() override { server_->Closed(this); }
+
   Server* server_;
-  asio::local::stream_protocol::socket socket_;
   LineFramer framer_;
-  std::array<char, 65536> buf_;
-  std::deque<std::string> out_;
-  size_t queued_ = 0;
-  bool writing_ = false;
-  bool closed_ = false;
-  bool close_after_write_ = false;
 };
 
 Server::Server(asio::io_context& io, Service& service, ServerConfig config)

@@ -21,6 +21,7 @@
 #include "common/linux.h"
 #include "common/unique_fd.h"
 #include "common/unix_socket.h"
+#include "net/line_socket.h"
 #include "supervisor/runtime_dir.h"
 
 namespace ward::supervisor {
@@ -170,75 +171,40 @@ nlohmann::json HandleApprovalMessage(ApprovalBroker& broker, const nlohmann::jso
 
 // ---------------------------------------------------------------------------------------------
 
-class ApprovalServer::Connection : public std::enable_shared_from_this<Connection> {
+class ApprovalServer::Connection : public net::LineSocket {
  public:
   Connection(ApprovalServer* server, asio::local::stream_protocol::socket socket)
-      : server_(server), socket_(std::move(socket)) {}
+      : LineSocket(std::move(socket), Options{.read_buffer_bytes = 16384,
+                                              .max_queued_bytes = server->options_.max_queued_bytes,
+                                              .stop_reading_when_closing = true}),
+        server_(server) {}
 
-  void Start() { ReadMore(); }
-
-  void Send(const nlohmann::json& reply) {
-    if (closed_) return;
-    std::string line = Serialize(reply);
-    queued_ += line.size();
-    if (queued_ > server_->options_.max_queued_bytes) {
-      Close();
-      return;
-    }
-    out_.push_back(std::move(line));
-    if (!writing_) WriteNext();
-  }
+  void Send(const nlohmann::json& reply) { SendLine(Serialize(reply)); }
 
   // Sends one error and closes.
   void Refuse(const Status& st) {
     Send(ErrorReply(st));
-    close_after_write_ = true;
-  }
-
-  void Close() {
-    if (closed_) return;
-    closed_ = true;
-    asio::error_code ec;
-    socket_.shutdown(asio::socket_base::shutdown_both, ec);
-    socket_.close(ec);
-    out_.clear();
-    auto self = shared_from_this();
-    asio::post(socket_.get_executor(), [self] {
-      if (self->server_) self->server_->Closed(self.get());
-    });
+    CloseAfterWrite();
   }
 
   void Detach() { server_ = nullptr; }
 
  private:
-  void ReadMore() {
-    auto self = shared_from_this();
-    socket_.async_read_some(asio::buffer(buf_), [self](const asio::error_code& ec, size_t n) {
-      if (self->closed_ || !self->server_) return;
-      if (ec) {
-        self->Close();
-        return;
-      }
-      self->Feed(std::string_view(self->buf_.data(), n));
-      if (!self->closed_ && !self->close_after_write_) self->ReadMore();
-    });
+  bool Attached() const override { return server_ != nullptr; }
+
+  void OnClosed() override {
+    if (server_) server_->Closed(this);
   }
 
-  void Feed(std::string_view data) {
+  void OnData(std::string_view data) override {
     partial_.append(data);
     size_t start = 0;
-    while (!closed_ && !close_after_write_) {
+    while (!closing()) {
       size_t nl = partial_.find('\n', start);
       if (nl == std::string::npos) break;
       std::string_view line(partial_.data() + start, nl - start);
       start = nl + 1;
-      if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-      nlohmann::json m = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-      if (m.is_discarded()) {
-        Send(ErrorReply(InvalidArgument("malformed JSON")));
-        continue;
-      }
-      Send(HandleApprovalMessage(*server_->broker_, m, server_->options_.session));
+      HandleLine(line);
     }
     partial_.erase(0, start);
     if (partial_.size() > server_->options_.max_line_bytes) {
@@ -247,36 +213,18 @@ class ApprovalServer::Connection : public std::enable_shared_from_this<Connectio
     }
   }
 
-  void WriteNext() {
-    if (out_.empty() || closed_) {
-      writing_ = false;
-      if (close_after_write_ && !closed_) Close();
+  void HandleLine(std::string_view line) {
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) return;
+    nlohmann::json m = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (m.is_discarded()) {
+      Send(ErrorReply(InvalidArgument("malformed JSON")));
       return;
     }
-    writing_ = true;
-    auto self = shared_from_this();
-    asio::async_write(socket_, asio::buffer(out_.front()),
-                      [self](const asio::error_code& ec, size_t n) {
-                        if (self->closed_) return;
-                        if (ec) {
-                          self->Close();
-                          return;
-                        }
-                        self->queued_ -= std::min(self->queued_, n);
-                        self->out_.pop_front();
-                        self->WriteNext();
-                      });
+    Send(HandleApprovalMessage(*server_->broker_, m, server_->options_.session));
   }
 
   ApprovalServer* server_;
-  asio::local::stream_protocol::socket socket_;
-  std::array<char, 16384> buf_;
   std::string partial_;
-  std::deque<std::string> out_;
-  size_t queued_ = 0;
-  bool writing_ = false;
-  bool closed_ = false;
-  bool close_after_write_ = false;
 };
 
 ApprovalServer::ApprovalServer(asio::io_context& io, std::shared_ptr<ApprovalBroker> broker,
