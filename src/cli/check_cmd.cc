@@ -11,7 +11,7 @@
 #include "enforce/landlock_coverage.h"
 #include "enforce/limits.h"
 #include "enforce/probe.h"
-#include "libssl/loader.h"
+#include "libssl/on_use.h"
 #include "supervisor/explain.h"
 
 namespace ward::cli {

@@ -27,7 +27,7 @@
 #include "common/cpu.h"
 #include "common/trace.h"
 #include "enforce/probe.h"
-#include "libssl/loader.h"
+#include "libssl/on_use.h"
 #include "policy/decide.h"
 #include "policy/env.h"
 #include "supervisor/command_lookup.h"

@@ -1,4 +1,4 @@
-// Every OpenSSL function ward calls (src/, tests/ and bench/), for the loader (loader.h). A call
+// Every OpenSSL function ward calls (src/, tests/ and bench/), for the loader (on_use.h). A call
 // to one not listed here fails to link ("undefined reference"): add it here.
 #pragma once
 

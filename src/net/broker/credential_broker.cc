@@ -6,7 +6,7 @@
 #include <mutex>
 #include <set>
 
-#include "libssl/loader.h"
+#include "libssl/on_use.h"
 #include "net/broker/masker.h"
 #include "net/broker/phantom.h"
 #include "net/broker/source.h"
@@ -387,7 +387,7 @@ CredentialBroker::~CredentialBroker() = default;
 
 Result<std::unique_ptr<CredentialBroker>> CredentialBroker::Create(
     std::vector<CredentialSpec> specs, BrokerOptions options) {
-  // Phantoms, the session CA and the upstream TLS all need OpenSSL (src/libssl/loader.h).
+  // Phantoms, the session CA and the upstream TLS all need OpenSSL (src/libssl/on_use.h).
   if (const std::string& e = libssl::Load(); !e.empty()) {
     return Error(Code::kFailedPrecondition, "the credential broker needs OpenSSL: " + e);
   }

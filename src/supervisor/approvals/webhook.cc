@@ -35,7 +35,7 @@
 #include <optional>
 
 #include "common/unique_fd.h"
-#include "libssl/loader.h"
+#include "libssl/on_use.h"
 #include "net/http_parser.h"
 #include "net/idna.h"
 #include "net/tls_upstream.h"
@@ -522,7 +522,7 @@ asio::awaitable<void> RunCall(std::shared_ptr<WebhookChannel::Call> call, Webhoo
 Result<std::unique_ptr<WebhookChannel>> WebhookChannel::Create(asio::io_context& io,
                                                                WebhookOptions options) {
   WARD_ASSIGN_OR_RETURN(WebhookUrl url, ParseWebhookUrl(options.url));
-  // Signing (HMAC), nonces and HTTPS all need OpenSSL (src/libssl/loader.h).
+  // Signing (HMAC), nonces and HTTPS all need OpenSSL (src/libssl/on_use.h).
   if (const std::string& e = libssl::Load(); !e.empty()) {
     return Error(Code::kFailedPrecondition, "the approval webhook needs OpenSSL: " + e);
   }

@@ -1,7 +1,7 @@
-// The OpenSSL loader (src/libssl/loader.h). Loading happens once per process: each case that
+// The OpenSSL loader (src/libssl/on_use.h). Loading happens once per process: each case that
 // needs a process where nothing has loaded the library yet runs in a fresh one (a death test in
 // the "threadsafe" style re-executes this binary for that case alone).
-#include "libssl/loader.h"
+#include "libssl/on_use.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

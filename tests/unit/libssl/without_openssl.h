@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "libssl/loader.h"
+#include "libssl/on_use.h"
 
 namespace ward::test {
 

@@ -1,4 +1,4 @@
-#include "libssl/loader.h"
+#include "libssl/on_use.h"
 
 #include <dlfcn.h>
 #include <openssl/opensslv.h>
