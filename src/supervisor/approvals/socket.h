@@ -10,6 +10,7 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <asio/io_context.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/posix/stream_descriptor.hpp>
@@ -61,7 +62,8 @@ class ApprovalServer {
   void Stop();
   const std::string& path() const { return options_.path; }
   // Connections refused: peers the gate refused (uid, namespaces) and those over the limit.
-  uint64_t refused() const { return refused_; }
+  // Readable from any thread while the loop runs.
+  uint64_t refused() const { return refused_.load(); }
 
  private:
   class Connection;
@@ -78,7 +80,7 @@ class ApprovalServer {
   std::unique_ptr<asio::posix::stream_descriptor> listener_;
   ino_t socket_ino_ = 0;
   std::set<std::shared_ptr<Connection>> conns_;
-  uint64_t refused_ = 0;
+  std::atomic<uint64_t> refused_{0};
   bool stopped_ = false;
 };
 
