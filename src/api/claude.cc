@@ -29,6 +29,10 @@ std::string ShellJoin(const std::vector<std::string>& words) {
   return out;
 }
 
+HookOutcome BlockedHook(const std::string& why) {
+  return HookOutcome{2, "", "ward hook: " + why + "; the tool call is blocked\n"};
+}
+
 Result<ClaudeToolCall> ParseClaudeToolCall(std::string_view input) {
   if (input.size() > (16u << 20)) return InvalidArgument("the hook input is too large");
   if (!audit::JsonDepthWithin(input, 64)) return InvalidArgument("the hook input nests too deeply");
@@ -62,7 +66,7 @@ Result<ClaudeToolCall> ParseClaudeToolCall(std::string_view input) {
 HookOutcome RewritePreToolUse(std::string_view input, const HookOptions& o) {
   Result<ClaudeToolCall> call = ParseClaudeToolCall(input);
   if (!call.ok()) {
-    return HookOutcome{2, "", "ward hook: " + call.status().message() + "; the tool call is blocked\n"};
+    return BlockedHook(call.status().message());
   }
   if (call->event != "PreToolUse" || call->tool != "Bash") return HookOutcome{};  // no opinion
   return RewriteBash(*call, o);
@@ -72,11 +76,11 @@ HookOutcome RewriteBash(const ClaudeToolCall& call, const HookOptions& o) {
   HookOutcome r;
   nlohmann::json tool_input = call.input;
   if (!tool_input.contains("command") || !tool_input["command"].is_string()) {
-    return HookOutcome{2, "", "ward hook: the Bash call has no command; the tool call is blocked\n"};
+    return BlockedHook("the Bash call has no command");
   }
   std::string command = tool_input["command"].get<std::string>();
   if (command.find('\0') != std::string::npos) {
-    return HookOutcome{2, "", "ward hook: the command contains NUL; the tool call is blocked\n"};
+    return BlockedHook("the command contains NUL");
   }
   std::vector<std::string> words = {o.ward_path, "run"};
   words.insert(words.end(), o.run_args.begin(), o.run_args.end());

@@ -48,6 +48,9 @@ struct HookOutcome {
   std::string err;    // message for stderr
 };
 
+// The answer that blocks the tool call, saying why (exit 2, the reason on stderr).
+HookOutcome BlockedHook(const std::string& why);
+
 // Rewrites a PreToolUse call of the Bash tool to `ward run [opts] -- SHELL -c '<command>'`.
 // Other tools and other events pass untouched (no output). Input that cannot be understood
 // blocks the call (fail closed). A command that already starts with ward is wrapped again:

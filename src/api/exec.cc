@@ -678,18 +678,11 @@ void Exec::Finish() {
 
 void Exec::DrainOutput(int i) {
   // Take what is already buffered, then stop.
+  const Stream s = i == 0 ? Stream::kStdout : Stream::kStderr;
   char buf[65536];
   ssize_t n;
   while ((n = read(out_[i]->native_handle(), buf, sizeof buf)) > 0) {
-    size_t keep = static_cast<size_t>(
-        std::min<uint64_t>(OutputRoom(info_, i), static_cast<uint64_t>(n)));
-    if (keep > 0 && OutputFile(i == 0 ? Stream::kStdout : Stream::kStderr) &&
-        write(files_[i].get(), buf, keep) == static_cast<ssize_t>(keep)) {
-      info_.size[i] += keep;
-    } else {
-      keep = 0;
-    }
-    info_.dropped[i] += static_cast<uint64_t>(n) - keep;
+    KeepOutput(s, buf, static_cast<size_t>(n));
   }
   asio::error_code ignored;
   out_[i]->close(ignored);

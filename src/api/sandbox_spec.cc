@@ -128,49 +128,53 @@ struct NarrowContext {
   int ws_fd;
 };
 
-// The exec's `write` paths, absolute: each writable in the sandbox already.
-Expected<std::vector<std::string>> NarrowWrite(const NarrowContext& c,
-                                               const std::vector<std::string>& write) {
+// The exec's `key` paths ("policy.write" or "policy.read"), absolute: each one `allowed` in the
+// sandbox already, else refused with "is not `what` in this sandbox". `own`: the sandbox's own
+// paths of that kind, which a relative path may name.
+Expected<std::vector<std::string>> NarrowPaths(const NarrowContext& c, const char* key,
+                                               const std::vector<std::string>& paths,
+                                               const std::vector<std::string>& own,
+                                               bool (*allowed)(const policy::PathDecision&),
+                                               const char* what) {
   std::vector<std::string> out;
-  for (const auto& w : write) {
-    auto abs = ExecPolicyPath("policy.write", w, c.spec, c.effective.home, c.spec.flags.write);
+  for (const auto& p : paths) {
+    auto abs = ExecPolicyPath(key, p, c.spec, c.effective.home, own);
     if (!abs.ok()) return abs.error();
-    policy::PathDecision d = policy::DecidePath(c.effective, *abs);
-    if (d.visibility != policy::PathDecision::Visibility::kWrite || d.is_protected ||
-        !d.host_file) {
-      return DeniedError("policy.write: \"" + w +
-                         "\" is not writable in this sandbox (an exec may only narrow)");
+    if (!allowed(policy::DecidePath(c.effective, *abs))) {
+      return DeniedError(std::string(key) + ": \"" + p + "\" is not " + what +
+                         " in this sandbox (an exec may only narrow)");
     }
     // A sandboxed command of this sandbox could have planted a symlink there, to make
     // `ward run` bind its target.
     if (policy::PathIsWithin(*abs, c.spec.workspace)) {
-      WARD_API_TRY(CheckBeneath("policy.write", w, c.spec.workspace, c.ws_fd, *abs));
+      WARD_API_TRY(CheckBeneath(key, p, c.spec.workspace, c.ws_fd, *abs));
     }
     out.push_back(*abs);
   }
   return out;
 }
 
-// The exec's `read` paths, absolute: each visible in the sandbox already.
+bool WritableHostFile(const policy::PathDecision& d) {
+  return d.visibility == policy::PathDecision::Visibility::kWrite && !d.is_protected &&
+         d.host_file;
+}
+
+bool VisibleHostFile(const policy::PathDecision& d) {
+  return d.visibility != policy::PathDecision::Visibility::kHidden && d.host_file;
+}
+
+// The exec's `write` paths: each writable in the sandbox already.
+Expected<std::vector<std::string>> NarrowWrite(const NarrowContext& c,
+                                               const std::vector<std::string>& write) {
+  return NarrowPaths(c, "policy.write", write, c.spec.flags.write, WritableHostFile, "writable");
+}
+
+// The exec's `read` paths: each visible in the sandbox already.
 Expected<std::vector<std::string>> NarrowRead(const NarrowContext& c,
                                               const std::vector<std::string>& read) {
   std::vector<std::string> own = c.spec.flags.read;
   own.insert(own.end(), c.spec.flags.write.begin(), c.spec.flags.write.end());
-  std::vector<std::string> out;
-  for (const auto& r : read) {
-    auto abs = ExecPolicyPath("policy.read", r, c.spec, c.effective.home, own);
-    if (!abs.ok()) return abs.error();
-    policy::PathDecision d = policy::DecidePath(c.effective, *abs);
-    if (d.visibility == policy::PathDecision::Visibility::kHidden || !d.host_file) {
-      return DeniedError("policy.read: \"" + r +
-                         "\" is not visible in this sandbox (an exec may only narrow)");
-    }
-    if (policy::PathIsWithin(*abs, c.spec.workspace)) {
-      WARD_API_TRY(CheckBeneath("policy.read", r, c.spec.workspace, c.ws_fd, *abs));
-    }
-    out.push_back(*abs);
-  }
-  return out;
+  return NarrowPaths(c, "policy.read", read, own, VisibleHostFile, "visible");
 }
 
 // The exec's allow_net: some of the sandbox's allow rules.

@@ -10,12 +10,7 @@
 
 namespace ward::api {
 
-using internal::AuditFailure;
-using internal::DecodeData;
-using internal::EncodeData;
-using internal::kDefaultReadBytes;
-using internal::kMaxDataBytes;
-using internal::kMaxTimeoutMs;
+using namespace internal;  // what the service*.cc files share (service_internal.h)
 
 namespace {
 

@@ -5,11 +5,7 @@
 
 namespace ward::api {
 
-using internal::AuditFailure;
-using internal::DecodeData;
-using internal::EncodeData;
-using internal::kDefaultReadBytes;
-using internal::kMaxDataBytes;
+using namespace internal;  // what the service*.cc files share (service_internal.h)
 
 namespace {
 

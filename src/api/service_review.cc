@@ -12,7 +12,7 @@
 
 namespace ward::api {
 
-using internal::AuditFailure;
+using namespace internal;  // what the service*.cc files share (service_internal.h)
 
 namespace {
 

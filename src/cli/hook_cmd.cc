@@ -42,11 +42,11 @@ struct HookOptions {
   std::vector<std::string> trusted_versions;  // --trust-agent-version
 };
 
-constexpr int kBlock = 2;  // Claude Code blocks the tool call and shows stderr to the model
-
+// Claude Code blocks the tool call and shows stderr to the model.
 int Block(const std::string& why) {
-  std::fprintf(stderr, "ward hook: %s; the tool call is blocked\n", why.c_str());
-  return kBlock;
+  api::HookOutcome blocked = api::BlockedHook(why);
+  std::fputs(blocked.err.c_str(), stderr);
+  return blocked.exit_code;
 }
 
 std::string ReadHookInput() {
