@@ -16,6 +16,7 @@
 #include "api/jsonrpc.h"
 #include "audit/record.h"
 #include "audit/session_log.h"
+#include "api/spawn_ward.h"
 #include "common/linux.h"
 
 extern char** environ;
@@ -68,72 +69,6 @@ std::optional<std::string> ReadSmallFile(const std::string& path, size_t max) {
   close(fd);
   if (out.size() > max) return std::nullopt;
   return out;
-}
-
-// Raises an fd to >= 10 so the child's dup2 onto 0..3 cannot clobber another pipe end.
-int Raise(int fd) {
-  if (fd >= 10) return fd;
-  int r = fcntl(fd, F_DUPFD_CLOEXEC, 10);
-  close(fd);
-  return r;
-}
-
-void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
-
-struct SpawnArgs {
-  const char* path;
-  char** argv;
-  char** envp;
-  int fds[4];  // become 0..3: stdin, stdout, stderr, the JSON status
-  pid_t parent;
-};
-
-// Runs in the child of clone(CLONE_VM | CLONE_VFORK): syscalls only, nothing that allocates.
-// Not instrumented: ASan's stack bookkeeping would write to memory the parent shares.
-__attribute__((no_sanitize_address)) int SpawnChild(void* p) {
-  static const char kSpawnFailed[] = "{\"status\":\"spawn_failed\"}\n";
-  auto* a = static_cast<SpawnArgs*>(p);
-  // The sandbox must not outlive the daemon: `ward run` dies with it, and the sandbox with
-  // `ward run`.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != a->parent) _exit(125);
-  setpgid(0, 0);
-  // The signals `ward run` forwards to the command stay blocked across execve until its
-  // supervisor handles them (supervisor::Run unblocks them then): an exec.signal sent while
-  // `ward run` starts (300 ms and more under ASan and load) reaches the command instead of
-  // killing `ward run` and leaving the exec "interrupted".
-  sigset_t forwarded;
-  sigemptyset(&forwarded);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaddset(&forwarded, s);
-  sigprocmask(SIG_SETMASK, &forwarded, nullptr);
-  struct sigaction dfl = {};
-  dfl.sa_handler = SIG_DFL;
-  sigaction(SIGPIPE, &dfl, nullptr);
-  for (int i = 0; i < 4; ++i) {
-    if (a->fds[i] < 0 || dup2(a->fds[i], i) < 0) _exit(125);
-  }
-  sys::CloseRange(4, ~0U, 0);
-  execve(a->path, a->argv, a->envp);
-  ssize_t ignored = write(3, kSpawnFailed, sizeof kSpawnFailed - 1);
-  (void)ignored;
-  _exit(125);
-}
-
-// Starts SpawnChild with vfork semantics (shared memory, parent paused until execve): no page
-// tables to copy and no copy-on-write faults, whatever the daemon's size; CLONE_PIDFD hands back
-// the pidfd at once. Under ThreadSanitizer, whose interceptors (sigaction, dup2) would change the
-// tables of the daemon the child shares them with, a fork (which TSan intercepts) and pidfd_open.
-pid_t StartSpawnChild(SpawnArgs* sa, int* pidfd) {
-#if defined(__SANITIZE_THREAD__)
-  const pid_t pid = fork();
-  if (pid == 0) SpawnChild(sa);  // execs or exits
-  if (pid > 0) *pidfd = sys::PidfdOpen(pid, 0);
-  return pid;
-#else
-  std::vector<char> stack(64 * 1024);
-  return clone(SpawnChild, stack.data() + stack.size(),
-               CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, sa, pidfd);
-#endif
 }
 
 nlohmann::json OutcomeReason(const nlohmann::json& st) {
@@ -405,6 +340,15 @@ void Exec::PumpStdin() {
 
 Expected<Done> Exec::Signal(int sig) {
   if (!running() || exited_) return InvalidError("exec " + info_.id + " has ended");
+  if (live_) {
+    if (sig == SIGKILL) facts_.kill_requested = true;
+    if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP && sig != SIGQUIT && sig != SIGUSR1 &&
+        sig != SIGUSR2 && sig != SIGKILL) {
+      return InvalidError("signal " + std::to_string(sig) + " cannot be sent to an exec");
+    }
+    live_->Signal(live_id_, sig);
+    return Done{};
+  }
   switch (sig) {
     case SIGINT:
     case SIGTERM:
@@ -454,6 +398,7 @@ nlohmann::json Exec::ToJson(bool inline_output, size_t max_inline) const {
       {"truncated", info_.dropped[0] > 0 || info_.dropped[1] > 0},
       {"offsets", {{"stdout", info_.size[0]}, {"stderr", info_.size[1]}}},
       {"dropped", {{"stdout", info_.dropped[0]}, {"stderr", info_.dropped[1]}}},
+      {"fresh", info_.fresh},
       {"approval_session", info_.approval_session.empty() ? nlohmann::json(nullptr)
                                                           : nlohmann::json(info_.approval_session)},
   };
@@ -599,8 +544,13 @@ void Exec::ArmTimeout() {
   timeout_timer_.async_wait([self](const asio::error_code& ec) {
     if (ec || self->exited_ || !self->running()) return;
     self->facts_.timed_out = true;
-    // TERM is forwarded into the sandbox; KILL after the grace ends `ward run` and the sandbox.
-    kill(self->pid_, SIGTERM);
+    // TERM is forwarded into the sandbox; KILL after the grace ends `ward run` and the sandbox
+    // (in a live sandbox: the exec's process group).
+    if (self->live_) {
+      self->live_->Signal(self->live_id_, SIGTERM);
+    } else {
+      kill(self->pid_, SIGTERM);
+    }
     self->kill_timer_.expires_after(self->mgr_->config().kill_grace);
     self->kill_timer_.async_wait([self](const asio::error_code& ec2) {
       if (ec2 || self->exited_) return;
@@ -610,6 +560,7 @@ void Exec::ArmTimeout() {
 }
 
 void Exec::KillNow() {
+  if (live_ && !exited_) live_->Signal(live_id_, SIGKILL);
   if (pid_ > 0 && !exited_) {
     kill(-pid_, SIGKILL);
     kill(pid_, SIGKILL);
@@ -639,6 +590,79 @@ void Exec::OnProcessExit() {
   // holds them (it cannot be in the sandbox) does not keep the exec open for long.
   auto self = shared_from_this();
   drain_timer_.expires_after(std::chrono::milliseconds(500));
+  drain_timer_.async_wait([self](const asio::error_code& ec) {
+    if (ec) return;
+    self->Finish();
+  });
+  MaybeFinish();
+}
+
+Expected<Done> Exec::StartLive(StartRequest& req, uint64_t live_id) {
+  int in[2], out[2], err[2];
+  if (pipe2(in, O_CLOEXEC) != 0) return FromErrno("pipe", errno);
+  UniqueFd in_r(in[0]), in_w(in[1]);
+  if (pipe2(out, O_CLOEXEC) != 0) return FromErrno("pipe", errno);
+  UniqueFd out_r(out[0]), out_w(out[1]);
+  if (pipe2(err, O_CLOEXEC) != 0) return FromErrno("pipe", errno);
+  UniqueFd err_r(err[0]), err_w(err[1]);
+  live_ = req.live;
+  live_id_ = live_id;
+  info_.fresh = false;
+  const int stdio[3] = {in_r.get(), out_w.get(), err_w.get()};
+  std::weak_ptr<Exec> weak = shared_from_this();
+  WARD_API_TRY(live_->Exec(
+      live_id, req.live_request, stdio,
+      [weak](const enforce::ExecMsg& m) {
+        if (auto self = weak.lock()) self->OnLiveMessage(m);
+      },
+      [weak](const std::string& why) {
+        auto self = weak.lock();
+        if (!self || self->exited_) return;
+        self->facts_.interrupted = "the sandbox ended: " + why;
+        self->OnLiveEnd(std::nullopt);
+      }));
+  for (int fd : {in_w.get(), out_r.get(), err_r.get()}) SetNonBlocking(fd);
+  out_[0].emplace(io_, out_r.release());
+  out_[1].emplace(io_, err_r.release());
+  stdin_.emplace(io_, in_w.release());
+  return Done{};
+}
+
+// The exec server's word on a live exec, as the JSON status `ward run` would have written.
+void Exec::OnLiveMessage(const enforce::ExecMsg& m) {
+  if (exited_) return;
+  if (m.type == enforce::ExecMsgType::kExited) {
+    const int st = m.value;
+    if (WIFSIGNALED(st)) {
+      return OnLiveEnd(nlohmann::json{
+          {"status", "signaled"}, {"signal", WTERMSIG(st)}, {"exit_code", 128 + WTERMSIG(st)}});
+    }
+    return OnLiveEnd(nlohmann::json{{"status", "exited"}, {"exit_code", WEXITSTATUS(st)}});
+  }
+  if (m.type != enforce::ExecMsgType::kFailed) return;
+  const bool exec = std::strcmp(m.error.stage, "exec") == 0;
+  std::string message = exec ? "cannot run '" + std::string(m.error.detail) + "'"
+                             : std::string(m.error.stage) +
+                                   (m.error.detail[0] ? std::string(": ") + m.error.detail : "");
+  if (m.error.err) message += std::string(": ") + std::strerror(m.error.err);
+  OnLiveEnd(nlohmann::json{{"status", exec ? "exec_failed" : "setup_failed"},
+                           {"exit_code", m.value},
+                           {"stage", m.error.stage},
+                           {"errno", m.error.err},
+                           {"message", message}});
+}
+
+void Exec::OnLiveEnd(std::optional<nlohmann::json> status) {
+  exited_ = true;
+  status_eof_ = true;
+  if (status) status_buf_ = status->dump();
+  timeout_timer_.cancel();
+  kill_timer_.cancel();
+  CloseStdin();
+  // What the command wrote is in its pipes already; a process it left running in the sandbox
+  // may hold them open for as long as it runs, so the exec ends soon without their end.
+  auto self = shared_from_this();
+  drain_timer_.expires_after(std::chrono::milliseconds(100));
   drain_timer_.async_wait([self](const asio::error_code& ec) {
     if (ec) return;
     self->Finish();
@@ -845,6 +869,24 @@ Expected<std::shared_ptr<Exec>> ExecManager::Start(StartRequest req) {
   info.outcome.state = ExecState::kRunning;
   info.approval_session = req.approval_session;
 
+  if (req.live) {
+    info.started_ms = NowMs();
+    e->started_ = Clock::now();
+    if (auto started = e->StartLive(req, next_live_id_++); !started.ok()) {
+      e->exited_ = true;
+      RemoveTree(dir);
+      return started.error();
+    }
+    ++running_;
+    execs_[id] = e;
+    order_.push_back(id);
+    e->WriteMeta();
+    e->ReadOutput(Stream::kStdout);
+    e->ReadOutput(Stream::kStderr);
+    e->ArmTimeout();
+    e->PumpStdin();
+    return e;
+  }
   std::vector<std::string> labels;
   if (config_.labels) {
     labels.push_back("sandbox=" + req.sandbox_id);
@@ -885,6 +927,7 @@ Expected<std::shared_ptr<Exec>> ExecManager::Start(StartRequest req) {
   sa.argv = argv.data();
   sa.envp = environ;
   for (int i = 0; i < 4; ++i) sa.fds[i] = child_fds[i];
+  sa.fds[4] = -1;
   sa.parent = getpid();
   int pidfd = -1;
   pid_t pid = StartSpawnChild(&sa, &pidfd);
@@ -958,6 +1001,7 @@ void ExecManager::KillAll(const std::string& why) {
   for (auto& e : live) {
     if (!e->running()) continue;
     e->facts_.interrupted = why;
+    if (e->live_) e->exited_ = true;
     if (e->pid_ > 0 && !e->exited_) {
       e->KillNow();
       int st = 0;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "api/error.h"
+#include "api/live_sandbox.h"
 #include "api/sandbox_spec.h"
 #include "common/unique_fd.h"
 #include "policy/loader.h"
@@ -61,6 +62,7 @@ std::string NewId(std::string_view prefix);
 bool ValidId(std::string_view id, std::string_view prefix);
 
 class ExecManager;
+struct StartRequest;
 
 class Exec : public std::enable_shared_from_this<Exec> {
  public:
@@ -79,6 +81,7 @@ class Exec : public std::enable_shared_from_this<Exec> {
     // The session of `ward run --session-id` when the exec runs with approvals: its approval
     // socket is ApprovalSocketPathFor(approval_session) while it runs. Empty otherwise.
     std::string approval_session;
+    bool fresh = true;  // a throwaway sandbox of its own; else forked in its live sandbox
   };
 
   ~Exec();
@@ -120,6 +123,10 @@ class Exec : public std::enable_shared_from_this<Exec> {
   size_t KeepOutput(Stream s, const char* buf, size_t n);
   void PassOutput(Stream s, uint64_t offset, std::string_view data);
   void ReadStatus();
+  // A live sandbox's exec: its stdio pipes, then its end from the exec server's messages.
+  Expected<Done> StartLive(StartRequest& req, uint64_t live_id);
+  void OnLiveMessage(const enforce::ExecMsg& m);
+  void OnLiveEnd(std::optional<nlohmann::json> status);
   void PumpStdin();
   void OnProcessExit();
   void MaybeFinish();
@@ -139,6 +146,8 @@ class Exec : public std::enable_shared_from_this<Exec> {
   std::string dir_;
   Info info_;
   pid_t pid_ = -1;
+  std::shared_ptr<LiveSandbox> live_;  // a live sandbox's exec, else null
+  uint64_t live_id_ = 0;
   std::optional<asio::posix::stream_descriptor> out_[2];
   std::optional<asio::posix::stream_descriptor> status_;
   std::optional<asio::posix::stream_descriptor> pidfd_;
@@ -190,6 +199,10 @@ struct StartRequest {
   std::string approval_session;
   // Review mode: the sandbox's review session, which the exec's writes go to.
   ExecReview review;
+  // Forked inside this live sandbox instead of a throwaway one: `live_request` has its
+  // narrowing and its own environment ("NAME=VALUE" set over the sandbox's); `flags` is unused.
+  std::shared_ptr<LiveSandbox> live;
+  enforce::ExecRequest live_request;
 };
 
 class ExecManager {
@@ -226,6 +239,7 @@ class ExecManager {
   std::map<std::string, std::shared_ptr<Exec>> execs_;
   std::vector<std::string> order_;  // ids, oldest first
   size_t running_ = 0;
+  uint64_t next_live_id_ = 1;
 };
 
 // Removes a directory tree below a trusted state directory (no symlinks followed).

@@ -56,7 +56,7 @@ int64_t NowMs() {
 
 const char* const kMethods[] = {
     "ward.version",      "sandbox.create", "sandbox.get",      "sandbox.list",
-    "sandbox.destroy",   "exec.run",       "exec.wait",        "exec.read",
+    "sandbox.destroy",   "sandbox.reset",  "exec.run",       "exec.wait",        "exec.read",
     "exec.write_stdin",  "exec.signal",    "exec.list",        "fs.read",
     "fs.write",          "fs.list",        "fs.stat",          "fs.mkdir",
     "fs.remove",         "fs.rename",      "audit.query",      "approvals.list",
@@ -163,6 +163,7 @@ bool Service::Reload(const std::string& id, const nlohmann::json& record) {
                  s.error().message.c_str());
     return false;
   }
+  if (!(*s)->review) (*s)->live_lost = "the daemon that ran it stopped";
   Emit(*s, "sandbox.resume", {{"sandbox_id", id}});
   return true;
 }
@@ -172,6 +173,7 @@ void Service::Shutdown() {
   shut_down_ = true;
   execs_.KillAll("the daemon stopped");
   for (auto& [id, s] : sandboxes_) {
+    CloseLive(s.get(), "the daemon stopped");
     if (s->log) {
       s->log->Emit("session.end", {{"reason", "the daemon stopped"}});
       (void)s->log->Close();
@@ -321,6 +323,13 @@ nlohmann::json Service::SandboxJson(const Sandbox& s) const {
   j["workspace_mode"] = s.spec.workspace_mode;
   j["review_session"] = s.review ? nlohmann::json(s.review->id) : nlohmann::json(nullptr);
   if (s.review) j["review_mode"] = supervisor::ReviewModeName(s.review->mode);
+  if (!s.review) {
+    const bool up = s.live && !s.live->ended();
+    nlohmann::json live = {{"running", up}, {"starts", s.live_starts}};
+    const std::string lost = s.live && s.live->ended() ? s.live->end_reason() : s.live_lost;
+    live["ended"] = up || lost.empty() ? nlohmann::json(nullptr) : nlohmann::json(lost);
+    j["live"] = std::move(live);
+  }
   return j;
 }
 
@@ -329,6 +338,7 @@ void Service::Destroy(const std::string& id, const std::string& why) {
   if (it == sandboxes_.end()) return;
   Sandbox* s = it->second.get();
   for (const auto& e : execs_.List(id)) execs_.Remove(e->id(), "the sandbox was " + why);
+  CloseLive(s, "the sandbox was " + why);
   Emit(s, "sandbox.destroy", {{"reason", why}});
   if (s->log) {
     s->log->Emit("session.end", {{"reason", why}});
@@ -389,6 +399,7 @@ Expected<nlohmann::json> Service::Dispatch(const Message& m, const std::shared_p
   if (method == "sandbox.get") return SandboxGet(params);
   if (method == "sandbox.list") return SandboxList(params);
   if (method == "sandbox.destroy") return SandboxDestroy(params);
+  if (method == "sandbox.reset") return SandboxReset(params);
   if (method == "exec.run") {
     *async = true;
     ExecRun(params, peer, reply);
@@ -466,6 +477,13 @@ Expected<nlohmann::json> Service::SandboxCreate(const nlohmann::json& params) {
   WARD_API_ASSIGN_OR_RETURN(Sandbox * s, Load(std::move(spec), NewId("sb"), NowMs()));
   Persist(*s);
   Emit(s, "sandbox.create", {{"sandbox_id", s->id}, {"spec", SandboxSpecToJson(s->spec)}});
+  if (!s->review) {
+    if (auto live = EnsureLive(s); !live.ok()) {
+      const std::string id = s->id;
+      Destroy(id, "not started: " + live.error().message);
+      return live.error();
+    }
+  }
   return SandboxJson(*s);
 }
 
@@ -495,6 +513,50 @@ Expected<nlohmann::json> Service::SandboxDestroy(const nlohmann::json& params) {
   std::string id = s->id;
   Destroy(id, "destroyed");
   return nlohmann::json{{"sandbox_id", id}, {"destroyed", true}, {"interrupted", interrupted}};
+}
+
+Expected<nlohmann::json> Service::SandboxReset(const nlohmann::json& params) {
+  Params p(params);
+  WARD_API_ASSIGN_OR_RETURN(Sandbox * s, FindSandbox(p));
+  if (!p.Finish()) return p.error();
+  if (s->review) return InvalidError("a review-mode sandbox has no live sandbox to reset");
+  nlohmann::json interrupted = nlohmann::json::array();
+  for (const auto& e : execs_.List(s->id)) {
+    if (e->running()) interrupted.push_back(e->id());
+  }
+  CloseLive(s, "the sandbox was reset");
+  s->live_lost.clear();
+  Emit(s, "sandbox.reset", {{"interrupted", interrupted}});
+  WARD_API_ASSIGN_OR_RETURN(std::shared_ptr<LiveSandbox> live, EnsureLive(s));
+  (void)live;
+  nlohmann::json j = SandboxJson(*s);
+  j["interrupted"] = interrupted;
+  return j;
+}
+
+Expected<std::shared_ptr<LiveSandbox>> Service::EnsureLive(Sandbox* s) {
+  if (s->live && !s->live->ended()) return s->live;
+  if (s->live) s->live_lost = s->live->end_reason();
+  std::vector<std::string> labels;
+  if (config_.exec.labels) labels = {"sandbox=" + s->id, "live=" + std::to_string(s->live_starts + 1)};
+  s->live_session = audit::NewSessionId();
+  RunInvocation inv = BuildLiveInvocation(s->spec.flags, s->spec.workspace, labels, s->live_session);
+  WARD_API_ASSIGN_OR_RETURN(std::shared_ptr<LiveSandbox> live,
+                            LiveSandbox::Start(io_, config_.exec.ward_binary, std::move(inv.args)));
+  ++s->live_starts;
+  Emit(s, "sandbox.live", {{"session", s->live_session},
+                           {"starts", s->live_starts},
+                           {"previous_ended", s->live_lost.empty() ? nlohmann::json(nullptr)
+                                                                   : nlohmann::json(s->live_lost)}});
+  s->live = std::move(live);
+  return s->live;
+}
+
+void Service::CloseLive(Sandbox* s, const std::string& why) {
+  if (!s->live) return;
+  s->live->Close(why);
+  s->live_lost = why;
+  s->live.reset();
 }
 
 Expected<nlohmann::json> Service::AuditQueryMethod(const nlohmann::json& params) {

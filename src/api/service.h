@@ -19,6 +19,7 @@
 #include "api/error.h"
 #include "api/exec.h"
 #include "api/jsonrpc.h"
+#include "api/live_sandbox.h"
 #include "api/params.h"
 #include "api/sandbox_spec.h"
 #include "api/workspace_fs.h"
@@ -96,6 +97,12 @@ class Service {
     // Review mode (spec.workspace_mode overlay or copy): the session every exec writes to, until
     // review.apply or review.discard closes it and a fresh one takes its place.
     std::optional<supervisor::ReviewSession> review;
+    // The live sandbox the execs run in (not in review mode): started with the sandbox, and
+    // again by the next exec after it ended (`live_lost` says why it did; `live_starts` counts).
+    std::shared_ptr<LiveSandbox> live;
+    std::string live_session;  // its audit and approval session
+    std::string live_lost;
+    int live_starts = 0;
   };
   using Reply = std::function<void(Expected<nlohmann::json>)>;
 
@@ -106,6 +113,15 @@ class Service {
   Expected<nlohmann::json> SandboxGet(const nlohmann::json& params);
   Expected<nlohmann::json> SandboxList(const nlohmann::json& params);
   Expected<nlohmann::json> SandboxDestroy(const nlohmann::json& params);
+  // sandbox.reset: the live sandbox ends (everything running in it) and a new one starts.
+  Expected<nlohmann::json> SandboxReset(const nlohmann::json& params);
+  // The sandbox's live sandbox, started when there is none or it ended.
+  Expected<std::shared_ptr<LiveSandbox>> EnsureLive(Sandbox* s);
+  void CloseLive(Sandbox* s, const std::string& why);
+  // Fills req->live when the exec runs in the live sandbox (exec.run's choice).
+  Expected<Done> LiveExec(Sandbox* s, bool fresh, const std::optional<nlohmann::json>& exec_policy,
+                          const std::map<std::string, std::optional<std::string>>& env,
+                          const ExecCommand& cmd, StartRequest* req);
   void ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>& peer, Reply reply);
   // exec.run's phases: the sandbox's flags narrowed by the exec's policy, with its env (a
   // refusal recorded as exec.deny); a review-mode sandbox's session for the exec; the exec's

@@ -36,6 +36,7 @@ struct ExecRunParams {
   std::optional<int64_t> max_output_bytes;
   std::optional<nlohmann::json> exec_policy;
   std::optional<bool> notify;
+  std::optional<bool> fresh;
 };
 
 ExecRunParams ReadExecRunParams(Params& p) {
@@ -54,6 +55,7 @@ ExecRunParams ReadExecRunParams(Params& p) {
   r.max_output_bytes = p.Int("max_output_bytes", 0, static_cast<int64_t>(kMaxMaxOutputBytes));
   r.exec_policy = p.Object("policy");
   r.notify = p.Bool("notify");
+  r.fresh = p.Bool("fresh");
   return r;
 }
 
@@ -210,6 +212,10 @@ void Service::ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>&
   // With approvals (the sandbox's `ask`, or its profile's [approvals]) the daemon picks the
   // run's session, so it knows where the exec's approval socket is.
   if (s->policy->approvals.enabled) req.approval_session = audit::NewSessionId();
+  if (auto live = LiveExec(s, r.fresh.value_or(false), r.exec_policy, r.env, *cmd, &req);
+      !live.ok()) {
+    return reply(live.error());
+  }
   auto started = execs_.Start(std::move(req));
   if (!started.ok()) return reply(started.error());
   std::shared_ptr<Exec> e = *started;
@@ -224,6 +230,27 @@ void Service::ExecRun(const nlohmann::json& params, const std::shared_ptr<Peer>&
   }
   RecordExecEnd(s->id, e);
   AnswerExecRun(e, peer, std::move(reply), r.notify.value_or(true), r.yield);
+}
+
+// In the sandbox's live sandbox unless the exec asks to be `fresh`, the sandbox is in review
+// mode (each exec writes the review session on its own) or the exec narrows the policy in a way
+// only a sandbox of its own can (anything but `write`): those get a throwaway sandbox.
+Expected<Done> Service::LiveExec(Sandbox* s, bool fresh,
+                                 const std::optional<nlohmann::json>& exec_policy,
+                                 const std::map<std::string, std::optional<std::string>>& env,
+                                 const ExecCommand& cmd, StartRequest* req) {
+  if (fresh || s->review) return Done{};
+  enforce::ExecRequest live;
+  if (exec_policy && !LiveNarrowing(*s->policy, s->spec.workspace, *exec_policy, req->flags, &live)) {
+    return Done{};
+  }
+  WARD_API_ASSIGN_OR_RETURN(req->live, EnsureLive(s));
+  live.argv = cmd.argv;
+  live.cwd = cmd.cwd.empty() ? s->spec.workspace : cmd.cwd;
+  for (const auto& [k, v] : env) live.env.push_back(k + "=" + *v);
+  req->live_request = std::move(live);
+  req->approval_session = s->policy->approvals.enabled ? s->live_session : "";
+  return Done{};
 }
 
 Expected<policy::RunFlags> Service::ExecFlags(

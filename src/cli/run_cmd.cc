@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -104,6 +105,8 @@ class StartRecordFirst final : public EventSink {
 struct RunCommandOptions {
   RunOptions run;
   int json_status_fd = -1;
+  // Internal: `ward serve`'s end of a live sandbox's exec channel (supervisor/exec_relay.h).
+  int exec_channel_fd = -1;
   std::vector<std::string> command;
   std::vector<std::string> labels;       // KEY=VALUE, recorded in the audit session
   std::string audit_dir;                 // overrides the state directory
@@ -508,7 +511,17 @@ bool CheckRunOptions(RunCommandOptions& opts) {
       return false;
     }
   }
-  if (opts.command.empty()) {
+  if (opts.exec_channel_fd >= 0) {
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (getsockopt(opts.exec_channel_fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+        type != SOCK_SEQPACKET || !opts.command.empty()) {
+      std::fprintf(stderr, "ward: --exec-channel %d: %s\n", opts.exec_channel_fd,
+                   opts.command.empty() ? "not a SOCK_SEQPACKET socket"
+                                        : "a live sandbox takes no command");
+      return false;
+    }
+  } else if (opts.command.empty()) {
     std::fprintf(stderr,
                  "ward: no command given (usage: ward run [OPTIONS] -- COMMAND [ARGS...])\n");
     return false;
@@ -540,6 +553,7 @@ void StartTlsPreload(const policy::Policy& pol, const RunCommandOptions& opts,
 // The request's command, proxy and approval settings, from the options.
 void FillRunRequest(const RunCommandOptions& opts, supervisor::RunRequest* req) {
   req->argv = opts.command;
+  req->exec_channel = opts.exec_channel_fd;
   req->resolve = opts.resolve;
   req->raw_terminal = opts.run.raw_terminal;
   req->approvals.approver = opts.run.approver;
@@ -899,6 +913,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "mode, its writes land in an overlay kept by ward until `ward apply` (see "
                   "docs/review.md); copy: review mode with a copy of the workspace")
       ->check(CLI::IsMember({"direct", "overlay", "copy"}));
+  // Internal (hidden): a live sandbox of `ward serve`, which sends its execs on this socket.
+  sub->add_option("--exec-channel", opts->exec_channel_fd,
+                  "Run no command: start a live sandbox that runs the execs sent on socket FD")
+      ->check(CLI::Range(3, INT_MAX))
+      ->group("");
   // Internal (hidden): the review session of a `ward serve` sandbox, shared by its execs.
   sub->add_option("--review-session", opts->review_session,
                   "Use this open review session (with --workspace=overlay|copy)")

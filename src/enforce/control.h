@@ -44,6 +44,7 @@ enum class FdKind : uint32_t {
   kDetachedMount = 3,   // a detached mount of init's (a cover's template) for the supervisor to
                         // close: the last close waits for an RCU grace period, which the
                         // supervisor, idle while the command starts, waits out instead of init
+  kExecServer = 4,      // a live sandbox's exec channel (exec_wire.h), the supervisor's end
   kNetFirst = 16,       // sockets created inside the netns for the supervisor to serve:
   kNetProxy = 16,       //   the proxy's listening TCP socket
   kNetDnsUdp = 17,      //   the DNS stub's UDP socket

@@ -52,7 +52,9 @@ int BuildLandlockRuleset(const LandlockSpec& spec, ChildError* error) {
   attr.handled_access_fs = LandlockFsRights(abi);
   size_t size = sizeof(uint64_t);
   if (abi >= 4) {
-    attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+    if (spec.tcp) {
+      attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+    }
     size = 2 * sizeof(uint64_t);
   }
   if (abi >= 6) {
@@ -92,7 +94,7 @@ int BuildLandlockRuleset(const LandlockSpec& spec, ChildError* error) {
       return Failed(error, "landlock", errno, "add_rule ", p.path.c_str());
     }
   }
-  if (abi >= 4) {
+  if (abi >= 4 && spec.tcp) {
     for (uint16_t port : spec.connect_tcp) {
       sys::LandlockNetPortAttr np = {LANDLOCK_ACCESS_NET_CONNECT_TCP, port};
       if (sys::LandlockAddRule(ruleset.get(), sys::kLandlockRuleNetPort, &np, 0) != 0) {

@@ -38,6 +38,7 @@
 #include "enforce/caps.h"
 #include "enforce/cgroup.h"
 #include "enforce/control.h"
+#include "enforce/exec_server.h"
 #include "enforce/guard_agent.h"
 #include "enforce/init_confine.h"
 #include "enforce/landlock.h"
@@ -46,6 +47,7 @@
 #include "enforce/ns/user.h"
 #include "enforce/plan_wire.h"
 #include "enforce/seccomp.h"
+#include "enforce/spawn.h"
 
 namespace ward::enforce {
 namespace {
@@ -76,108 +78,12 @@ void WipeProcessArgs(const char* name) {
 
 void NoopHandler(int) {}
 
-// CLOSE_RANGE_CLOEXEC where the kernel lacks it (gVisor): each open fd >= 3 marked, from a
-// listing of /proc/self/fd read onto the stack (the command allocates nothing).
-bool MarkCloseOnExecFrom3() {
-  int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return false;
-  alignas(8) char buf[4096];
-  long n;
-  while ((n = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
-    for (long off = 0; off < n;) {
-      const auto* e = reinterpret_cast<const struct dirent64*>(buf + off);
-      off += e->d_reclen;
-      int fd = 0;
-      for (const char* c = e->d_name; *c >= '0' && *c <= '9'; ++c) fd = fd * 10 + (*c - '0');
-      if (fd >= 3 && fd != dir) fcntl(fd, F_SETFD, FD_CLOEXEC);
-    }
-  }
-  close(dir);
-  return n == 0;
-}
-
-// For errors: the name of a resource the policy limits (static text, nothing allocated).
-const char* RlimitName(int resource) {
-  switch (resource) {
-    case RLIMIT_AS:
-      return "RLIMIT_AS";
-    case RLIMIT_DATA:
-      return "RLIMIT_DATA";
-    case RLIMIT_NPROC:
-      return "RLIMIT_NPROC";
-    case RLIMIT_CPU:
-      return "RLIMIT_CPU";
-    case RLIMIT_FSIZE:
-      return "RLIMIT_FSIZE";
-    case RLIMIT_NOFILE:
-      return "RLIMIT_NOFILE";
-    case RLIMIT_MSGQUEUE:
-      return "RLIMIT_MSGQUEUE";
-    case RLIMIT_SIGPENDING:
-      return "RLIMIT_SIGPENDING";
-    default:
-      return "a resource limit";
-  }
-}
-
-// The command's execve arguments and PATH candidates, built by init before it forks the
-// command, so that the command's process allocates nothing: once its rlimits are set it cannot
-// count on the allocator. RLIMIT_DATA counts every private writable mapping the process
-// inherited (all of init's, a copy of the supervisor's), so a limit below that total makes any
-// new heap mapping fail; under ASan, whose shadow is terabytes of such mappings, every time.
-struct ExecArgs {
-  std::vector<char*> argv, envp;   // null-terminated; point into the plan and `env`
-  std::vector<std::string> paths;  // where to execve, in order
-  bool searched = false;           // the paths come from a PATH search
-};
-
-ExecArgs PrepareExec(const ProcessSpec& p, const std::vector<std::string>& env) {
-  ExecArgs a;
-  for (const auto& s : p.argv) a.argv.push_back(const_cast<char*>(s.c_str()));
-  a.argv.push_back(nullptr);
-  for (const auto& e : env) a.envp.push_back(const_cast<char*>(e.c_str()));
-  a.envp.push_back(nullptr);
-  const std::string& cmd = p.argv[0];
-  if (cmd.find('/') != std::string::npos) {
-    a.paths.push_back(cmd);
-    return a;
-  }
-  a.searched = true;
-  std::string path = "/usr/local/bin:/usr/bin:/bin";
-  for (const auto& e : env) {
-    if (e.compare(0, 5, "PATH=") == 0) path = e.substr(5);
-  }
-  size_t start = 0;
-  while (start <= path.size()) {
-    size_t end = path.find(':', start);
-    if (end == std::string::npos) end = path.size();
-    std::string dir = path.substr(start, end - start);
-    if (dir.empty()) dir = ".";
-    a.paths.push_back(dir + "/" + cmd);
-    start = end + 1;
-  }
-  return a;
-}
-
-// execve with the PATH search done in the sandbox's own view, with a shell's exit-status
-// conventions: 127 when nothing was found, 126 when found but not executable. No allocation.
-int ExecCommand(const ExecArgs& a) {
-  if (!a.searched) {
-    execve(a.paths[0].c_str(), a.argv.data(), a.envp.data());
-    return errno;
-  }
-  int saved = ENOENT;
-  for (const std::string& full : a.paths) {
-    execve(full.c_str(), a.argv.data(), a.envp.data());
-    if (errno == EACCES || errno == ENOEXEC || errno == EPERM) saved = errno;
-  }
-  return saved;
-}
-
-// The command: runs the process layers in the design's order, then execs. Never returns.
+// The command: runs the process layers in the design's order, then execs; or, with
+// `exec_server` (a live sandbox), becomes the exec server on that socket. Never returns.
 [[noreturn]] void CommandMain(const LaunchPlan& plan, const ExecArgs& exec_args,
                               const SeccompProgram& seccomp, int ctl, int exec_pipe,
-                              int pty_slave, int landlock) {
+                              int pty_slave, int landlock, int exec_server,
+                              const std::vector<std::string>& env) {
   ChildError err;
   auto fail = [&](const char* stage, int e, const char* d = "") {
     err.Set(stage, e, d);
@@ -202,17 +108,12 @@ int ExecCommand(const ExecArgs& a) {
   if (chdir(plan.process.workdir.c_str()) != 0) {
     fail("chdir", errno, plan.process.workdir.c_str());
   }
-  struct rlimit core = {0, 0};
-  if (setrlimit(RLIMIT_CORE, &core) != 0) fail("rlimit", errno, "RLIMIT_CORE");
-  for (const auto& r : plan.process.rlimits) {
-    struct rlimit rl = {r.soft, r.hard};
-    if (setrlimit(r.resource, &rl) != 0) fail("rlimit", errno, RlimitName(r.resource));
+  // An exec server allocates as it serves: each exec takes the limits instead (exec_server.h).
+  if (exec_server < 0) {
+    if (const char* limit = ApplyRlimits(plan.process.rlimits)) fail("rlimit", errno, limit);
   }
   // Every fd but 0, 1, 2 closes at execve (the control socket and exec pipe are still needed).
-  if (sys::CloseRange(3, UINT_MAX, CLOSE_RANGE_CLOEXEC) != 0 &&
-      (errno != EINVAL || !MarkCloseOnExecFrom3())) {
-    fail("close_range", errno);
-  }
+  if (!CloseOnExecFrom3()) fail("close_range", errno);
   TraceMark("command: rlimits, fds");
   int rc = DropAllCapabilities();
   if (rc != 0) fail("capabilities", -rc);
@@ -236,6 +137,7 @@ int ExecCommand(const ExecArgs& a) {
       if (rc != 0) fail("seccomp", -rc, "passing the listener");
     }
   }
+  if (exec_server >= 0) ExecServerMain(plan, env, exec_server, ctl, exec_pipe);
   TraceMark("command: layers applied, exec");
   int e = ExecCommand(exec_args);
   int32_t code = e;
@@ -252,6 +154,8 @@ struct CommandStart {
   int ctl, exec_pipe_read, exec_pipe_write, sfd, pty_slave;
   const cpu_set_t* cpus;  // every CPU init may use: init kept the child on its own CPU to start
   int landlock;           // the ruleset of init's domain, -1 without Landlock
+  int exec_server;        // the exec server's socket (a live sandbox), else -1
+  const std::vector<std::string>* env;  // the command's environment
 };
 
 int CommandEntry(void* arg) {
@@ -260,34 +164,19 @@ int CommandEntry(void* arg) {
   close(s->exec_pipe_read);
   close(s->sfd);
   CommandMain(*s->plan, *s->exec_args, *s->seccomp, s->ctl, s->exec_pipe_write, s->pty_slave,
-              s->landlock);
+              s->landlock, s->exec_server, *s->env);
 }
 
 // Starts the command's process. Not a fork: init is a copy of the supervisor's address space,
 // and copying its page tables, then tearing them down again at execve, cost the start-up
-// about half a millisecond. The child shares init's memory on a stack of its own until it
-// execs (CLONE_VM | CLONE_VFORK, as posix_spawn does), and init sleeps meanwhile. The
-// command's code allows for that: it allocates nothing, and everything it changes (fds,
-// signal dispositions, rlimits, credentials, Landlock, seccomp) belongs to its own process.
-// Under AddressSanitizer or ThreadSanitizer, which keep per-thread state the child would share,
-// it forks.
+// about half a millisecond (SpawnOnOwnStack). An exec server never execs: it is forked.
 pid_t SpawnCommand(CommandStart* start) {
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  constexpr size_t kStackSize = 1 << 20;
-  void* stack = mmap(nullptr, kStackSize, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-  if (stack != MAP_FAILED) {
-    pid_t pid = clone(&CommandEntry, static_cast<char*>(stack) + kStackSize,
-                      CLONE_VM | CLONE_VFORK | SIGCHLD, start);
-    const int e = errno;
-    munmap(stack, kStackSize);  // the child has exec'd or exited: the stack is unused
-    errno = e;
+  if (start->exec_server >= 0) {
+    pid_t pid = fork();
+    if (pid == 0) CommandEntry(start);
     return pid;
   }
-#endif
-  pid_t pid = fork();
-  if (pid == 0) CommandEntry(start);
-  return pid;
+  return SpawnOnOwnStack(&CommandEntry, start);
 }
 
 // Init's receive during its setup: the next message from the supervisor, sleeping on the kick
@@ -740,6 +629,26 @@ void ReportExec(int ctl, int exec_pipe_read, pid_t cmd) {
   TraceMark("init: started sent");
 }
 
+// A live sandbox's exec channel: a socketpair whose other end (*server_end) the exec server
+// keeps; the returned end goes to the supervisor.
+UniqueFd OpenExecServerChannel(int ctl, UniqueFd* server_end) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    ChildError err;
+    err.Set("init", errno, "socketpair for the exec server");
+    ReportAndExit(ctl, err);
+  }
+  server_end->reset(sv[1]);
+  return UniqueFd(sv[0]);
+}
+
+void HandOverExecServerChannel(int ctl, UniqueFd fd) {
+  ControlMsg m;
+  m.type = MsgType::kFd;
+  m.fd_kind = FdKind::kExecServer;
+  SendControl(ctl, m, fd.get());
+}
+
 // Starts the command (SpawnCommand) with `env` and `seccomp`, and reports whether it exec'd.
 // `exec_args` receives its execve arguments, which point into the plan and `env`: init keeps
 // them as it keeps those. Init keeps neither the pty's slave nor the exec pipe.
@@ -752,12 +661,18 @@ pid_t StartCommand(const LaunchPlan& plan, const std::vector<std::string>& env,
     err.Set("init", errno, "pipe");
     ReportAndExit(ctl, err);
   }
-  *exec_args = PrepareExec(plan.process, env);
+  UniqueFd server[2];
+  if (plan.exec_server) {
+    server[0] = OpenExecServerChannel(ctl, &server[1]);
+  } else {
+    *exec_args = PrepareExec(plan.process.argv, env);
+  }
   TraceMark("init: forking the command");
   // Init sleeps until the command execs: the command starts on init's CPU (see StayOnThisCpu).
   StayOnThisCpu pin;
-  CommandStart start{&plan,        exec_args, &seccomp,  ctl,           exec_pipe[0],
-                     exec_pipe[1], sfd,       pty_slave, pin.allowed(), landlock};
+  CommandStart start{&plan,         exec_args,    &seccomp,      ctl,
+                     exec_pipe[0],  exec_pipe[1], sfd,           pty_slave,
+                     pin.allowed(), landlock,     server[1].get(), &env};
   pid_t cmd = SpawnCommand(&start);
   pin.Release();
   if (cmd < 0) {
@@ -766,6 +681,8 @@ pid_t StartCommand(const LaunchPlan& plan, const std::vector<std::string>& env,
   }
   close(exec_pipe[1]);
   if (pty_slave >= 0) close(pty_slave);
+  server[1].reset();
+  if (server[0]) HandOverExecServerChannel(ctl, std::move(server[0]));
   ReportExec(ctl, exec_pipe[0], cmd);
   return cmd;
 }

@@ -618,6 +618,7 @@ Status PlanLandlock(const policy::Policy& policy, const KernelFeatures& features
   WARD_ASSIGN_OR_RETURN(plan->landlock.enabled, DecideLandlock(policy, features, notes));
   plan->landlock.abi = features.landlock_abi;
   plan->landlock.paths = LandlockPaths(binds, home);
+  plan->landlock.tcp = !input.exec_server;
   if (plan->net.enabled) {
     plan->landlock.connect_tcp.push_back(plan->net.proxy_port);
     if (plan->net.dns) plan->landlock.connect_tcp.push_back(53);
@@ -669,20 +670,23 @@ Status PlanSeccomp(const policy::Policy& policy, const KernelFeatures& features,
 }
 
 // What common tools need to find the proxy (later entries replace the caller's values).
-void SetProxyEnvironment(uint16_t proxy_port, std::vector<std::string>* env) {
+// `own_loopback`: a live sandbox, whose execs serve each other on its loopback.
+void SetProxyEnvironment(uint16_t proxy_port, bool own_loopback, std::vector<std::string>* env) {
   std::string url = "http://127.0.0.1:" + std::to_string(proxy_port);
   std::string port = std::to_string(proxy_port);
+  const std::string no_proxy = own_loopback ? "localhost,127.0.0.1,::1" : "";
   const std::pair<const char*, std::string> vars[] = {
       {"HTTP_PROXY", url},
       {"HTTPS_PROXY", url},
       {"ALL_PROXY", url},
       // Empty: even 127.0.0.1 goes through the proxy. Inside, nothing can listen on TCP
-      // (Landlock), so the loopback that matters is the host's, reached by address rules.
-      {"NO_PROXY", ""},
+      // (Landlock), so the loopback that matters is the host's, reached by address rules. A
+      // live sandbox's loopback is its own: its services are reached directly.
+      {"NO_PROXY", no_proxy},
       {"http_proxy", url},
       {"https_proxy", url},
       {"all_proxy", url},
-      {"no_proxy", ""},
+      {"no_proxy", no_proxy},
       {"npm_config_proxy", url},
       {"npm_config_https_proxy", url},
       {"YARN_HTTP_PROXY", url},
@@ -709,7 +713,7 @@ void PlanProcess(const policy::Policy& policy, const PlanInput& input, const std
                  const NetSpec& net, ProcessSpec* process) {
   process->argv = input.argv;
   process->env = input.env;
-  if (net.enabled) SetProxyEnvironment(net.proxy_port, &process->env);
+  if (net.enabled) SetProxyEnvironment(net.proxy_port, input.exec_server, &process->env);
   process->workdir = policy.workspace_access ? ws : "/";
 }
 
@@ -742,8 +746,10 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   plan.uid = getuid();
   plan.gid = getgid();
   plan.privileged = geteuid() == 0;
-  if (input.argv.empty())
+  if (input.argv.empty() && !input.exec_server) {
     return InvalidArgument("no command given (ward run [OPTIONS] -- COMMAND)");
+  }
+  plan.exec_server = input.exec_server;
   const DenyMatcher deny(policy.deny);
   WARD_ASSIGN_OR_RETURN(const WorkspaceAndHome places, PlanWorkspaceAndHome(policy, deny, notes));
   const WorkspaceLayer& layer = input.workspace_layer;
@@ -777,7 +783,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   WARD_TRY(PlanSeccomp(policy, features, input, &plan, notes));
   PlanProcess(policy, input, places.ws, plan.net, &plan.process);
   WARD_TRY(PlanResourceLimits(policy, features, &plan, notes));
-  for (int i = 0; i < 3; ++i) plan.tty[i] = input.tty[i];
+  for (int i = 0; i < 3; ++i) plan.tty[i] = input.tty[i] && !input.exec_server;
   return plan;
 }
 

@@ -31,6 +31,8 @@ struct PlanInput {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "NAME=VALUE", already built from the policy's allow list
   bool tty[3] = {false, false, false};
+  // A live sandbox: no command of its own, an exec server instead (exec_server.h).
+  bool exec_server = false;
   // The command's stdio that are host files it could truncate by descriptor where Landlock has
   // no truncate right (TruncatableStdio): "stdin", "stdout", "stderr".
   std::vector<std::string> truncatable_stdio;

@@ -3,109 +3,16 @@
 #include <linux/filter.h>
 
 #include <cstdint>
-#include <cstring>
-#include <type_traits>
+
+#include "enforce/wire.h"
 
 namespace ward::enforce {
 namespace {
 
+using wire::Reader;
+using wire::Writer;
+
 constexpr uint32_t kMagic = 0x31504957;  // "WIP1"
-
-class Writer {
- public:
-  template <typename T>
-  void Raw(const T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    out_.append(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  void Bool(bool v) { Raw<uint8_t>(v ? 1 : 0); }
-  void Str(const std::string& s) {
-    Raw<uint64_t>(s.size());
-    out_ += s;
-  }
-  // A count, then each element as `put` writes it.
-  template <typename T, typename Put>
-  void Vec(const std::vector<T>& v, Put put) {
-    Raw<uint64_t>(v.size());
-    for (const T& e : v) put(e);
-  }
-  void Strs(const std::vector<std::string>& v) {
-    Vec(v, [this](const std::string& s) { Str(s); });
-  }
-  std::string Take() { return std::move(out_); }
-
- private:
-  std::string out_;
-};
-
-// Reads in order; the first short or out-of-range read names its field and every later read
-// fails too.
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-
-  template <typename T>
-  bool Raw(const char* field, T* v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    if (!Need(field, sizeof *v)) return false;
-    std::memcpy(v, in_.data(), sizeof *v);
-    in_.remove_prefix(sizeof *v);
-    return true;
-  }
-  bool Bool(const char* field, bool* v) {
-    uint8_t b = 0;
-    if (!Raw(field, &b)) return false;
-    if (b > 1) return Fail(field, "not a boolean");
-    *v = b == 1;
-    return true;
-  }
-  bool Str(const char* field, std::string* s) {
-    uint64_t n = 0;
-    if (!Raw(field, &n) || !Need(field, n)) return false;
-    s->assign(in_.data(), n);
-    in_.remove_prefix(n);
-    return true;
-  }
-  // A count of elements that each take at least `min_bytes`: larger than the rest could hold
-  // is an error before anything is allocated for it.
-  bool Count(const char* field, size_t min_bytes, size_t* n) {
-    uint64_t v = 0;
-    if (!Raw(field, &v)) return false;
-    if (v > in_.size() / min_bytes) return Fail(field, "count larger than the message");
-    *n = static_cast<size_t>(v);
-    return true;
-  }
-  // What Writer::Vec wrote: a count (bounded as in Count), then each element as `get` reads it.
-  template <typename T, typename Get>
-  bool Vec(const char* field, size_t min_bytes, std::vector<T>* v, Get get) {
-    size_t n = 0;
-    if (!Count(field, min_bytes, &n)) return false;
-    v->resize(n);
-    for (T& e : *v) {
-      if (!get(e)) return false;
-    }
-    return true;
-  }
-  bool Strs(const char* field, std::vector<std::string>* v) {
-    return Vec(field, sizeof(uint64_t), v, [&](std::string& e) { return Str(field, &e); });
-  }
-  bool Fail(const char* field, const char* what) {
-    if (error_.empty()) error_ = std::string(field) + ": " + what;
-    in_ = {};
-    return false;
-  }
-  bool AtEnd() const { return in_.empty(); }
-  const std::string& error() const { return error_; }
-
- private:
-  bool Need(const char* field, uint64_t n) {
-    if (n <= in_.size()) return true;
-    return Fail(field, "truncated");
-  }
-
-  std::string_view in_;
-  std::string error_;
-};
 
 void PutMount(Writer& w, const MountSpec& m) {
   w.Vec(m.ops, [&](const MountOp& op) {
@@ -199,6 +106,7 @@ void PutLandlock(Writer& w, const LandlockSpec& l) {
   });
   PutPorts(w, l.connect_tcp);
   PutPorts(w, l.bind_tcp);
+  w.Bool(l.tcp);
 }
 
 bool GetLandlock(Reader& r, LandlockSpec* l) {
@@ -212,7 +120,8 @@ bool GetLandlock(Reader& r, LandlockSpec* l) {
                                  r.Bool("landlock.paths.proc", &p.proc);
                         }) &&
                   GetPorts(r, "landlock.connect_tcp", &l->connect_tcp) &&
-                  GetPorts(r, "landlock.bind_tcp", &l->bind_tcp);
+                  GetPorts(r, "landlock.bind_tcp", &l->bind_tcp) &&
+                  r.Bool("landlock.tcp", &l->tcp);
   l->abi = abi;
   return ok;
 }
@@ -257,6 +166,7 @@ std::string EncodeInitPlan(const LaunchPlan& plan, const InitLaunch& launch) {
   w.Bool(plan.seccomp_enabled);
   w.Vec(plan.seccomp.insns, [&](const struct sock_filter& f) { w.Raw(f); });
   PutProcess(w, plan.process);
+  w.Bool(plan.exec_server);
   w.Bool(plan.await_late_setup);
   w.Raw<int32_t>(plan.late_file_op);
   w.Bool(plan.cgroup_after_clone);
@@ -279,7 +189,8 @@ Status DecodeInitPlan(std::string_view bytes, LaunchPlan* plan, InitLaunch* laun
       GetLandlock(r, &plan->landlock) && r.Bool("seccomp_enabled", &plan->seccomp_enabled) &&
       r.Vec("seccomp.insns", sizeof(struct sock_filter), &plan->seccomp.insns,
             [&](struct sock_filter& f) { return r.Raw("seccomp.insns", &f); }) &&
-      GetProcess(r, &plan->process) && r.Bool("await_late_setup", &plan->await_late_setup) &&
+      GetProcess(r, &plan->process) && r.Bool("exec_server", &plan->exec_server) &&
+      r.Bool("await_late_setup", &plan->await_late_setup) &&
       r.Raw("late_file_op", &late_file_op) &&
       r.Bool("cgroup_after_clone", &plan->cgroup_after_clone) && r.Bool("tty", &plan->tty[0]) &&
       r.Bool("tty", &plan->tty[1]) && r.Bool("tty", &plan->tty[2]) &&

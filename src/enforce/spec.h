@@ -94,6 +94,9 @@ struct LandlockSpec {
   std::vector<LandlockPath> paths;
   std::vector<uint16_t> connect_tcp;  // ports the command may connect to (ABI >= 4)
   std::vector<uint16_t> bind_tcp;
+  // Landlock's TCP rules apply (ABI >= 4). A live sandbox leaves TCP to its network namespace,
+  // which has nothing but `lo`: its execs serve and reach each other's loopback services.
+  bool tcp = true;
 };
 
 // The command and the process it runs in.
@@ -172,6 +175,9 @@ struct LaunchPlan {
   SeccompProgram seccomp;  // the built-in filter (PrepareSeccomp); empty: sent after the clone
   bool seccomp_enabled = true;
   ProcessSpec process;
+  // A live sandbox: instead of `process.argv`, its first process is an exec server that runs
+  // each command the supervisor asks for (exec_server.h), with `process.rlimits` each.
+  bool exec_server = false;
   // Brokered credentials: their secrets are fetched only after the clone, so that sandbox init
   // (a copy of the supervisor's memory) never holds one. Init then waits for the command's
   // final environment (with the phantoms) and the content of mount op `late_file_op` (the CA

@@ -33,6 +33,7 @@
 #include "policy/decide.h"
 #include "policy/paths.h"
 #include "supervisor/approvals/wiring.h"
+#include "supervisor/exec_relay.h"
 #include "supervisor/notifier.h"
 #include "supervisor/run_credentials.h"
 #include "supervisor/terminal.h"
@@ -115,7 +116,8 @@ class SandboxServer {
     WaitControl();
     pidfd_.async_wait(asio::posix::descriptor_base::wait_read,
                       [this](const asio::error_code&) { OnInitExit(); });
-    if (plan_.limits.timeout_ms > 0) {
+    // A live sandbox has no deadline of its own: each exec has its timeout (api/exec.h).
+    if (plan_.limits.timeout_ms > 0 && !live()) {
       deadline_.emplace(ctx_, std::chrono::milliseconds(plan_.limits.timeout_ms));
       deadline_->async_wait([this](const asio::error_code& ec) {
         if (!ec) OnDeadline();
@@ -354,6 +356,8 @@ class SandboxServer {
           StartPty(std::move(fd));
         } else if (m.fd_kind == enforce::FdKind::kNotifyListener && fd) {
           AwaitFirstNotification(std::move(fd));
+        } else if (m.fd_kind == enforce::FdKind::kExecServer && fd) {
+          StartExecRelay(std::move(fd));
         }
         // kDetachedMount: `fd` closes here, the last reference (control.h).
         break;
@@ -373,7 +377,11 @@ class SandboxServer {
         // root, with no effective capability. The permitted ones come back for the teardown
         // (the cgroup's removal), once the sandbox is gone (Run).
         sys::SetEffectiveCapabilities(false);
-        Emit("exec", {{"argv", req_.argv}, {"pid_inside", m.value}});
+        if (live()) {
+          Emit("exec.server", {{"pid_inside", m.value}});
+        } else {
+          Emit("exec", {{"argv", req_.argv}, {"pid_inside", m.value}});
+        }
         break;
       case enforce::MsgType::kExecFailed:
         exec_failed_ = true;
@@ -563,6 +571,25 @@ class SandboxServer {
     });
   }
 
+  bool live() const { return req_.exec_channel >= 0; }
+
+  // A live sandbox's execs go through the relay from the moment the exec server is there.
+  void StartExecRelay(UniqueFd server) {
+    UniqueFd client(fcntl(req_.exec_channel, F_DUPFD_CLOEXEC, 3));
+    exec_relay_ = std::make_unique<ExecRelay>(ctx_, std::move(client), std::move(server), events_,
+                                              [this](const std::string& why) { OnLiveEnd(why); });
+    exec_relay_->Start();
+  }
+
+  // The client closed the sandbox (everything inside ends now), or the exec server died (init
+  // ends the sandbox itself).
+  void OnLiveEnd(const std::string& why) {
+    Emit("sandbox.close", {{"reason", why}});
+    if (init_exited_) return;
+    closed_by_client_ = why == "the sandbox was closed";
+    if (closed_by_client_) KillEverythingInside();
+  }
+
   void KillEverythingInside() {
     if (cgroup_) cgroup_->KillAll();
     // Init's death takes the whole pid namespace with it.
@@ -601,6 +628,7 @@ class SandboxServer {
       }
     }
     if (output_) output_->End();
+    if (exec_relay_) exec_relay_->FailRunning("the sandbox ended");
     Finish();
     ctx_.stop();
   }
@@ -617,6 +645,11 @@ class SandboxServer {
       return;
     }
     if (setup_error_ || exec_failed_) return;
+    if (closed_by_client_) {
+      out_->kind = Outcome::Kind::kExited;
+      out_->exit_code = 0;
+      return;
+    }
     if (out_->limits.timed_out) {
       out_->kind = Outcome::Kind::kTimedOut;
       out_->exit_code = 124;
@@ -678,6 +711,8 @@ class SandboxServer {
   std::unique_ptr<TerminalPrompter> prompter_;   // outlives the broker's terminal channel
   std::unique_ptr<ApprovalsRuntime> approvals_;  // before notifier_: it outlives it
   std::unique_ptr<Notifier> notifier_;
+  std::unique_ptr<ExecRelay> exec_relay_;  // a live sandbox's execs
+  bool closed_by_client_ = false;
   UniqueFd sandbox_root_;  // the sandbox's root (O_PATH), sent by init with kMounted
   // Declared after ctx_: destroyed before it (StopEgress resets them earlier anyway).
   std::unique_ptr<net::Resolver> resolver_;
@@ -926,6 +961,7 @@ Result<enforce::LaunchPlan> PlanRun(const RunRequest& req, const enforce::Kernel
   enforce::PlanInput input;
   input.argv = req.argv;
   input.env = req.env;
+  input.exec_server = req.exec_channel >= 0;
   for (int fd = 0; fd < 3; ++fd) input.tty[fd] = term.is_tty(fd);
   if (enforce::LandlockLacksTruncate(features.landlock_abi)) {
     input.truncatable_stdio = enforce::TruncatableStdio(input.tty);

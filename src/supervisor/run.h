@@ -53,6 +53,9 @@ struct RunRequest {
   // The kernel's features when the caller probed them already (ward run overlaps the probe
   // with loading the policy); else Run probes.
   std::optional<enforce::KernelFeatures> features;
+  // A live sandbox (`ward serve`): no command (`argv` empty); the sandbox runs what arrives on
+  // this exec channel (enforce/exec_wire.h) until its other end closes, which ends the sandbox.
+  int exec_channel = -1;
   // Called right before the sandbox is cloned. A clone copies only the calling thread, and
   // with it any lock another thread holds at that moment: the caller joins its threads here.
   std::function<void()> before_clone;

@@ -1,0 +1,145 @@
+#include "supervisor/exec_relay.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+
+namespace ward::supervisor {
+
+using enforce::ExecMsg;
+using enforce::ExecMsgType;
+
+ExecRelay::ExecRelay(asio::io_context& io, UniqueFd client, UniqueFd server, EventSink* events,
+                     std::function<void(const std::string&)> on_end)
+    : client_(io, client.release()),
+      server_(io, server.release()),
+      events_(events),
+      on_end_(std::move(on_end)) {}
+
+ExecRelay::~ExecRelay() = default;
+
+void ExecRelay::Start() {
+  Wait(&client_, true);
+  Wait(&server_, false);
+}
+
+void ExecRelay::Wait(asio::posix::stream_descriptor* d, bool client) {
+  d->async_wait(asio::posix::descriptor_base::wait_read, [this, d, client](const asio::error_code& ec) {
+    if (ec || ended_) return;
+    const bool open = client ? OnClientMessage() : OnServerMessage();
+    if (open) Wait(d, client);
+  });
+}
+
+// One request from `ward serve`. False when the channel closed: the sandbox is to end.
+bool ExecRelay::OnClientMessage() {
+  while (true) {
+    ExecMsg m;
+    UniqueFd fds[4];
+    const int r = enforce::RecvExecMsg(client_.native_handle(), &m, fds, MSG_DONTWAIT);
+    if (r == -EAGAIN || r == -EINTR) return true;
+    if (r == -EPROTO) continue;
+    if (r != 1) {
+      End("the sandbox was closed");
+      return false;
+    }
+    if (m.type == ExecMsgType::kStart) {
+      StartExec(m, fds);
+    } else if (m.type == ExecMsgType::kSignal && running_.count(m.id) && m.value > 0 &&
+               m.value < NSIG) {
+      Emit("exec.signal", {{"exec", m.id}, {"signal", m.value}});
+      enforce::SendExecMsg(server_.native_handle(), m);
+    }
+  }
+}
+
+void ExecRelay::StartExec(const ExecMsg& m, UniqueFd fds[4]) {
+  enforce::ExecRequest req;
+  if (Status read = enforce::ReadExecRequest(fds[0].get(), m.length, &req); !read.ok()) {
+    return Refuse(m.id, read.message());
+  }
+  if (running_.count(m.id)) return Refuse(m.id, "an exec with this id is running");
+  nlohmann::json data = {{"exec", m.id}, {"argv", req.argv}, {"cwd", req.cwd}};
+  if (req.narrow_write) data["write"] = req.write;
+  if (req.no_network) data["network"] = false;
+  Emit("exec.start", std::move(data));
+  const int attached[4] = {fds[0].get(), fds[1].get(), fds[2].get(), fds[3].get()};
+  if (int rc = enforce::SendExecMsg(server_.native_handle(), m, attached, 4); rc != 0) {
+    return Refuse(m.id, std::string("the exec server did not take it: ") + std::strerror(-rc));
+  }
+  running_[m.id] = {std::move(req.argv), std::chrono::steady_clock::now()};
+}
+
+void ExecRelay::Refuse(uint64_t id, const std::string& why) {
+  ExecMsg out;
+  out.type = ExecMsgType::kFailed;
+  out.id = id;
+  out.value = 125;
+  out.error.Set("request", EINVAL, why.c_str());
+  Emit("exec.refused", {{"exec", id}, {"reason", why}});
+  enforce::SendExecMsg(client_.native_handle(), out);
+}
+
+// One answer of the exec server, recorded and passed on. False when the server is gone.
+bool ExecRelay::OnServerMessage() {
+  while (true) {
+    ExecMsg m;
+    UniqueFd fds[4];
+    const int r = enforce::RecvExecMsg(server_.native_handle(), &m, fds, MSG_DONTWAIT);
+    if (r == -EAGAIN || r == -EINTR) return true;
+    if (r == -EPROTO) continue;
+    if (r != 1) {
+      End("the sandbox's exec server ended");
+      return false;
+    }
+    if (!running_.count(m.id)) continue;
+    if (m.type == ExecMsgType::kFailed || m.type == ExecMsgType::kExited) RecordEnd(m);
+    if (m.type == ExecMsgType::kStarted || m.type == ExecMsgType::kFailed ||
+        m.type == ExecMsgType::kExited) {
+      enforce::SendExecMsg(client_.native_handle(), m);
+    }
+  }
+}
+
+void ExecRelay::RecordEnd(const ExecMsg& m) {
+  auto it = running_.find(m.id);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - it->second.started)
+          .count();
+  nlohmann::json data = {{"exec", m.id}, {"argv", it->second.argv}, {"duration_ms", ms}};
+  if (m.type == ExecMsgType::kFailed) {
+    data["exit_code"] = m.value;
+    data["failed"] = {{"stage", m.error.stage}, {"errno", m.error.err}, {"detail", m.error.detail}};
+  } else if (WIFSIGNALED(m.value)) {
+    data["signal"] = WTERMSIG(m.value);
+    data["exit_code"] = 128 + WTERMSIG(m.value);
+  } else {
+    data["exit_code"] = WEXITSTATUS(m.value);
+  }
+  running_.erase(it);
+  Emit("exec.end", std::move(data));
+}
+
+void ExecRelay::FailRunning(const std::string& why) {
+  for (auto& [id, r] : running_) {
+    Emit("exec.end", {{"exec", id}, {"argv", r.argv}, {"interrupted", why}});
+  }
+  running_.clear();
+}
+
+void ExecRelay::End(const std::string& why) {
+  if (ended_) return;
+  ended_ = true;
+  if (on_end_) on_end_(why);
+}
+
+void ExecRelay::Emit(std::string_view type, nlohmann::json data) {
+  if (events_) events_->Emit(type, std::move(data));
+}
+
+}  // namespace ward::supervisor
