@@ -128,6 +128,7 @@ Expected<nlohmann::json> QueryAudit(const std::string& state_dir, const AuditQue
   nlohmann::json sessions = nlohmann::json::array();
   bool truncated = false;
   for (const auto& s : audit::ListSessions(state_dir, /*brief=*/true)) {
+    if (!q.session.empty() && s.id != q.session) continue;
     auto first = FirstRecord(s.dir);
     if (!first || !first->is_object() || (*first)["type"] != "session.start") continue;
     auto labels = LabelsOf((*first)["data"]);

@@ -13,6 +13,7 @@ namespace ward::api {
 
 struct AuditQuery {
   std::map<std::string, std::string> labels;  // all must match
+  std::string session;                        // not empty: only this session
   std::string type;           // with records: only this type, or a prefix ending in '.'
   bool records = false;       // include the records of each session
   size_t limit = 50;          // sessions, newest first

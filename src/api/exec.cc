@@ -399,6 +399,8 @@ nlohmann::json Exec::ToJson(bool inline_output, size_t max_inline) const {
       {"offsets", {{"stdout", info_.size[0]}, {"stderr", info_.size[1]}}},
       {"dropped", {{"stdout", info_.dropped[0]}, {"stderr", info_.dropped[1]}}},
       {"fresh", info_.fresh},
+      {"session", info_.live_session.empty() ? nlohmann::json(nullptr)
+                                             : nlohmann::json(info_.live_session)},
       {"approval_session", info_.approval_session.empty() ? nlohmann::json(nullptr)
                                                           : nlohmann::json(info_.approval_session)},
   };
@@ -608,12 +610,13 @@ Expected<Done> Exec::StartLive(StartRequest& req, uint64_t live_id) {
   live_ = req.live;
   live_id_ = live_id;
   info_.fresh = false;
+  info_.live_session = req.live_session;
   const int stdio[3] = {in_r.get(), out_w.get(), err_w.get()};
   std::weak_ptr<Exec> weak = shared_from_this();
   WARD_API_TRY(live_->Exec(
       live_id, req.live_request, stdio,
-      [weak](const enforce::ExecMsg& m) {
-        if (auto self = weak.lock()) self->OnLiveMessage(m);
+      [weak](const enforce::ExecMsg& m, const nlohmann::json& checked) {
+        if (auto self = weak.lock()) self->OnLiveMessage(m, checked);
       },
       [weak](const std::string& why) {
         auto self = weak.lock();
@@ -629,15 +632,22 @@ Expected<Done> Exec::StartLive(StartRequest& req, uint64_t live_id) {
 }
 
 // The exec server's word on a live exec, as the JSON status `ward run` would have written.
-void Exec::OnLiveMessage(const enforce::ExecMsg& m) {
+void Exec::OnLiveMessage(const enforce::ExecMsg& m, const nlohmann::json& checked) {
   if (exited_) return;
+  nlohmann::json quarantined = nlohmann::json::array();
+  if (checked.is_object() && checked.contains("quarantined") && checked["quarantined"].is_array()) {
+    quarantined = checked["quarantined"];
+  }
   if (m.type == enforce::ExecMsgType::kExited) {
     const int st = m.value;
     if (WIFSIGNALED(st)) {
-      return OnLiveEnd(nlohmann::json{
-          {"status", "signaled"}, {"signal", WTERMSIG(st)}, {"exit_code", 128 + WTERMSIG(st)}});
+      return OnLiveEnd(nlohmann::json{{"status", "signaled"},
+                                      {"signal", WTERMSIG(st)},
+                                      {"exit_code", 128 + WTERMSIG(st)},
+                                      {"quarantined", quarantined}});
     }
-    return OnLiveEnd(nlohmann::json{{"status", "exited"}, {"exit_code", WEXITSTATUS(st)}});
+    return OnLiveEnd(nlohmann::json{
+        {"status", "exited"}, {"exit_code", WEXITSTATUS(st)}, {"quarantined", quarantined}});
   }
   if (m.type != enforce::ExecMsgType::kFailed) return;
   const bool exec = std::strcmp(m.error.stage, "exec") == 0;
@@ -649,7 +659,8 @@ void Exec::OnLiveMessage(const enforce::ExecMsg& m) {
                            {"exit_code", m.value},
                            {"stage", m.error.stage},
                            {"errno", m.error.err},
-                           {"message", message}});
+                           {"message", message},
+                           {"quarantined", quarantined}});
 }
 
 void Exec::OnLiveEnd(std::optional<nlohmann::json> status) {
@@ -796,6 +807,11 @@ std::vector<std::shared_ptr<Exec>> ExecManager::Recover() {
       if (j.contains("approval_session") && j["approval_session"].is_string() &&
           audit::IsNewSessionIdFormat(j["approval_session"].get<std::string>())) {
         info.approval_session = j["approval_session"].get<std::string>();
+      }
+      if (j.contains("fresh") && j["fresh"].is_boolean()) info.fresh = j["fresh"].get<bool>();
+      if (j.contains("session") && j["session"].is_string() &&
+          audit::IsNewSessionIdFormat(j["session"].get<std::string>())) {
+        info.live_session = j["session"].get<std::string>();
       }
       info.started_ms = j.value("started_ms", int64_t{0});
       info.ended_ms = j["ended_ms"].is_number_integer() ? j["ended_ms"].get<int64_t>() : 0;

@@ -82,6 +82,7 @@ class Exec : public std::enable_shared_from_this<Exec> {
     // socket is ApprovalSocketPathFor(approval_session) while it runs. Empty otherwise.
     std::string approval_session;
     bool fresh = true;  // a throwaway sandbox of its own; else forked in its live sandbox
+    std::string live_session;  // the live sandbox's audit session (not fresh)
   };
 
   ~Exec();
@@ -125,7 +126,7 @@ class Exec : public std::enable_shared_from_this<Exec> {
   void ReadStatus();
   // A live sandbox's exec: its stdio pipes, then its end from the exec server's messages.
   Expected<Done> StartLive(StartRequest& req, uint64_t live_id);
-  void OnLiveMessage(const enforce::ExecMsg& m);
+  void OnLiveMessage(const enforce::ExecMsg& m, const nlohmann::json& checked);
   void OnLiveEnd(std::optional<nlohmann::json> status);
   void PumpStdin();
   void OnProcessExit();
@@ -203,6 +204,7 @@ struct StartRequest {
   // narrowing and its own environment ("NAME=VALUE" set over the sandbox's); `flags` is unused.
   std::shared_ptr<LiveSandbox> live;
   enforce::ExecRequest live_request;
+  std::string live_session;
 };
 
 class ExecManager {

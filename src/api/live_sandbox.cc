@@ -175,7 +175,14 @@ void LiveSandbox::OnChannel() {
     if (m.type == enforce::ExecMsgType::kFailed || m.type == enforce::ExecMsgType::kExited) {
       execs_.erase(it);
     }
-    if (on_message) on_message(m);
+    nlohmann::json checked;
+    if (fds[0] && m.length > 0 && m.length <= (1u << 20)) {
+      std::string text(m.length, '\0');
+      if (pread(fds[0].get(), text.data(), text.size(), 0) == static_cast<ssize_t>(text.size())) {
+        checked = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+      }
+    }
+    if (on_message) on_message(m, checked);
     if (ended_) return;
   }
   WaitChannel();

@@ -25,7 +25,9 @@ namespace ward::api {
 
 class LiveSandbox : public std::enable_shared_from_this<LiveSandbox> {
  public:
-  using OnMessage = std::function<void(const enforce::ExecMsg&)>;
+  // An exec's message, and what the supervisor added to its end (the check after it:
+  // {"quarantined": [...]}; null when nothing).
+  using OnMessage = std::function<void(const enforce::ExecMsg&, const nlohmann::json& checked)>;
   // Called once per exec that will get no more messages: the sandbox ended (`why`).
   using OnGone = std::function<void(const std::string& why)>;
 

@@ -163,7 +163,7 @@ bool Service::Reload(const std::string& id, const nlohmann::json& record) {
                  s.error().message.c_str());
     return false;
   }
-  if (!(*s)->review) (*s)->live_lost = "the daemon that ran it stopped";
+  if (config_.live && !(*s)->review) (*s)->live_lost = "the daemon that ran it stopped";
   Emit(*s, "sandbox.resume", {{"sandbox_id", id}});
   return true;
 }
@@ -323,7 +323,7 @@ nlohmann::json Service::SandboxJson(const Sandbox& s) const {
   j["workspace_mode"] = s.spec.workspace_mode;
   j["review_session"] = s.review ? nlohmann::json(s.review->id) : nlohmann::json(nullptr);
   if (s.review) j["review_mode"] = supervisor::ReviewModeName(s.review->mode);
-  if (!s.review) {
+  if (config_.live && !s.review) {
     const bool up = s.live && !s.live->ended();
     nlohmann::json live = {{"running", up}, {"starts", s.live_starts}};
     const std::string lost = s.live && s.live->ended() ? s.live->end_reason() : s.live_lost;
@@ -477,7 +477,7 @@ Expected<nlohmann::json> Service::SandboxCreate(const nlohmann::json& params) {
   WARD_API_ASSIGN_OR_RETURN(Sandbox * s, Load(std::move(spec), NewId("sb"), NowMs()));
   Persist(*s);
   Emit(s, "sandbox.create", {{"sandbox_id", s->id}, {"spec", SandboxSpecToJson(s->spec)}});
-  if (!s->review) {
+  if (config_.live && !s->review) {
     if (auto live = EnsureLive(s); !live.ok()) {
       const std::string id = s->id;
       Destroy(id, "not started: " + live.error().message);
@@ -519,7 +519,10 @@ Expected<nlohmann::json> Service::SandboxReset(const nlohmann::json& params) {
   Params p(params);
   WARD_API_ASSIGN_OR_RETURN(Sandbox * s, FindSandbox(p));
   if (!p.Finish()) return p.error();
-  if (s->review) return InvalidError("a review-mode sandbox has no live sandbox to reset");
+  if (s->review || !config_.live) {
+    return InvalidError(s->review ? "a review-mode sandbox has no live sandbox to reset"
+                                  : "this daemon runs every exec fresh (--fresh-execs)");
+  }
   nlohmann::json interrupted = nlohmann::json::array();
   for (const auto& e : execs_.List(s->id)) {
     if (e->running()) interrupted.push_back(e->id());
@@ -576,7 +579,13 @@ Expected<nlohmann::json> Service::AuditQueryMethod(const nlohmann::json& params)
   }
   if (eid) {
     if (!ValidId(*eid, "ex")) return InvalidError("exec_id is not an exec id");
-    q.labels["exec"] = *eid;
+    // An exec of a live sandbox is in the live sandbox's session; a fresh one has its own.
+    std::shared_ptr<Exec> e = execs_.Find(*eid);
+    if (e && !e->info().fresh) {
+      q.session = e->info().live_session;
+    } else {
+      q.labels["exec"] = *eid;
+    }
   }
   // What the daemon itself logged must be on disk before it is read back.
   for (auto& [id, s] : sandboxes_) {

@@ -62,6 +62,9 @@ struct ServiceConfig {
   // system directory...; policy/workspace_choice.h). Only the daemon's own flag decides: a
   // client cannot ask for it.
   bool workspace_anyway = false;
+  // Each sandbox is live (its execs fork inside one running sandbox, state persists between
+  // them); false: every exec runs in a sandbox of its own (`ward serve --fresh-execs`).
+  bool live = true;
 };
 
 class Service {

@@ -239,7 +239,7 @@ Expected<Done> Service::LiveExec(Sandbox* s, bool fresh,
                                  const std::optional<nlohmann::json>& exec_policy,
                                  const std::map<std::string, std::optional<std::string>>& env,
                                  const ExecCommand& cmd, StartRequest* req) {
-  if (fresh || s->review) return Done{};
+  if (fresh || s->review || !config_.live) return Done{};
   enforce::ExecRequest live;
   if (exec_policy && !LiveNarrowing(*s->policy, s->spec.workspace, *exec_policy, req->flags, &live)) {
     return Done{};
@@ -250,6 +250,7 @@ Expected<Done> Service::LiveExec(Sandbox* s, bool fresh,
   for (const auto& [k, v] : env) live.env.push_back(k + "=" + *v);
   req->live_request = std::move(live);
   req->approval_session = s->policy->approvals.enabled ? s->live_session : "";
+  req->live_session = s->live_session;
   return Done{};
 }
 

@@ -25,6 +25,7 @@ struct ServeOptions {
   size_t max_sandboxes = 64;
   size_t max_running = 32;
   bool workspace_anyway = false;
+  bool fresh_execs = false;
 };
 
 int RunServe(const ServeOptions& o) {
@@ -57,6 +58,7 @@ int RunServe(const ServeOptions& o) {
   cfg.exec.max_running = o.max_running;
   cfg.exec.labels = RunTakesLabels();
   cfg.workspace_anyway = o.workspace_anyway;
+  cfg.live = !o.fresh_execs;
   cfg.load_policy = [](const policy::RunFlags& flags, const std::string& ws) {
     RunOptions ro;
     ro.flags = flags;
@@ -136,6 +138,9 @@ void AddServeCommand(CLI::App& app, int* exit_code) {
   sub->add_flag("--workspace-anyway", o->workspace_anyway,
                 "Let sandboxes use a workspace ward refuses (/, a system directory, /tmp, /home "
                 "or the daemon's HOME itself); each is recorded in the audit trail");
+  sub->add_flag("--fresh-execs", o->fresh_execs,
+                "Run every exec in a sandbox of its own (nothing persists between execs) instead "
+                "of in its sandbox's live sandbox");
   sub->callback([o, exit_code] { *exit_code = RunServe(*o); });
 }
 

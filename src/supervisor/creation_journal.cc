@@ -30,6 +30,7 @@ void CreationJournal::Record(int dirfd, const std::string& name, bool moved) {
   if (fstat(dirfd, &dir_st) != 0) return;
   const bool is_dir =
       fstatat(dirfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+  std::lock_guard lock(mu_);
   if (is_dir) made_dirs_.insert({st.st_dev, st.st_ino});
   if (overflowed_) return;
   std::string dir;

@@ -6,11 +6,13 @@
 // installs a thousand packages keeps a handful; past a bound the journal gives up and the check
 // walks every writable root instead.
 //
-// Written by the guard's thread only, read once the guard has stopped.
+// Written by the guard's thread; read after the run, or (a live sandbox) after each exec while
+// the guard goes on: every member takes the journal's lock.
 #pragma once
 
 #include <sys/types.h>
 
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -37,12 +39,22 @@ class CreationJournal {
 
   // Whether a directory was made, or moved into place, during this run: inside such a one a
   // repository's hooks and config are judged after the run instead of refused.
-  bool MadeThisRun(dev_t dev, ino_t ino) const { return made_dirs_.count({dev, ino}) > 0; }
+  bool MadeThisRun(dev_t dev, ino_t ino) const {
+    std::lock_guard lock(mu_);
+    return made_dirs_.count({dev, ino}) > 0;
+  }
 
-  bool overflowed() const { return overflowed_; }
-  const std::vector<JournalEntry>& entries() const { return entries_; }
+  bool overflowed() const {
+    std::lock_guard lock(mu_);
+    return overflowed_;
+  }
+  std::vector<JournalEntry> entries() const {
+    std::lock_guard lock(mu_);
+    return entries_;
+  }
 
  private:
+  mutable std::mutex mu_;
   std::vector<std::vector<std::string>> protected_;
   size_t limit_;
   bool overflowed_ = false;

@@ -98,9 +98,10 @@ bool ExecRelay::OnServerMessage() {
       return false;
     }
     if (!running_.count(m.id)) continue;
-    if (m.type == ExecMsgType::kFailed || m.type == ExecMsgType::kExited) RecordEnd(m);
-    if (m.type == ExecMsgType::kStarted || m.type == ExecMsgType::kFailed ||
-        m.type == ExecMsgType::kExited) {
+    if (m.type == ExecMsgType::kFailed || m.type == ExecMsgType::kExited) {
+      RecordEnd(m);
+      PassEnd(m);
+    } else if (m.type == ExecMsgType::kStarted) {
       enforce::SendExecMsg(client_.native_handle(), m);
     }
   }
@@ -123,6 +124,19 @@ void ExecRelay::RecordEnd(const ExecMsg& m) {
   }
   running_.erase(it);
   Emit("exec.end", std::move(data));
+}
+
+void ExecRelay::PassEnd(ExecMsg m) {
+  UniqueFd memfd;
+  if (check_) {
+    const std::string found = check_().dump();
+    if (Result<UniqueFd> fd = enforce::ExecRequestMemfd(found); fd.ok()) {
+      memfd = std::move(fd).value();
+      m.length = static_cast<uint32_t>(found.size());
+    }
+  }
+  const int fd = memfd.get();
+  enforce::SendExecMsg(client_.native_handle(), m, memfd ? &fd : nullptr, memfd ? 1 : 0);
 }
 
 void ExecRelay::FailRunning(const std::string& why) {

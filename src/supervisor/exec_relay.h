@@ -26,6 +26,10 @@ class ExecRelay {
             std::function<void(const std::string&)> on_end);
   ~ExecRelay();
   void Start();
+  // Run after each exec ends, before its end is passed on: the check of what the sandbox left
+  // in the workspace (the host may run git there next). What it returns (a JSON object, e.g.
+  // {"quarantined": [...]}) goes with the exec's end, in a memfd.
+  void CheckAfterEachExec(std::function<nlohmann::json()> check) { check_ = std::move(check); }
   // Every exec still running gets an end that says why (the sandbox ended under it).
   void FailRunning(const std::string& why);
 
@@ -40,12 +44,14 @@ class ExecRelay {
   void StartExec(const enforce::ExecMsg& m, UniqueFd fds[4]);
   void Refuse(uint64_t id, const std::string& why);
   void RecordEnd(const enforce::ExecMsg& m);
+  void PassEnd(enforce::ExecMsg m);
   void End(const std::string& why);
   void Emit(std::string_view type, nlohmann::json data);
 
   asio::posix::stream_descriptor client_, server_;
   EventSink* events_;
   std::function<void(const std::string&)> on_end_;
+  std::function<nlohmann::json()> check_;
   std::map<uint64_t, Running> running_;
   bool ended_ = false;
 };

@@ -96,6 +96,10 @@ class SandboxServer {
         signals_(ctx_) {}
 
   void StopOnAuditFailure(AuditStop* stop) { audit_stop_ = stop; }
+  // A live sandbox: the check after each exec (ExecRelay::CheckAfterEachExec).
+  void CheckAfterEachExec(std::function<nlohmann::json()> check) {
+    check_after_exec_ = std::move(check);
+  }
   // Where the creation guard keeps what the run made that the check after it looks at.
   void RecordCreationsIn(CreationJournal* journal) { journal_ = journal; }
 
@@ -578,6 +582,7 @@ class SandboxServer {
     UniqueFd client(fcntl(req_.exec_channel, F_DUPFD_CLOEXEC, 3));
     exec_relay_ = std::make_unique<ExecRelay>(ctx_, std::move(client), std::move(server), events_,
                                               [this](const std::string& why) { OnLiveEnd(why); });
+    exec_relay_->CheckAfterEachExec(check_after_exec_);
     exec_relay_->Start();
   }
 
@@ -712,6 +717,7 @@ class SandboxServer {
   std::unique_ptr<ApprovalsRuntime> approvals_;  // before notifier_: it outlives it
   std::unique_ptr<Notifier> notifier_;
   std::unique_ptr<ExecRelay> exec_relay_;  // a live sandbox's execs
+  std::function<nlohmann::json()> check_after_exec_;
   bool closed_by_client_ = false;
   UniqueFd sandbox_root_;  // the sandbox's root (O_PATH), sent by init with kMounted
   // Declared after ctx_: destroyed before it (StopEgress resets them earlier anyway).
@@ -1178,6 +1184,18 @@ Outcome Run(const RunRequest& req) {
                          &overrides, creds.broker.get(), events);
     server.StopOnAuditFailure(audit_stop.get());
     server.RecordCreationsIn(&journal);
+    if (req.exec_channel >= 0) {
+      // Each exec's end: what the sandbox made so far is judged now, as after a run (the
+      // sandbox's other processes go on, and the check at its close judges again).
+      server.CheckAfterEachExec([&] {
+        Outcome now;
+        now.mounts = out.mounts;
+        CheckWorkspace(req, *plan, journal, run_start, existed, events, &now);
+        nlohmann::json q = nlohmann::json::array();
+        for (const QuarantineItem& item : now.workspace.quarantined) q.push_back(item.ToJson());
+        return nlohmann::json{{"quarantined", q}};
+      });
+    }
     server.Serve();
   }
   // Read only for a command that failed: that is when the user needs to know why, and a run

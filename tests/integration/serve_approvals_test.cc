@@ -72,6 +72,9 @@ class ServeApprovalsTest : public SandboxTest {
   Json Start(const std::string& sb, const std::vector<std::string>& argv, Json extra = {}) {
     if (!extra.is_object()) extra = Json::object();
     extra["yield_ms"] = 0;
+    // Each exec in a sandbox of its own, with its own approval session: what is relayed per
+    // exec. (A live sandbox's execs share the sandbox's session.)
+    extra["fresh"] = true;
     auto r = c_->Run(sb, argv, extra);
     EXPECT_TRUE(r.ok()) << (r.error ? r.error->message : "");
     return r.result;

@@ -54,6 +54,7 @@ class ServiceTest : public ::testing::Test {
     c.state_dir = state_.path() + "/serve";
     c.audit_dir = audit_.path();
     c.exec.ward_binary = testing::WriteFakeRunner(bin_.path());
+    c.live = false;  // the fake runner runs commands, not live sandboxes
     c.exec.kill_grace = std::chrono::milliseconds(200);
     c.max_sandboxes = 3;
     c.private_paths = {sock_.path()};
