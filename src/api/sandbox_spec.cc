@@ -490,27 +490,6 @@ RunInvocation BuildRunInvocation(const policy::RunFlags& flags, const std::strin
   return inv;
 }
 
-bool LiveNarrowing(const policy::Policy& effective, const std::string& workspace,
-                   const nlohmann::json& exec_policy, const policy::RunFlags& narrowed,
-                   enforce::ExecRequest* live) {
-  if (!exec_policy.is_object()) return false;
-  for (const auto& [key, value] : exec_policy.items()) {
-    if (key != "write") return false;
-  }
-  live->narrow_write = true;
-  for (const std::string& w : narrowed.write) {
-    if (w == "~" || w.rfind("~/", 0) == 0) {
-      live->write.push_back(effective.home + w.substr(1));
-    } else if (!w.empty() && w[0] == '/') {
-      live->write.push_back(w);
-    } else {
-      live->write.push_back(workspace + "/" + w);
-    }
-  }
-  if (effective.workspace_access == policy::Access::kWrite) live->write.push_back(workspace);
-  return true;
-}
-
 RunInvocation BuildLiveInvocation(const policy::RunFlags& flags, const std::string& workspace,
                                   const std::vector<std::string>& labels,
                                   const std::string& session_id) {

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "api/error.h"
-#include "enforce/exec_wire.h"
 #include "policy/loader.h"
 #include "policy/policy.h"
 
@@ -81,14 +80,6 @@ RunInvocation BuildRunInvocation(const policy::RunFlags& flags, const std::strin
                                  const std::vector<std::string>& labels, int json_status_fd,
                                  const ExecCommand& command, const std::string& session_id = "",
                                  const ExecReview& review = {});
-
-// Whether an exec's `policy` (already checked by NarrowFlags, which made `narrowed`) can be
-// applied inside the sandbox's live sandbox: only `write` can (an extra Landlock domain, in
-// `*live`: the narrowed write list, and the workspace when the sandbox may write it). Anything
-// else needs a sandbox of its own.
-bool LiveNarrowing(const policy::Policy& effective, const std::string& workspace,
-                   const nlohmann::json& exec_policy, const policy::RunFlags& narrowed,
-                   enforce::ExecRequest* live);
 
 // `ward run` arguments for a live sandbox of these flags (no command: its execs arrive on the
 // exec channel, which LiveSandbox appends with --json-status).

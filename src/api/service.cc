@@ -326,6 +326,7 @@ nlohmann::json Service::SandboxJson(const Sandbox& s) const {
   if (config_.live && !s.review) {
     const bool up = s.live && !s.live->ended();
     nlohmann::json live = {{"running", up}, {"starts", s.live_starts}};
+    live["pid"] = up ? nlohmann::json(s.live->pid()) : nlohmann::json(nullptr);
     const std::string lost = s.live && s.live->ended() ? s.live->end_reason() : s.live_lost;
     live["ended"] = up || lost.empty() ? nlohmann::json(nullptr) : nlohmann::json(lost);
     j["live"] = std::move(live);

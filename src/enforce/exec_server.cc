@@ -15,7 +15,6 @@
 #include <map>
 
 #include "common/linux.h"
-#include "enforce/landlock.h"
 #include "enforce/spawn.h"
 
 namespace ward::enforce {
@@ -27,7 +26,6 @@ struct ExecChildStart {
   const ExecRequest* req;
   const ExecArgs* args;
   int stdio[3];
-  int ruleset;     // the exec's own Landlock domain, or -1
   int error_pipe;  // a ChildError is written here when the exec does not happen
 };
 
@@ -62,10 +60,6 @@ int ExecChildEntry(void* arg) {
     ExecChildFail(s, "rlimit", errno, limit);
   }
   if (!CloseOnExecFrom3()) ExecChildFail(s, "close_range", errno);
-  if (s.ruleset >= 0) {
-    ChildError err;
-    if (!RestrictLandlock(s.ruleset, &err)) ExecChildReport(s, err, 125);
-  }
   const int e = ExecCommand(*s.args);
   ChildError err;
   err.Set("exec", e, s.req->argv[0].c_str());
@@ -111,22 +105,13 @@ class ExecServer {
     if (Status read = ReadExecRequest(fds[0].get(), m.length, &req); !read.ok()) {
       return Fail(m.id, 125, "request", EINVAL, read.message().c_str());
     }
-    UniqueFd ruleset;
-    if (req.narrow_write || req.no_network) {
-      std::string why;
-      std::optional<LandlockSpec> spec = NarrowedLandlock(plan_.landlock, req, Home(), &why);
-      if (!spec) return Fail(m.id, 125, "narrowing", EINVAL, why.c_str());
-      ChildError err;
-      ruleset.reset(BuildLandlockRuleset(*spec, &err));
-      if (!ruleset) return Fail(m.id, 125, err);
-    }
     const std::vector<std::string> env = MergeEnvironment(env_, req.env);
     const ExecArgs args = PrepareExec(req.argv, env);
     int pipe_fds[2];
     if (pipe2(pipe_fds, O_CLOEXEC) != 0) return Fail(m.id, 125, "pipe", errno);
     UniqueFd error_read(pipe_fds[0]), error_write(pipe_fds[1]);
-    ExecChildStart start{&plan_,        &req,           &args, {fds[1].get(), fds[2].get(), fds[3].get()},
-                         ruleset.get(), error_write.get()};
+    ExecChildStart start{
+        &plan_, &req, &args, {fds[1].get(), fds[2].get(), fds[3].get()}, error_write.get()};
     const pid_t pid = SpawnOnOwnStack(&ExecChildEntry, &start);
     if (pid < 0) return Fail(m.id, 125, "fork", errno);
     error_write.reset();
@@ -153,13 +138,6 @@ class ExecServer {
     out.id = m.id;
     out.value = pid;
     SendExecMsg(sock_, out);
-  }
-
-  std::string Home() const {
-    for (const std::string& e : env_) {
-      if (e.rfind("HOME=", 0) == 0) return e.substr(5);
-    }
-    return "";
   }
 
   void Fail(uint64_t id, int code, const char* stage, int e, const char* detail = "") {
@@ -233,34 +211,6 @@ int ChildSignalFd() {
 }
 
 }  // namespace
-
-std::optional<LandlockSpec> NarrowedLandlock(const LandlockSpec& sandbox, const ExecRequest& req,
-                                             const std::string& home, std::string* why) {
-  if (!sandbox.enabled) {
-    *why = "narrowing an exec needs Landlock, which this sandbox runs without";
-    return std::nullopt;
-  }
-  LandlockSpec spec = sandbox;
-  if (req.no_network) {
-    if (spec.abi < 4) {
-      *why = "an exec without network needs Landlock ABI 4 (this kernel has " +
-             std::to_string(spec.abi) + ")";
-      return std::nullopt;
-    }
-    spec.tcp = true;
-    spec.connect_tcp.clear();
-    spec.bind_tcp.clear();
-  }
-  if (!req.narrow_write) return spec;
-  // Whatever is not named stays read-only: a writable path of the sandbox spelled another way
-  // than in the request is narrowed too, never kept by mistake.
-  for (LandlockPath& p : spec.paths) {
-    const bool scratch = p.path == "/tmp" || p.path == "/dev/shm" || (!home.empty() && p.path == home);
-    if (!scratch) p.writable = false;
-  }
-  for (const std::string& path : req.write) spec.paths.push_back({path, true, false, false});
-  return spec;
-}
 
 std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base,
                                           const std::vector<std::string>& set) {

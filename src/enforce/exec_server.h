@@ -3,12 +3,10 @@
 // new privileges, Landlock, seccomp, whose listener went to the supervisor), so that whatever
 // it starts is what `ward run` would have started. On each request from the supervisor's end of
 // its socket (exec_wire.h) it spawns the command with the request's argv, environment, working
-// directory and stdio, each in a session of its own, with the plan's resource limits and the
-// request's narrowing as a Landlock domain nested in the sandbox's. It reports each start and
-// end. Nothing inside the sandbox holds its socket: only the supervisor can ask it for an exec.
+// directory and stdio, each in a session of its own, with the plan's resource limits. It
+// reports each start and end. Nothing inside the sandbox holds its socket: only the supervisor can ask it for an exec.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,11 +26,5 @@ namespace ward::enforce {
 // `base` with each "NAME=VALUE" of `set` replacing the variable of that name or added.
 std::vector<std::string> MergeEnvironment(const std::vector<std::string>& base,
                                           const std::vector<std::string>& set);
-
-// The Landlock rules of an exec's own domain: the sandbox's (`sandbox`), with `req`'s
-// narrowing; `home` is the sandbox's HOME. nullopt with *why when it cannot be narrowed that way
-// (no Landlock; no network without Landlock's TCP rights).
-std::optional<LandlockSpec> NarrowedLandlock(const LandlockSpec& sandbox, const ExecRequest& req,
-                                             const std::string& home, std::string* why);
 
 }  // namespace ward::enforce

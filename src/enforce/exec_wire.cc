@@ -22,9 +22,6 @@ std::string EncodeExecRequest(const ExecRequest& req) {
   w.Strs(req.argv);
   w.Strs(req.env);
   w.Str(req.cwd);
-  w.Bool(req.narrow_write);
-  w.Strs(req.write);
-  w.Bool(req.no_network);
   return w.Take();
 }
 
@@ -32,10 +29,8 @@ Status DecodeExecRequest(std::string_view bytes, ExecRequest* req) {
   wire::Reader r(bytes);
   uint32_t magic = 0;
   if (r.Raw("magic", &magic) && magic != kMagic) r.Fail("magic", "not an exec request");
-  const bool read = r.Strs("argv", &req->argv) && r.Strs("env", &req->env) &&
-                    r.Str("cwd", &req->cwd) && r.Bool("narrow_write", &req->narrow_write) &&
-                    r.Strs("write", &req->write) &&
-                    r.Bool("no_network", &req->no_network);
+  const bool read =
+      r.Strs("argv", &req->argv) && r.Strs("env", &req->env) && r.Str("cwd", &req->cwd);
   if (read && !r.AtEnd()) r.Fail("end", "trailing bytes");
   if (r.error().empty() && req->argv.empty()) r.Fail("argv", "empty");
   if (!r.error().empty()) return InvalidArgument("exec request: " + r.error());

@@ -42,12 +42,9 @@ struct ExecRequest {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "NAME=VALUE"
   std::string cwd;
-  // Narrowing, stacked on the sandbox's layers (a Landlock domain of the exec's own): never
-  // wider. With `narrow_write`, of the sandbox's writable paths only its scratch space (/tmp,
-  // /dev/shm, HOME) and `write` stay writable.
-  bool narrow_write = false;
-  std::vector<std::string> write;
-  bool no_network = false;  // no TCP connect or bind at all (Landlock ABI >= 4)
+  // No narrowing: an exec narrowed by its own policy runs in a sandbox of its own. Inside a
+  // live sandbox a narrowing would bind the exec's own system calls only: the creation guard
+  // creates with the sandbox's authority, and any other process of the sandbox can act for it.
 };
 
 inline constexpr size_t kMaxExecRequestBytes = 8u << 20;

@@ -65,8 +65,6 @@ void ExecRelay::StartExec(const ExecMsg& m, UniqueFd fds[4]) {
   }
   if (running_.count(m.id)) return Refuse(m.id, "an exec with this id is running");
   nlohmann::json data = {{"exec", m.id}, {"argv", req.argv}, {"cwd", req.cwd}};
-  if (req.narrow_write) data["write"] = req.write;
-  if (req.no_network) data["network"] = false;
   Emit("exec.start", std::move(data));
   const int attached[4] = {fds[0].get(), fds[1].get(), fds[2].get(), fds[3].get()};
   if (int rc = enforce::SendExecMsg(server_.native_handle(), m, attached, 4); rc != 0) {
