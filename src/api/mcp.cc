@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "api/params.h"
+#include "audit/session_log.h"
 #include "api/sandbox_spec.h"
 
 namespace ward::api {
@@ -21,6 +22,17 @@ const char* kInstructions =
     "paths (.git/hooks, .envrc, agent settings) and paths outside the workspace are refused. A "
     "command still running after yield_ms returns status \"running\" and an exec_id: call "
     "exec_poll to wait for it and exec_kill to stop it.";
+
+const char* kLiveInstructions =
+    "Commands run in one ward sandbox (namespaces, Landlock, seccomp, no network unless the "
+    "server's profile allows it) that lives for this session, like commands typed in one "
+    "terminal: processes left running in the background, servers on its loopback, /tmp and HOME "
+    "persist from one command to the next; each starts in the workspace (or cwd). reset_sandbox "
+    "ends everything in it and starts a new one. Files are read and written through the "
+    "supervisor and checked against the same policy: protected paths (.git/hooks, .envrc, agent "
+    "settings) and paths outside the workspace are refused. A command still running after "
+    "yield_ms returns status \"running\" and an exec_id: call exec_poll to wait for it and "
+    "exec_kill to stop it.";
 
 const char* kReviewInstructions =
     "Every command runs in its own fresh ward sandbox (namespaces, Landlock, seccomp, no network "
@@ -135,6 +147,15 @@ nlohmann::json McpServer::ToolDefinitions() {
       {"outputSchema", StatusSchema()},
   });
   tools.push_back({
+      {"name", "reset_sandbox"},
+      {"title", "Start the sandbox afresh"},
+      {"description",
+       "Ends every process of the session's sandbox (background servers included) and starts a "
+       "new one: /tmp and HOME are empty again; the workspace keeps what was written to it."},
+      {"inputSchema", {{"type", "object"}, {"properties", nlohmann::json::object()},
+                       {"additionalProperties", false}}},
+  });
+  tools.push_back({
       {"name", "read_file"},
       {"title", "Read a file of the workspace"},
       {"description",
@@ -204,7 +225,41 @@ Status McpServer::Init() {
   return Ok();
 }
 
-void McpServer::Shutdown() { execs_.KillAll("the MCP server stopped"); }
+void McpServer::Shutdown() {
+  execs_.KillAll("the MCP server stopped");
+  if (live_) live_->Close("the MCP server stopped");
+  live_.reset();
+}
+
+const char* McpServer::Instructions() const {
+  if (!config_.review.session.empty()) return kReviewInstructions;
+  return UsesLive() ? kLiveInstructions : kInstructions;
+}
+
+nlohmann::json McpServer::ToolReset(const nlohmann::json& args) {
+  Params p(args, "arguments");
+  if (!p.Finish()) return ToolError(p.error().message);
+  if (!UsesLive()) return ToolError("every command already runs in a fresh sandbox");
+  if (live_) live_->Close("reset_sandbox");
+  live_.reset();
+  return {{"content", TextContent("The sandbox was reset: its next command starts a new one.")},
+          {"isError", false}};
+}
+
+bool McpServer::UsesLive() const { return config_.live && config_.review.session.empty(); }
+
+// The session's live sandbox, started when there is none or the last one ended.
+Expected<std::shared_ptr<LiveSandbox>> McpServer::Live() {
+  if (live_ && !live_->ended()) return live_;
+  std::vector<std::string> labels;
+  if (config_.exec.labels) labels = {"sandbox=" + session_label_};
+  live_session_ = audit::NewSessionId();
+  RunInvocation inv =
+      BuildLiveInvocation(config_.flags, config_.workspace, labels, live_session_);
+  WARD_API_ASSIGN_OR_RETURN(live_, LiveSandbox::Start(io_, config_.exec.ward_binary,
+                                                      std::move(inv.args)));
+  return live_;
+}
 
 void McpServer::Send(const nlohmann::json& message) { write_(SerializeLine(message)); }
 
@@ -293,7 +348,7 @@ void McpServer::HandleRequest(const Message& m) {
             nlohmann::json{{"protocolVersion", chosen},
                            {"capabilities", caps},
                            {"serverInfo", server_info},
-                           {"instructions", config_.review.session.empty() ? kInstructions : kReviewInstructions}},
+                           {"instructions", Instructions()}},
             false);
     return;
   }
@@ -302,7 +357,7 @@ void McpServer::HandleRequest(const Message& m) {
             nlohmann::json{{"supportedVersions", {kMcpStatelessVersion}},
                            {"capabilities", caps},
                            {"serverInfo", server_info},
-                           {"instructions", config_.review.session.empty() ? kInstructions : kReviewInstructions}},
+                           {"instructions", Instructions()}},
             true);
     return;
   }
@@ -369,6 +424,7 @@ void McpServer::CallTool(const std::string& key, const nlohmann::json& params, T
   if (name == "exec") return ToolExec(key, args, progress, std::move(done));
   if (name == "exec_poll") return ToolPoll(key, args, progress, std::move(done));
   if (name == "exec_kill") return ToolKill(args, std::move(done));
+  if (name == "reset_sandbox") return done(ToolReset(args));
   if (!config_.review.session.empty() &&
       (name == "read_file" || name == "write_file" || name == "edit_file" ||
        name == "list_files")) {
@@ -488,6 +544,14 @@ void McpServer::ToolExec(const std::string& key, const nlohmann::json& args,
   req.stdin_data = stdin_data.value_or("");
   req.timeout_ms = static_cast<uint64_t>(timeout.value_or(0));
   req.review = config_.review;
+  if (UsesLive()) {
+    auto live = Live();
+    if (!live.ok()) return done(ToolError(live.error().message));
+    req.live = *live;
+    req.live_request.argv = cmd.argv;
+    req.live_request.cwd = cmd.cwd.empty() ? config_.workspace : cmd.cwd;
+    req.live_session = live_session_;
+  }
   if (!req.review.session.empty()) {
     for (const auto& other : execs_.List(session_label_)) {
       if (other->running()) {

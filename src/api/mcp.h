@@ -17,6 +17,7 @@
 
 #include "api/error.h"
 #include "api/exec.h"
+#include "api/live_sandbox.h"
 #include "api/jsonrpc.h"
 #include "api/workspace_fs.h"
 #include "policy/loader.h"
@@ -43,6 +44,9 @@ struct McpConfig {
   // a time, and the file tools are off (they would go around it). Empty: direct.
   ExecReview review;
   std::chrono::milliseconds progress_interval{1000};
+  // The session's commands run in one live sandbox (not in review mode), as commands typed in
+  // one terminal; false: each in a fresh sandbox (`ward mcp --fresh-execs`).
+  bool live = false;
 };
 
 class McpServer {
@@ -54,6 +58,8 @@ class McpServer {
   McpServer& operator=(const McpServer&) = delete;
 
   Status Init();
+  // The instructions of initialize: live, fresh or review mode.
+  const char* Instructions() const;
   // One line from the client (without the newline).
   void HandleLine(std::string_view line);
   // Kills running execs.
@@ -65,6 +71,9 @@ class McpServer {
   static nlohmann::json ToolDefinitions();
 
  private:
+  nlohmann::json ToolReset(const nlohmann::json& args);
+  bool UsesLive() const;
+  Expected<std::shared_ptr<LiveSandbox>> Live();
   struct Call {
     nlohmann::json id;
     std::string exec_id;
@@ -100,6 +109,8 @@ class McpServer {
   McpConfig config_;
   WriteLine write_;
   ExecManager execs_;
+  std::shared_ptr<LiveSandbox> live_;  // the session's live sandbox, started by its first exec
+  std::string live_session_;
   std::optional<WorkspaceFs> fs_;
   std::string session_label_;
   std::map<std::string, Call> calls_;  // in-flight tools/call by request id (dumped)

@@ -27,6 +27,7 @@ namespace {
 struct McpOptions {
   RunOptions run;
   std::string workspace_mode = "direct";  // --workspace: direct, overlay or copy
+  bool fresh_execs = false;               // --fresh-execs: no live sandbox
 };
 
 void WriteStdout(const std::string& line) {
@@ -207,6 +208,7 @@ int RunMcp(const McpOptions& o) {
   cfg.policy = &pol.value();
   cfg.exec.state_dir = state;
   cfg.exec.labels = RunTakesLabels();
+  cfg.live = !o.fresh_execs;
   if (!ServeMcp(cfg, state)) return 1;
   api::RemoveTree(state);
   if (review) EndMcpReview(*review);
@@ -218,12 +220,15 @@ int RunMcp(const McpOptions& o) {
 void AddMcpCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<McpOptions>();
   CLI::App* sub = app.add_subcommand(
-      "mcp", "Serve MCP on stdio: every exec tool call runs in a fresh sandbox under OPTIONS");
+      "mcp", "Serve MCP on stdio: the session's commands run in one live sandbox under OPTIONS");
   AddRunOptions(sub, &o->run);
   sub->add_option("--workspace", o->workspace_mode,
                   "direct (default), or overlay: review mode, the commands' writes wait in a "
                   "review session for `ward apply` (docs/review.md); copy: the same with a copy")
       ->check(CLI::IsMember({"direct", "overlay", "copy"}));
+  sub->add_flag("--fresh-execs", o->fresh_execs,
+                "Run every command in a sandbox of its own instead of in the session's live "
+                "sandbox");
   sub->callback([o, exit_code] { *exit_code = RunMcp(*o); });
 }
 

@@ -25,10 +25,22 @@ assert.ok(client.getServerCapabilities().tools, "the server offers tools");
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name).sort();
 assert.deepEqual(names, ["edit_file", "exec", "exec_kill", "exec_poll", "list_files",
-                         "read_file", "write_file"]);
+                         "read_file", "reset_sandbox", "write_file"]);
 
-// 2. A command, in a fresh sandbox, with a structured result.
+// 2. A command, in the session's live sandbox, with a structured result.
 let r = await client.callTool({ name: "exec", arguments: { command: "echo hello-mcp; pwd" } });
+{
+  // The session's sandbox lives from one call to the next, until reset_sandbox.
+  let k = await client.callTool({ name: "exec", arguments: { command: "echo kept > /tmp/k" } });
+  assert.equal(k.isError, false, JSON.stringify(k));
+  k = await client.callTool({ name: "exec", arguments: { command: "cat /tmp/k" } });
+  assert.equal(k.structuredContent.stdout, "kept\n", JSON.stringify(k));
+  k = await client.callTool({ name: "reset_sandbox", arguments: {} });
+  assert.equal(k.isError, false, JSON.stringify(k));
+  k = await client.callTool({ name: "exec", arguments: { command: "cat /tmp/k" } });
+  assert.equal(k.isError, true, JSON.stringify(k));
+  assert.notEqual(k.structuredContent.exit_code, 0);
+}
 assert.equal(r.isError, false, JSON.stringify(r));
 assert.equal(r.structuredContent.status, "exited");
 assert.equal(r.structuredContent.exit_code, 0);

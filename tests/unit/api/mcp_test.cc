@@ -93,7 +93,7 @@ TEST_F(McpTest, StatelessRevisionDiscoveryAndPerRequestVersion) {
   // No handshake needed: a tools/list with _meta works and says resultType.
   auto l = Request("tools/list", {{"_meta", meta}});
   EXPECT_EQ(l["result"]["resultType"], "complete");
-  EXPECT_EQ(l["result"]["tools"].size(), 7u);
+  EXPECT_EQ(l["result"]["tools"].size(), 8u);
   nlohmann::json bad = {{"io.modelcontextprotocol/protocolVersion", "2099-01-01"}};
   auto e = Request("tools/list", {{"_meta", bad}});
   EXPECT_EQ(e["error"]["code"], kMcpUnsupportedVersionCode);
@@ -113,7 +113,8 @@ TEST_F(McpTest, ToolDefinitionsAreWellFormed) {
     }
   }
   EXPECT_EQ(names, (std::set<std::string>{"exec", "exec_poll", "exec_kill", "read_file",
-                                          "write_file", "edit_file", "list_files"}));
+                                          "write_file", "edit_file", "list_files",
+                                          "reset_sandbox"}));
 }
 
 TEST_F(McpTest, ExecReturnsStructuredResults) {
