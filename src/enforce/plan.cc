@@ -670,23 +670,21 @@ Status PlanSeccomp(const policy::Policy& policy, const KernelFeatures& features,
 }
 
 // What common tools need to find the proxy (later entries replace the caller's values).
-// `own_loopback`: a live sandbox, whose execs serve each other on its loopback.
-void SetProxyEnvironment(uint16_t proxy_port, bool own_loopback, std::vector<std::string>* env) {
+void SetProxyEnvironment(uint16_t proxy_port, std::vector<std::string>* env) {
   std::string url = "http://127.0.0.1:" + std::to_string(proxy_port);
   std::string port = std::to_string(proxy_port);
-  const std::string no_proxy = own_loopback ? "localhost,127.0.0.1,::1" : "";
   const std::pair<const char*, std::string> vars[] = {
       {"HTTP_PROXY", url},
       {"HTTPS_PROXY", url},
       {"ALL_PROXY", url},
-      // Empty: even 127.0.0.1 goes through the proxy. Inside, nothing can listen on TCP
-      // (Landlock), so the loopback that matters is the host's, reached by address rules. A
-      // live sandbox's loopback is its own: its services are reached directly.
-      {"NO_PROXY", no_proxy},
+      // Empty: even 127.0.0.1 goes through the proxy, which records what it refuses and reaches
+      // the host's loopback where an address rule allows it. (A live sandbox's own loopback
+      // services are reached by an exec that sets NO_PROXY, or by a client without a proxy.)
+      {"NO_PROXY", ""},
       {"http_proxy", url},
       {"https_proxy", url},
       {"all_proxy", url},
-      {"no_proxy", no_proxy},
+      {"no_proxy", ""},
       {"npm_config_proxy", url},
       {"npm_config_https_proxy", url},
       {"YARN_HTTP_PROXY", url},
@@ -713,7 +711,7 @@ void PlanProcess(const policy::Policy& policy, const PlanInput& input, const std
                  const NetSpec& net, ProcessSpec* process) {
   process->argv = input.argv;
   process->env = input.env;
-  if (net.enabled) SetProxyEnvironment(net.proxy_port, input.exec_server, &process->env);
+  if (net.enabled) SetProxyEnvironment(net.proxy_port, &process->env);
   process->workdir = policy.workspace_access ? ws : "/";
 }
 

@@ -384,11 +384,11 @@ def check_only_ward(convo):
 
 
 def check_audit_mcp(records, exfil_port):
-    """Each exec is a ward session of its own; the exfiltration is refused by the proxy and the
-    hook write as protected, both audited."""
-    sessions = A.records_of(records, "session.start")
-    if len(sessions) < len(A.Hostile.NAMES):
-        A.fail("%d ward sessions for %d exec calls" % (len(sessions), len(A.Hostile.NAMES)))
+    """Each exec is recorded (an exec.start of the session's live sandbox); the exfiltration is
+    refused by the proxy and the hook write as protected, both audited."""
+    execs = A.records_of(records, "exec.start")
+    if len(execs) < len(A.Hostile.NAMES):
+        A.fail("%d exec.start records for %d exec calls" % (len(execs), len(A.Hostile.NAMES)))
     check_exfil_denied(records, exfil_port)
     check_hook_denied(records)
 
