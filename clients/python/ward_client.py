@@ -154,9 +154,15 @@ class WardClient:
     def destroy(self, sandbox_id):
         return self.call("sandbox.destroy", {"sandbox_id": sandbox_id})
 
+    def reset(self, sandbox_id):
+        """sandbox.reset: everything running in the sandbox ends; its next exec starts afresh."""
+        return self.call("sandbox.reset", {"sandbox_id": sandbox_id})
+
     def run(self, sandbox_id, argv=None, shell=None, **options):
         """exec.run: give argv (a list) or shell (a string). options: cwd, env, stdin,
-        stdin_open, timeout_ms, yield_ms, max_output_bytes, policy, notify."""
+        stdin_open, timeout_ms, yield_ms, max_output_bytes, policy, fresh, notify. The sandbox
+        stays up between calls (processes, /tmp, HOME); fresh=True, or a policy, runs the
+        command in a sandbox of its own."""
         params = dict(options, sandbox_id=sandbox_id)
         if shell is not None:
             params["shell"] = shell

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs one command in a fresh sandbox through `ward serve`, streaming its output.
+"""Runs one command in a new sandbox through `ward serve`, streaming its output.
 
     ward serve &
     python3 run_command.py [--socket PATH] WORKSPACE COMMAND [ARGS...]
