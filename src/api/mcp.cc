@@ -80,14 +80,17 @@ nlohmann::json ToolError(const std::string& message) {
   return {{"content", TextContent(message)}, {"isError", true}};
 }
 
-nlohmann::json McpServer::ToolDefinitions() {
+namespace {
+
+// The tools that run commands: exec, exec_poll, exec_kill, reset_sandbox.
+void AddCommandTools(nlohmann::json& tools) {
   nlohmann::json str = {{"type", "string"}};
-  nlohmann::json tools = nlohmann::json::array();
   tools.push_back({
       {"name", "exec"},
-      {"title", "Run a command in a fresh sandbox"},
+      {"title", "Run a command in the sandbox"},
       {"description",
-       "Runs a command in its own fresh ward sandbox, in the workspace. Give `command` (a shell "
+       "Runs a command in the session's ward sandbox (what earlier commands left running or "
+       "wrote in /tmp and HOME is still there), in the workspace. Give `command` (a shell "
        "command line, run with /bin/sh -c) or `argv`. Returns status, exit_code, stdout, stderr. "
        "A command still running after yield_ms (at most 20000) returns status \"running\" and "
        "an exec_id for exec_poll / exec_kill. A non-zero exit or a denial is reported as an "
@@ -155,6 +158,11 @@ nlohmann::json McpServer::ToolDefinitions() {
       {"inputSchema", {{"type", "object"}, {"properties", nlohmann::json::object()},
                        {"additionalProperties", false}}},
   });
+}
+
+// The tools that read and write the workspace through the policy's checks.
+void AddFileTools(nlohmann::json& tools) {
+  nlohmann::json str = {{"type", "string"}};
   tools.push_back({
       {"name", "read_file"},
       {"title", "Read a file of the workspace"},
@@ -208,6 +216,14 @@ nlohmann::json McpServer::ToolDefinitions() {
          {{"path", str}, {"depth", {{"type", "integer"}, {"minimum", 1}, {"maximum", 10}}}}},
         {"additionalProperties", false}}},
   });
+}
+
+}  // namespace
+
+nlohmann::json McpServer::ToolDefinitions() {
+  nlohmann::json tools = nlohmann::json::array();
+  AddCommandTools(tools);
+  AddFileTools(tools);
   return tools;
 }
 
