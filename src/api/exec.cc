@@ -583,15 +583,19 @@ void Exec::OnProcessExit() {
     });
     return;
   }
-  exited_ = true;
   wait_status_ = st;
+  // The pid namespace is gone with `ward run`, so the pipes close promptly; a straggler that
+  // holds them (it cannot be in the sandbox) does not keep the exec open for long.
+  Ended(std::chrono::milliseconds(500));
+}
+
+void Exec::Ended(std::chrono::milliseconds drain) {
+  exited_ = true;
   timeout_timer_.cancel();
   kill_timer_.cancel();
   CloseStdin();
-  // The pid namespace is gone with `ward run`, so the pipes close promptly; a straggler that
-  // holds them (it cannot be in the sandbox) does not keep the exec open for long.
   auto self = shared_from_this();
-  drain_timer_.expires_after(std::chrono::milliseconds(500));
+  drain_timer_.expires_after(drain);
   drain_timer_.async_wait([self](const asio::error_code& ec) {
     if (ec) return;
     self->Finish();
@@ -664,21 +668,11 @@ void Exec::OnLiveMessage(const enforce::ExecMsg& m, const nlohmann::json& checke
 }
 
 void Exec::OnLiveEnd(std::optional<nlohmann::json> status) {
-  exited_ = true;
   status_eof_ = true;
   if (status) status_buf_ = status->dump();
-  timeout_timer_.cancel();
-  kill_timer_.cancel();
-  CloseStdin();
   // What the command wrote is in its pipes already; a process it left running in the sandbox
   // may hold them open for as long as it runs, so the exec ends soon without their end.
-  auto self = shared_from_this();
-  drain_timer_.expires_after(std::chrono::milliseconds(100));
-  drain_timer_.async_wait([self](const asio::error_code& ec) {
-    if (ec) return;
-    self->Finish();
-  });
-  MaybeFinish();
+  Ended(std::chrono::milliseconds(100));
 }
 
 void Exec::MaybeFinish() {

@@ -128,6 +128,9 @@ class Exec : public std::enable_shared_from_this<Exec> {
   Expected<Done> StartLive(StartRequest& req, uint64_t live_id);
   void OnLiveMessage(const enforce::ExecMsg& m, const nlohmann::json& checked);
   void OnLiveEnd(std::optional<nlohmann::json> status);
+  // The process ended: stdin closes, timers stop, and the exec finishes once its pipes are
+  // drained, or after `drain` whoever still holds them.
+  void Ended(std::chrono::milliseconds drain);
   void PumpStdin();
   void OnProcessExit();
   void MaybeFinish();

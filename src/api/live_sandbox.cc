@@ -48,6 +48,16 @@ std::string Said(const std::string& status, const std::string& stderr_text) {
   return nl == std::string::npos ? last : last.substr(nl + 1);
 }
 
+// What the supervisor sent with an exec's end (the check after it), from `memfd`; null if none.
+nlohmann::json Checked(const enforce::ExecMsg& m, int memfd) {
+  if (memfd < 0 || m.length == 0 || m.length > (1u << 20)) return nullptr;
+  std::string text(m.length, '\0');
+  if (pread(memfd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+    return nullptr;
+  }
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
 }  // namespace
 
 LiveSandbox::LiveSandbox(asio::io_context& io) : io_(io) {}
@@ -162,30 +172,19 @@ void LiveSandbox::WaitChannel() {
 }
 
 void LiveSandbox::OnChannel() {
-  while (true) {
-    enforce::ExecMsg m;
-    UniqueFd fds[4];
-    const int r = enforce::RecvExecMsg(channel_->native_handle(), &m, fds, MSG_DONTWAIT);
-    if (r == -EAGAIN || r == -EINTR) break;
-    if (r == -EPROTO) continue;
-    if (r != 1) return;  // `ward run` is ending: its exit says why (WaitExit)
-    auto it = execs_.find(m.id);
-    if (it == execs_.end()) continue;
-    OnMessage on_message = it->second.on_message;
-    if (m.type == enforce::ExecMsgType::kFailed || m.type == enforce::ExecMsgType::kExited) {
-      execs_.erase(it);
-    }
-    nlohmann::json checked;
-    if (fds[0] && m.length > 0 && m.length <= (1u << 20)) {
-      std::string text(m.length, '\0');
-      if (pread(fds[0].get(), text.data(), text.size(), 0) == static_cast<ssize_t>(text.size())) {
-        checked = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-      }
-    }
-    if (on_message) on_message(m, checked);
-    if (ended_) return;
-  }
-  WaitChannel();
+  const bool open = enforce::ForEachExecMsg(
+      channel_->native_handle(), [this](const enforce::ExecMsg& m, UniqueFd fds[4]) {
+        auto it = execs_.find(m.id);
+        if (it == execs_.end()) return true;
+        OnMessage on_message = it->second.on_message;
+        if (m.type == enforce::ExecMsgType::kFailed || m.type == enforce::ExecMsgType::kExited) {
+          execs_.erase(it);
+        }
+        if (on_message) on_message(m, Checked(m, fds[0].get()));
+        return !ended_;
+      });
+  // Closed: `ward run` is ending, and its exit says why (WaitExit).
+  if (open && !ended_) WaitChannel();
 }
 
 void LiveSandbox::WaitExit() {

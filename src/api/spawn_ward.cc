@@ -25,7 +25,7 @@ __attribute__((no_sanitize_address)) int SpawnChild(void* p) {
   setpgid(0, 0);
   // The signals `ward run` forwards to the command stay blocked across execve until its
   // supervisor handles them (supervisor::Run unblocks them then): an exec.signal sent while
-  // `ward run` starts (300 ms and more under ASan and load) reaches the command instead of
+  // `ward run` starts (slow under ASan and load) reaches the command instead of
   // killing `ward run` and leaving the exec "interrupted".
   sigset_t forwarded;
   sigemptyset(&forwarded);

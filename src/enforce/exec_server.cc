@@ -86,18 +86,14 @@ class ExecServer {
  private:
   // False when the supervisor is gone: the server ends, and init ends the sandbox with it.
   bool OnRequest() {
-    ExecMsg m;
-    UniqueFd fds[4];
-    const int r = RecvExecMsg(sock_, &m, fds, MSG_DONTWAIT);
-    if (r == -EAGAIN || r == -EINTR) return true;
-    if (r == -EPROTO) return true;  // not one of ours: ignored (only the supervisor sends)
-    if (r != 1) return false;
-    if (m.type == ExecMsgType::kStart) {
-      Start(m, fds);
-    } else if (m.type == ExecMsgType::kSignal) {
-      Signal(m.id, m.value);
-    }
-    return true;
+    return ForEachExecMsg(sock_, [this](const ExecMsg& m, UniqueFd fds[4]) {
+      if (m.type == ExecMsgType::kStart) {
+        Start(m, fds);
+      } else if (m.type == ExecMsgType::kSignal) {
+        Signal(m.id, m.value);
+      }
+      return true;
+    });
   }
 
   void Start(const ExecMsg& m, UniqueFd fds[4]) {

@@ -48,10 +48,24 @@ int RecvExecMsg(int sock, ExecMsg* msg, UniqueFd fds[4], int flags) {
   bool truncated = false;
   const ssize_t n = RecvWithFds(sock, msg, sizeof *msg, got, 4, &nfds, &truncated, flags);
   for (int i = 0; i < 4; ++i) fds[i].reset(i < nfds ? got[i] : -1);
+  msg->error.stage[sizeof msg->error.stage - 1] = '\0';
+  msg->error.detail[sizeof msg->error.detail - 1] = '\0';
   if (n < 0) return static_cast<int>(n);
   if (n == 0) return 0;
   if (n != static_cast<ssize_t>(sizeof *msg) || truncated) return -EPROTO;
   return 1;
+}
+
+bool ForEachExecMsg(int sock, const std::function<bool(const ExecMsg&, UniqueFd fds[4])>& fn) {
+  while (true) {
+    ExecMsg m;
+    UniqueFd fds[4];
+    const int r = RecvExecMsg(sock, &m, fds, MSG_DONTWAIT);
+    if (r == -EAGAIN || r == -EINTR) return true;
+    if (r == -EPROTO) continue;
+    if (r != 1) return false;
+    if (!fn(m, fds)) return true;
+  }
 }
 
 Result<UniqueFd> ExecRequestMemfd(const std::string& encoded) {

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,8 +57,13 @@ Status DecodeExecRequest(std::string_view bytes, ExecRequest* req);
 // One message with up to four descriptors. Returns 0 or -errno.
 int SendExecMsg(int sock, const ExecMsg& msg, const int* fds = nullptr, size_t nfds = 0);
 // Blocks (unless `flags` has MSG_DONTWAIT) for one message; `fds` (4 of them) receive what came
-// attached (invalid ones when fewer). Returns 1, 0 at EOF, or -errno (-EPROTO: not a message).
+// attached (invalid ones when fewer). The error's strings are terminated whatever was sent (the
+// exec server runs inside the sandbox). Returns 1, 0 at EOF, or -errno (-EPROTO: not a message).
 int RecvExecMsg(int sock, ExecMsg* msg, UniqueFd fds[4], int flags = 0);
+
+// Hands every message `sock` (non-blocking) holds now to `fn`, skipping what is not a message,
+// until `fn` returns false. False once the other end closed (or `sock` failed).
+bool ForEachExecMsg(int sock, const std::function<bool(const ExecMsg&, UniqueFd fds[4])>& fn);
 
 // A memfd holding `encoded`, as kStart attaches it.
 Result<UniqueFd> ExecRequestMemfd(const std::string& encoded);

@@ -36,26 +36,21 @@ void ExecRelay::Wait(asio::posix::stream_descriptor* d, bool client) {
   });
 }
 
-// One request from `ward serve`. False when the channel closed: the sandbox is to end.
+// The requests from `ward serve`. False when the channel closed: the sandbox is to end.
 bool ExecRelay::OnClientMessage() {
-  while (true) {
-    ExecMsg m;
-    UniqueFd fds[4];
-    const int r = enforce::RecvExecMsg(client_.native_handle(), &m, fds, MSG_DONTWAIT);
-    if (r == -EAGAIN || r == -EINTR) return true;
-    if (r == -EPROTO) continue;
-    if (r != 1) {
-      End("the sandbox was closed");
-      return false;
-    }
-    if (m.type == ExecMsgType::kStart) {
-      StartExec(m, fds);
-    } else if (m.type == ExecMsgType::kSignal && running_.count(m.id) && m.value > 0 &&
-               m.value < NSIG) {
-      Emit("exec.signal", {{"exec", m.id}, {"signal", m.value}});
-      enforce::SendExecMsg(server_.native_handle(), m);
-    }
-  }
+  const bool open = enforce::ForEachExecMsg(
+      client_.native_handle(), [this](const ExecMsg& m, UniqueFd fds[4]) {
+        if (m.type == ExecMsgType::kStart) {
+          StartExec(m, fds);
+        } else if (m.type == ExecMsgType::kSignal && running_.count(m.id) && m.value > 0 &&
+                   m.value < NSIG) {
+          Emit("exec.signal", {{"exec", m.id}, {"signal", m.value}});
+          enforce::SendExecMsg(server_.native_handle(), m);
+        }
+        return true;
+      });
+  if (!open) End("the sandbox was closed");
+  return open;
 }
 
 void ExecRelay::StartExec(const ExecMsg& m, UniqueFd fds[4]) {
@@ -83,26 +78,21 @@ void ExecRelay::Refuse(uint64_t id, const std::string& why) {
   enforce::SendExecMsg(client_.native_handle(), out);
 }
 
-// One answer of the exec server, recorded and passed on. False when the server is gone.
+// The exec server's answers, recorded and passed on. False when the server is gone.
 bool ExecRelay::OnServerMessage() {
-  while (true) {
-    ExecMsg m;
-    UniqueFd fds[4];
-    const int r = enforce::RecvExecMsg(server_.native_handle(), &m, fds, MSG_DONTWAIT);
-    if (r == -EAGAIN || r == -EINTR) return true;
-    if (r == -EPROTO) continue;
-    if (r != 1) {
-      End("the sandbox's exec server ended");
-      return false;
-    }
-    if (!running_.count(m.id)) continue;
-    if (m.type == ExecMsgType::kFailed || m.type == ExecMsgType::kExited) {
-      RecordEnd(m);
-      PassEnd(m);
-    } else if (m.type == ExecMsgType::kStarted) {
-      enforce::SendExecMsg(client_.native_handle(), m);
-    }
-  }
+  const bool open = enforce::ForEachExecMsg(
+      server_.native_handle(), [this](const ExecMsg& m, UniqueFd*) {
+        if (!running_.count(m.id)) return true;
+        if (m.type == ExecMsgType::kFailed || m.type == ExecMsgType::kExited) {
+          RecordEnd(m);
+          PassEnd(m);
+        } else if (m.type == ExecMsgType::kStarted) {
+          enforce::SendExecMsg(client_.native_handle(), m);
+        }
+        return true;
+      });
+  if (!open) End("the sandbox's exec server ended");
+  return open;
 }
 
 void ExecRelay::RecordEnd(const ExecMsg& m) {
