@@ -13,11 +13,7 @@
 
 #include <cctype>
 #include <climits>
-#include <functional>
-#include <mutex>
 #include <optional>
-#include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -25,82 +21,18 @@
 #include "audit/sessions.h"
 #include "cli/commands.h"
 #include "cli/run_options.h"
-#include "common/cpu.h"
 #include "common/trace.h"
 #include "enforce/probe.h"
-#include "libssl/on_use.h"
 #include "policy/decide.h"
 #include "policy/env.h"
-#include "supervisor/command_lookup.h"
 #include "supervisor/denials.h"
-#include "supervisor/explain.h"
 #include "supervisor/private_dirs.h"
-#include "supervisor/review_changes.h"
 #include "supervisor/review_store.h"
 #include "supervisor/run.h"
 #include "supervisor/run_credentials.h"
 
 namespace ward::cli {
 namespace {
-
-// The audit session's first record (session.start: the whole effective policy, the plan and the
-// eight axes, ~20 KB) takes the supervisor about a millisecond to build. It is built on a thread
-// of its own while the supervisor serves the sandbox; records emitted meanwhile are queued and
-// follow it, in order, so it stays first in the hash chain and no emitter waits for it.
-class StartRecordFirst final : public EventSink {
- public:
-  explicit StartRecordFirst(audit::SessionLog* log) : log_(log) {}
-  ~StartRecordFirst() override { Wait(); }
-  StartRecordFirst(const StartRecordFirst&) = delete;
-  StartRecordFirst& operator=(const StartRecordFirst&) = delete;
-
-  void Start(std::function<void()> build) {
-    {
-      std::lock_guard lock(mu_);
-      building_ = true;
-    }
-    try {
-      thread_ = std::thread([this, build] {
-        build();
-        Release();
-      });
-    } catch (const std::system_error&) {
-      build();  // no thread to be had: built here, before anything else is emitted
-      Release();
-    }
-  }
-  // Returns once the start record and everything queued behind it reached the log.
-  void Wait() {
-    std::lock_guard lock(join_mu_);
-    if (thread_.joinable()) thread_.join();
-  }
-  void Emit(std::string_view type, nlohmann::json data) override {
-    {
-      std::lock_guard lock(mu_);
-      if (building_) {
-        queued_.emplace_back(std::string(type), std::move(data));
-        return;
-      }
-    }
-    log_->Emit(type, std::move(data));
-  }
-
- private:
-  // The start record is written: what was queued follows it, then Emit writes directly.
-  void Release() {
-    std::lock_guard lock(mu_);
-    for (auto& [type, data] : queued_) log_->Emit(type, std::move(data));
-    queued_.clear();
-    building_ = false;
-  }
-
-  audit::SessionLog* log_;
-  std::mutex mu_;  // building_ and queued_
-  bool building_ = false;
-  std::vector<std::pair<std::string, nlohmann::json>> queued_;
-  std::mutex join_mu_;
-  std::thread thread_;
-};
 
 struct RunCommandOptions {
   RunOptions run;
@@ -195,122 +127,15 @@ enforce::WorkspaceLayer LayerOf(const supervisor::ReviewSession& s) {
   return l;
 }
 
-nlohmann::json EgressToJson(const supervisor::Outcome::Egress& e) {
-  if (!e.enabled) return nullptr;
-  nlohmann::json j = {{"connections", e.connections},
-                      {"allowed", e.allowed},
-                      {"denied", e.denied},
-                      {"bytes_up", e.bytes_up},
-                      {"bytes_down", e.bytes_down},
-                      {"dns_queries", e.dns_queries},
-                      {"dns_answered", e.dns_answered},
-                      {"dns_nxdomain", e.dns_nxdomain}};
-  if (e.credentials) {
-    j["credentials"] = {{"intercepted", e.intercepted},
-                        {"uses", e.credential_uses},
-                        {"leak_attempts", e.leak_attempts}};
-  }
-  return j;
-}
-
-nlohmann::json FeaturesToJson(const enforce::KernelFeatures& f) {
-  return {{"kernel", f.kernel_release},
-          {"user_namespaces", f.user_ns},
-          {"landlock_abi", f.landlock_abi},
-          {"seccomp", f.seccomp},
-          {"seccomp_user_notif", f.seccomp_user_notif},
-          {"pidfd", f.pidfd},
-          {"openat2", f.openat2},
-          {"mount_api", f.mount_api},
-          {"outer_wall", f.outer_wall}};
-}
-
-nlohmann::json RusageToJson(const struct rusage& r) {
-  return {{"utime_ms", r.ru_utime.tv_sec * 1000 + r.ru_utime.tv_usec / 1000},
-          {"stime_ms", r.ru_stime.tv_sec * 1000 + r.ru_stime.tv_usec / 1000},
-          {"maxrss_kb", r.ru_maxrss}};
-}
-
 // Where the audit trail goes: --audit-dir, else the state directory ("" when unknown).
 std::string AuditStateDir(const RunCommandOptions& opts) {
   return opts.audit_dir.empty() ? audit::DefaultStateDir() : opts.audit_dir;
 }
 
-// The audit session's files: made while the policy loads (an unwritable directory or a full
-// disk refuses the run), kept only once the policy says the directory stays out of sight.
-Result<std::unique_ptr<audit::SessionLog>> CreateAuditSession(const RunCommandOptions& opts,
-                                                              const std::string& session_id) {
-  std::string state = AuditStateDir(opts);
-  if (state.empty()) {
-    return Error(Code::kFailedPrecondition,
-                 "cannot tell where the audit trail goes (set XDG_STATE_HOME or HOME), or run "
-                 "with --no-audit");
-  }
-  audit::SessionLog::Options o;
-  o.state_dir = state;
-  o.session_id = session_id;
-  o.start_flusher = false;  // the supervisor must stay single-threaded until the clone
-  o.fsync_on_close = opts.audit_fsync;
-  o.reserve_bytes = opts.audit_reserve_bytes;
-  Result<std::unique_ptr<audit::SessionLog>> log = audit::SessionLog::Create(o);
-  if (!log.ok()) {
-    return Status(log.status().code(), "cannot write the audit trail: " + log.status().ToString() +
-                                           " (fix it, or run with --no-audit to go without one)");
-  }
-  return log;
-}
-
-// The host paths the sandbox can write (its HOME and /tmp are tmpfs of its own; in review mode
-// the upper layer or the copy, in ward's state directory).
-std::vector<std::string> SandboxWritablePaths(const policy::Policy& pol,
-                                              const std::optional<RunReview>& review) {
-  std::vector<std::string> paths;
-  if (review) paths.push_back(review->session.tree());
-  if (pol.workspace_access == policy::Access::kWrite) paths.push_back(pol.workspace);
-  for (const policy::PathRule& r : pol.paths) {
-    if (r.access == policy::Access::kWrite) paths.push_back(r.path);
-  }
-  return paths;
-}
-
-// A log that cannot be written ends the run with 125 (fail closed): the message says what
-// failed, what was not recorded, and what to do about it.
-void ReportAuditFailure(const Status& st, const audit::SessionLog& log,
-                        const RunCommandOptions& opts, supervisor::Outcome* out) {
-  std::string what;
-  if (out->kind == supervisor::Outcome::Kind::kAuditFailed) {
-    what = out->message;  // the supervisor stopped the sandbox for it
-  } else if (out->kind == supervisor::Outcome::Kind::kRefused) {
-    what = out->message + "; and the audit trail could not be written: " + st.ToString();
-  } else {
-    what = "the audit trail could not be written (the command's own outcome: " +
-           std::string(supervisor::OutcomeKindName(out->kind)) + ", exit status " +
-           std::to_string(out->exit_code) + "): " + st.ToString();
-  }
-  std::string dropped = log.DescribeDropped();
-  if (!dropped.empty()) what += "; not recorded: " + dropped;
-  std::string state = AuditStateDir(opts);
-  if (st.err() == ENOSPC || st.err() == EDQUOT) {
-    what += "; free space on the file system of " + state +
-            ", or move the audit trail to a file system the sandbox cannot write "
-            "(XDG_STATE_HOME or --audit-dir); a larger --audit-reserve keeps it writable longer";
-  } else {
-    what += "; check the file system of " + state +
-            ", or move the audit trail elsewhere (XDG_STATE_HOME or --audit-dir)";
-  }
-  if (out->kind != supervisor::Outcome::Kind::kRefused) {
-    out->kind = supervisor::Outcome::Kind::kAuditFailed;
-    out->stage = "audit";
-    out->err = st.err();
-    out->signal = 0;
-  }
-  out->exit_code = 125;
-  out->message = what;
-}
-
-// The policy's word on ward's own directories (its runtime and state directories, and the
-// audit directory when there is one): none may be visible inside the sandbox.
-Status CheckWardDirsHidden(const RunCommandOptions& opts, const policy::Policy& pol) {
+// ward's own directories (its runtime and state directories, the audit directory when there is
+// one, and the user's configuration): none may be in the sandbox's view.
+std::vector<supervisor::PrivateDir> WardDirsOutOfView(const RunCommandOptions& opts,
+                                                      const policy::Policy& pol) {
   std::vector<supervisor::PrivateDir> dirs = supervisor::WardPrivateDirs();
   if (pol.audit && !opts.audit_dir.empty()) {
     dirs.push_back({"the audit directory", opts.audit_dir,
@@ -321,26 +146,7 @@ Status CheckWardDirsHidden(const RunCommandOptions& opts, const policy::Policy& 
                                 "make it read-only inside (-r instead of -w), or deny it"};
   config.writable_only = true;
   dirs.push_back(std::move(config));
-  return supervisor::CheckOutOfView(pol, dirs);
-}
-
-// Whether a run left anything in its review session: an overlay's upper directory holds what it
-// wrote; a copy has to be compared (its cost is the copy's order, which this mode pays anyway).
-bool RunLeftChanges(const supervisor::ReviewSession& s) {
-  if (s.mode == supervisor::ReviewMode::kOverlay) return !supervisor::ReviewTreeEmpty(s);
-  Result<std::vector<supervisor::ReviewChange>> changes = supervisor::CollectChanges(s);
-  return !changes.ok() || !changes->empty();
-}
-
-// What session.end says of a run in review mode (a member of its own, not another record: a
-// second record at the end would start the log's flusher thread for nothing).
-nlohmann::json ReviewRecord(const RunReview& r) {
-  return {{"review_session", r.session.id},
-          {"mode", supervisor::ReviewModeName(r.session.mode)},
-          {"note", r.session.note},
-          {"tree", r.session.tree()},
-          {"workspace", r.session.workspace},
-          {"changes", r.changed}};
+  return dirs;
 }
 
 // The end of a run in review mode: a session made for it goes again when the run was refused or
@@ -348,7 +154,7 @@ nlohmann::json ReviewRecord(const RunReview& r) {
 void EndRunReview(RunReview* r, const supervisor::Outcome& out) {
   const bool ran = out.kind != supervisor::Outcome::Kind::kRefused;
   r->lock.reset();  // before a spare goes back: the next run takes it with its lock
-  if (r->own && (!ran || !r->changed)) {
+  if (r->own && (!ran || !out.review_changed)) {
     (void)supervisor::RetireEmptyReviewSession(r->session);
     return;
   }
@@ -371,7 +177,7 @@ void WriteJsonStatus(int fd, const supervisor::Outcome& o) {
       {"degraded", o.notes.degraded},
       {"duration_ms", o.duration_ms},
       {"limits", supervisor::LimitsOutcomeToJson(o.limits)},
-      {"egress", EgressToJson(o.egress)},
+      {"egress", supervisor::EgressToJson(o.egress)},
   };
   nlohmann::json quarantined = nlohmann::json::array();
   for (const supervisor::QuarantineItem& q : o.workspace.quarantined) quarantined.push_back(q.ToJson());
@@ -419,50 +225,6 @@ void PrintDenialSummary(const supervisor::Outcome& out, const std::string& sessi
   }
 }
 
-// What the command's name finds on the host's PATH and on the sandbox's (within the policy's
-// view). Looked up while sandbox init builds the root, when the supervisor only waits.
-supervisor::CommandLookup LookUpRunCommand(const supervisor::RunRequest& req) {
-  if (req.argv.empty()) return {};
-  std::string inside_path;
-  for (const std::string& e : req.env) {
-    if (e.starts_with("PATH=")) inside_path = e.substr(5);
-  }
-  const char* host_path = getenv("PATH");
-  return supervisor::LookUpCommand(req.policy, req.argv[0], inside_path,
-                                   host_path == nullptr ? "" : host_path);
-}
-
-// After the run: a command missing inside but on the host becomes a "command" denial (and a
-// record); one that found another binary inside is said once per pair (a marker in the state
-// directory). Returns that line, or "".
-std::string NoteRunCommand(const supervisor::RunRequest& req,
-                           const supervisor::CommandLookup& found, bool quiet,
-                           audit::SessionLog* log, supervisor::Outcome* out) {
-  const bool not_found =
-      out->kind == supervisor::Outcome::Kind::kExecFailed && out->err == ENOENT;
-  if (found.kind == supervisor::CommandLookup::Kind::kHiddenHere && not_found) {
-    nlohmann::json data = {{"argv0", req.argv[0]},
-                           {"host_path", found.host},
-                           {"allow_with", found.allow_with}};
-    if (std::optional<supervisor::Denial> d = supervisor::DenialOf("command.hidden", data)) {
-      d->count = 1;
-      out->denials.insert(out->denials.begin(), std::move(*d));
-    }
-    if (log) log->Emit("command.hidden", std::move(data));
-    return "";
-  }
-  if (found.kind != supervisor::CommandLookup::Kind::kDifferentHere || quiet ||
-      out->kind == supervisor::Outcome::Kind::kRefused) {
-    return "";
-  }
-  const std::string key = req.argv[0] + '\0' + found.inside + '\0' + found.host;
-  if (!supervisor::FirstNotice(audit::DefaultStateDir(), key)) return "";
-  return "ward: '" + audit::SanitizeForTerminal(req.argv[0]) + "' here is " +
-         audit::SanitizeForTerminal(found.inside) + "; on the host it is " +
-         audit::SanitizeForTerminal(found.host) + " (hidden here) — add: " +
-         audit::SanitizeForTerminal(found.allow_with) + " (said once)";
-}
-
 // What the check after the run moved to the quarantine, and how to review and restore it.
 void ReportWorkspaceCheck(const supervisor::Outcome& out) {
   for (const supervisor::QuarantineItem& q : out.workspace.quarantined) {
@@ -481,16 +243,10 @@ void ReportWorkspaceCheck(const supervisor::Outcome& out) {
   }
 }
 
-// What one run leaves for its report. The members die in reverse order: events before log (it
-// writes to the log).
+// What one run leaves for its report.
 struct RunState {
   supervisor::Outcome out;
-  supervisor::CommandLookup command_found;  // the command on the host's PATH and inside
-  std::string command_note;                 // said after the summary, once
-  std::string audit_session;                // the trail the summary points to ("" without one)
-  std::optional<RunReview> review;          // review mode (--workspace=overlay|copy)
-  std::unique_ptr<audit::SessionLog> log;
-  std::optional<StartRecordFirst> events;  // log's sink during the run (after log: dies first)
+  std::optional<RunReview> review;  // review mode (--workspace=overlay|copy)
 };
 
 void Refuse(supervisor::Outcome* out, std::string message) {
@@ -538,18 +294,6 @@ bool CheckRunOptions(RunCommandOptions& opts) {
   return true;
 }
 
-// A run that brokers credentials or asks a webhook needs OpenSSL: opening it overlaps with
-// the planning, on a thread joined before the clone (a clone copies only this thread).
-void StartTlsPreload(const policy::Policy& pol, const RunCommandOptions& opts,
-                     std::optional<ElsewhereThread>* preload) {
-  if (!supervisor::AnyCredentialEnabled(pol) && opts.run.approver.empty()) return;
-  try {
-    preload->emplace([] { (void)libssl::Load(); });
-  } catch (const std::system_error&) {
-    // No thread to be had: the broker or the webhook loads it when it starts.
-  }
-}
-
 // The request's command, proxy and approval settings, from the options.
 void FillRunRequest(const RunCommandOptions& opts, supervisor::RunRequest* req) {
   req->argv = opts.command;
@@ -564,6 +308,7 @@ void FillRunRequest(const RunCommandOptions& opts, supervisor::RunRequest* req) 
   }
   req->upstream_ca = opts.upstream_ca;
   req->approvals.session = opts.session_id;  // empty: the audit session's, or a fresh one
+  req->quiet = opts.quiet;
 }
 
 // The sandbox's environment, as the policy builds it from the caller's. Copies of the caller's
@@ -612,6 +357,7 @@ bool OpenReviewForRun(const RunCommandOptions& opts, const std::string& session_
   st->review = std::move(opened).value();
   TraceMark("review session opened");
   req->workspace_layer = LayerOf(st->review->session);
+  req->review = st->review->session;
   if (st->review->session.mode == supervisor::ReviewMode::kCopy && st->review->own &&
       opts.workspace_mode != "copy") {
     std::fprintf(stderr,
@@ -622,186 +368,33 @@ bool OpenReviewForRun(const RunCommandOptions& opts, const std::string& session_
   return true;
 }
 
-// What the run's hooks (called by the supervisor during the run) and the code after the run
-// share.
-struct AuditedRun {
-  const RunCommandOptions& opts;
-  supervisor::RunRequest& req;
-  RunState& st;
-  std::string session_id;  // the audit session's ("" without one)
-  nlohmann::json labels;
-  std::string cwd;
-  bool audit_tried = false;  // the trail was opened, or must not be (ward's dirs in view)
-};
-
-// The audit session, opened by the supervisor after the clone: its files, the check that the
-// sandbox cannot fill their file system, and the sink the run's events go to.
-Result<supervisor::AuditAttachment> OpenRunAudit(AuditedRun* run) {
-  run->audit_tried = true;
-  Result<std::unique_ptr<audit::SessionLog>> made = CreateAuditSession(run->opts, run->session_id);
-  if (!made.ok()) return made.status();
-  Status reach = audit::RequireReserveOrOwnFileSystem(
-      **made, SandboxWritablePaths(run->req.policy, run->st.review));
-  if (!reach.ok()) {
-    (void)(*made)->Discard();
-    return Status(reach.code(), reach.ToString() +
-                                    " (XDG_STATE_HOME or --audit-dir), or run with "
-                                    "--no-audit to go without one");
-  }
-  run->st.log = std::move(made).value();
-  TraceMark("audit session opened");
-  audit::SessionLog* sink = run->st.log.get();
-  run->st.events.emplace(sink);
-  return supervisor::AuditAttachment{
-      &*run->st.events, [sink](const std::string& s) { sink->redactor().AddSecret(s); },
-      [sink](std::function<void(const Status&)> stop) { sink->OnFailure(std::move(stop)); }};
-}
-
-void WireAuditHooks(AuditedRun* run) {
-  // ward's own directories out of the view: checked while init builds the root. A run
-  // refused for it writes no session (the trail could be where the sandbox would see it).
-  run->req.check_after_clone = [run] {
-    Status hidden = CheckWardDirsHidden(run->opts, run->req.policy);
-    if (!hidden.ok()) run->audit_tried = true;
-    return hidden;
-  };
-  if (!run->req.policy.audit) return;
-  run->req.approvals.session = run->session_id;
-  run->req.open_audit = [run] { return OpenRunAudit(run); };
-}
-
-// session.start: the command, who ran it and where, the kernel, and what `ward explain` says of
-// the sandbox (the effective policy, its layers, gaps, axes and plan).
-nlohmann::json StartRecord(const AuditedRun& run, const enforce::LaunchPlan& plan,
-                           const enforce::PlanNotes& notes,
-                           const enforce::KernelFeatures& features) {
-  const supervisor::RunRequest& req = run.req;
-  supervisor::ExplainInput in;
-  in.policy = &req.policy;
-  in.argv = req.argv;
-  in.env = req.env;
-  in.version = WARD_VERSION;
-  in.record_only = true;
-  in.raw_terminal = req.raw_terminal;
-  in.approval_channels = supervisor::ApprovalChannelNames(
-      req.approvals, isatty(0) == 1 && (isatty(1) == 1 || isatty(2) == 1));
-  Result<nlohmann::json> ex = supervisor::ExplainPlan(in, features, plan, notes);
-  nlohmann::json start = {{"ward_version", WARD_VERSION},
-                          {"command", req.argv},
-                          {"cwd", run.cwd},
-                          {"uid", getuid()},
-                          {"gid", getgid()},
-                          {"labels", run.labels},
-                          {"kernel", FeaturesToJson(features)},
-                          {"degraded", notes.degraded}};
-  if (supervisor::AnyCredentialEnabled(req.policy)) {
-    start["credentials"] = supervisor::EnabledCredentialsJson(req.policy);
-  }
-  if (ex.ok()) {
-    for (const char* key : {"policy", "layers", "landlock_gaps", "axes", "plan"}) {
-      start[key] = std::move((*ex)[key]);
-    }
-  }
-  return start;
-}
-
-void WireStartRecord(AuditedRun* run) {
-  run->req.on_started = [run](const enforce::LaunchPlan& run_plan,
-                              const enforce::PlanNotes& run_notes,
-                              const enforce::KernelFeatures& run_features) {
-    // Here the supervisor has sent init all it needs and waits for it: the lookup's stats
-    // are off the path of the sandbox's own setup.
-    run->st.command_found = LookUpRunCommand(run->req);
-    audit::SessionLog* sink = run->st.log.get();
-    if (sink == nullptr || !run->st.events) return;
-    sink->StartFlusherOnDemand();
-    // Copies: the thread may outlive the supervisor's plan; the request outlives it.
-    run->st.events->Start([run, sink, plan = run_plan, notes = run_notes, features = run_features] {
-      sink->Emit("session.start", StartRecord(*run, plan, notes, features));
-      TraceMark("session.start written");
-      sink->LeaveReserveToLaterSessions();
-    });
-  };
-}
-
 std::string CurrentDirectory() {
   char cwd[4096] = "";
   if (getcwd(cwd, sizeof cwd) == nullptr) cwd[0] = '\0';
   return cwd;
 }
 
-nlohmann::json EndRecord(const RunState& st) {
-  const supervisor::Outcome& out = st.out;
-  nlohmann::json end = {
-      {"status", supervisor::OutcomeKindName(out.kind)},
-      {"exit_code", out.exit_code},
-      {"signal", out.signal == 0 ? nlohmann::json(nullptr) : nlohmann::json(out.signal)},
-      {"message", out.message},
-      {"duration_ms", static_cast<int64_t>(out.duration_ms)},
-      {"rusage", RusageToJson(out.rusage)},
-      {"notifications", out.notifications},
-      {"protected_denials", out.protected_denials},
-      {"limits", supervisor::LimitsOutcomeToJson(out.limits)},
-      {"egress", EgressToJson(out.egress)}};
-  if (st.review && out.kind != supervisor::Outcome::Kind::kRefused) {
-    end["review"] = ReviewRecord(*st.review);
-  }
-  return end;
+// The audit trail's settings (--audit-dir, --audit-fsync, --audit-reserve, --label): its
+// session id is fixed now (the approval channel is named after it); the supervisor makes its
+// files after the clone, while sandbox init builds the root.
+supervisor::RunAuditOptions AuditOptions(const RunCommandOptions& opts, nlohmann::json labels) {
+  supervisor::RunAuditOptions a;
+  a.state_dir = AuditStateDir(opts);
+  a.session_id = opts.session_id.empty() ? audit::NewSessionId() : opts.session_id;
+  a.fsync_on_close = opts.audit_fsync;
+  a.reserve_bytes = opts.audit_reserve_bytes;
+  a.labels = std::move(labels);
+  a.cwd = CurrentDirectory();
+  a.ward_version = WARD_VERSION;
+  return a;
 }
 
-// The trail's last records (a refused run's start record too), then the log closed: a log that
-// cannot be written turns the outcome into its failure.
-void CloseRunAudit(AuditedRun* run) {
-  RunState& st = run->st;
-  if (st.out.kind == supervisor::Outcome::Kind::kRefused) {
-    // Nothing ran: the log still says what was refused and why.
-    st.log->Emit("session.start", {{"ward_version", WARD_VERSION},
-                                   {"command", run->req.argv},
-                                   {"cwd", run->cwd},
-                                   {"uid", getuid()},
-                                   {"labels", run->labels},
-                                   {"refused", st.out.message}});
-  }
-  TraceMark("run finished");
-  st.log->Emit("session.end", EndRecord(st));
-  TraceMark("session.end emitted");
-  Status closed = st.log->Close();
-  TraceMark("audit session closed");
-  if (!closed.ok()) ReportAuditFailure(closed, *st.log, run->opts, &st.out);
-  if (closed.ok()) StartAuditPruneIfDue(AuditStateDir(run->opts));
-}
-
-// After the run: what it left for review, the note on its command, and the audit trail closed.
-void FinishRun(AuditedRun* run) {
-  RunState& st = run->st;
-  // Everything inside is gone: what the run left in the session's tree is final.
-  if (st.review) st.review->changed = RunLeftChanges(st.review->session);
-  if (st.events) st.events->Wait();
-  st.command_note =
-      NoteRunCommand(run->req, st.command_found, run->opts.quiet, st.log.get(), &st.out);
-  st.audit_session = st.log ? run->session_id : "";
-  if (!st.log && !run->audit_tried && run->req.open_audit &&
-      st.out.kind == supervisor::Outcome::Kind::kRefused) {
-    // Refused before the clone: the trail still records what was refused and why.
-    Result<std::unique_ptr<audit::SessionLog>> made =
-        CreateAuditSession(run->opts, run->session_id);
-    if (made.ok()) {
-      st.log = std::move(made).value();
-    } else {
-      std::fprintf(stderr, "ward: %s\n", made.status().ToString().c_str());
-    }
-  }
-  if (st.log) CloseRunAudit(run);
-}
-
-// A run whose policy loaded: its request, labels, audit session id and review session, the
-// hooks the supervisor calls, the run, and what follows it.
+// A run whose policy loaded: its request (command, environment, audit trail, review session),
+// the run, and the audit trail's prune when one is due.
 void RunUnderPolicy(const RunCommandOptions& opts, policy::Policy policy, RunState* st) {
   TraceMark("policy loaded");
   supervisor::RunRequest req;
   req.policy = std::move(policy);
-  std::optional<ElsewhereThread> tls_preload;
-  StartTlsPreload(req.policy, opts, &tls_preload);
   FillRunRequest(opts, &req);
   BuildSandboxEnvironment(&req);
   nlohmann::json labels;
@@ -809,26 +402,20 @@ void RunUnderPolicy(const RunCommandOptions& opts, policy::Policy policy, RunSta
     Refuse(&st->out, std::move(bad));
     return;
   }
-  // The audit session's id is fixed now (the approval channel is named after it); its files
-  // are made by the supervisor after the clone, while sandbox init builds the root.
-  std::string session_id;
   if (req.policy.audit) {
-    session_id = opts.session_id.empty() ? audit::NewSessionId() : opts.session_id;
+    req.audit = AuditOptions(opts, std::move(labels));
+    req.approvals.session = req.audit->session_id;
   }
-  if (!OpenReviewForRun(opts, session_id, &req, st)) return;
-  AuditedRun run{opts, req, *st, session_id, std::move(labels)};
-  WireAuditHooks(&run);
-  run.cwd = CurrentDirectory();
-  WireStartRecord(&run);
+  req.out_of_view = WardDirsOutOfView(opts, req.policy);
+  if (!OpenReviewForRun(opts, req.audit ? req.audit->session_id : "", &req, st)) return;
   // On this thread: a run is bound by CPU time, and a thread of its own for these few
   // syscalls and file reads costs more than it overlaps (docs/performance.md).
   req.features = enforce::ProbeKernel(/*probe_user_ns=*/false);
-  req.before_clone = [&tls_preload] {
-    if (tls_preload) tls_preload->Settle();
-  };
   TraceMark("kernel probed");
   st->out = supervisor::Run(req);
-  FinishRun(&run);
+  if (!st->out.audit_session.empty() && st->out.kind != supervisor::Outcome::Kind::kAuditFailed) {
+    StartAuditPruneIfDue(AuditStateDir(opts));
+  }
 }
 
 // What the user reads once the run is over (on stderr), and the outcome on --json-status.
@@ -850,8 +437,8 @@ void ReportRun(const RunCommandOptions& opts, RunState* st) {
   }
   if (!opts.quiet) {
     TraceMark("summary start");
-    PrintDenialSummary(out, st->audit_session, opts.audit_dir);
-    if (!st->command_note.empty()) std::fprintf(stderr, "%s\n", st->command_note.c_str());
+    PrintDenialSummary(out, out.audit_session, opts.audit_dir);
+    if (!out.command_note.empty()) std::fprintf(stderr, "%s\n", out.command_note.c_str());
     TraceMark("summary printed");
   }
   ReportWorkspaceCheck(out);

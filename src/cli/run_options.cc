@@ -19,7 +19,6 @@
 #include "common/untrusted_file.h"
 #include "policy/paths.h"
 #include "policy/workspace_choice.h"
-#include "supervisor/run_credentials.h"
 
 namespace ward::cli {
 namespace {
@@ -342,8 +341,6 @@ Result<policy::Policy> LoadEffectivePolicy(const RunOptions& opts) {
   if (!pol.ok()) return pol;
   WARD_TRY(PrepareCommandLinePaths(opts, *pol));
   pol->workspace_anyway = anyway;
-  // Credentials need egress: their hosts join the allow list (supervisor/run_credentials.h).
-  supervisor::AllowCredentialHosts(&pol.value());
   return pol;
 }
 

@@ -785,4 +785,30 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   return plan;
 }
 
+Status PlanLateFile(std::string target, std::string why, LaunchPlan* plan) {
+  if (plan->late_file_op >= 0) {
+    return Error(Code::kInternal, "a plan takes one late file; " + target + " is a second");
+  }
+  MountOp op;
+  op.kind = MountOp::Kind::kFile;
+  op.target = std::move(target);
+  op.mode = 0444;
+  op.why = std::move(why);
+  std::vector<MountOp>& ops = plan->mount.ops;
+  auto at = std::upper_bound(ops.begin(), ops.end(), op,
+                             [](const MountOp& a, const MountOp& b) { return PathLess(a.target, b.target); });
+  plan->late_file_op = static_cast<int>(at - ops.begin());
+  ops.insert(at, std::move(op));
+  plan->await_late_setup = true;
+  return Ok();
+}
+
+const std::string& LateFileTarget(const LaunchPlan& plan) {
+  static const std::string kNone;
+  if (plan.late_file_op < 0 || static_cast<size_t>(plan.late_file_op) >= plan.mount.ops.size()) {
+    return kNone;
+  }
+  return plan.mount.ops[plan.late_file_op].target;
+}
+
 }  // namespace ward::enforce

@@ -51,6 +51,14 @@ struct PlanNotes {
 Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures& features,
                               const PlanInput& input, PlanNotes* notes);
 
+// A read-only file whose content the supervisor learns only after the clone (the credential
+// broker's CA bundle, made from a session CA that must not exist in init's copy of its memory):
+// placed now in the plan's mount order, so it lands on top of the bind that holds its path, and
+// the plan waits for its late setup (SendLateSetup sends the content). One per plan.
+Status PlanLateFile(std::string target, std::string why, LaunchPlan* plan);
+// The late file's target ("" when the plan has none).
+const std::string& LateFileTarget(const LaunchPlan& plan);
+
 // Lexical helpers shared with explain/why.
 bool PathIsWithin(const std::string& path, const std::string& dir);  // path == dir or below it
 std::string NormalizePath(const std::string& path);                  // "/a//b/./c/../d" -> "/a/b/d"

@@ -1420,7 +1420,23 @@ class Loader {
       if (out.enabled) WARD_TRY(ClaimCredential(out, c.origin, &claims));
       policy_.credentials[name] = std::move(out);
     }
+    AllowCredentialHosts();
     return CheckEnvRulesSpareSecrets(claims.secret_vars);
+  }
+
+  // Credentials need egress: each enabled credential's hosts join `network.allow` (with the
+  // credential's origin, so `ward explain` and `ward why` name it) unless already listed. A
+  // deny rule still wins over them.
+  void AllowCredentialHosts() {
+    std::vector<HostRule>& allow = policy_.network.allow;
+    for (const auto& [name, c] : policy_.credentials) {
+      if (!c.enabled) continue;
+      for (const std::string& h : c.hosts) {
+        const bool listed = std::any_of(allow.begin(), allow.end(),
+                                        [&](const HostRule& r) { return r.pattern == h; });
+        if (!listed) allow.push_back(HostRule{h, c.origin});
+      }
+    }
   }
 
   // A credential says where its secret comes from, where it may go, and has the route its

@@ -1,5 +1,7 @@
 #include "policy/policy.h"
 
+#include <algorithm>
+
 namespace ward::policy {
 
 std::string Origin::ToString() const {
@@ -28,6 +30,11 @@ std::optional<Layer> ParseLayer(const std::string& name) {
   if (name == "seccomp") return Layer::kSeccomp;
   if (name == "limits") return Layer::kLimits;
   return std::nullopt;
+}
+
+bool AnyCredentialEnabled(const Policy& policy) {
+  return std::any_of(policy.credentials.begin(), policy.credentials.end(),
+                     [](const auto& kv) { return kv.second.enabled; });
 }
 
 }  // namespace ward::policy

@@ -155,4 +155,7 @@ struct Policy {
   bool audit = true;  // false only with --no-audit
 };
 
+// Whether any credential is enabled (the run then brokers credentials through its proxy).
+bool AnyCredentialEnabled(const Policy& policy);
+
 }  // namespace ward::policy

@@ -323,6 +323,12 @@ const char* EntryTypeName(EntryType t) {
   return "absent";
 }
 
+bool TreeHoldsChanges(const ReviewSession& s) {
+  if (s.mode == ReviewMode::kOverlay) return !ReviewTreeEmpty(s);
+  Result<std::vector<ReviewChange>> changes = CollectChanges(s);
+  return !changes.ok() || !changes->empty();
+}
+
 Result<std::vector<ReviewChange>> CollectChanges(const ReviewSession& s) {
   Walker w(s);
   return w.Run();

@@ -56,6 +56,11 @@ struct ReviewChange {
 // deleted or replaced comes with a kDelete for each entry the host has below it.
 Result<std::vector<ReviewChange>> CollectChanges(const ReviewSession& s);
 
+// Whether the session's tree holds anything a run left: an overlay's upper directory holds what
+// it wrote; a copy has to be compared (its cost is the copy's order, which this mode pays
+// anyway). A copy that cannot be compared counts as changed.
+bool TreeHoldsChanges(const ReviewSession& s);
+
 // The changes selected by `paths` (relative to the workspace; each selects itself and what is
 // below it), with the directories the run made above them. Empty `paths`: all. Unmatched paths
 // are returned in *unmatched.

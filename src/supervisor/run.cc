@@ -14,8 +14,10 @@
 #include <set>
 #include <mutex>
 #include <optional>
+#include <system_error>
 
 #include "audit/session_log.h"
+#include "common/cpu.h"
 #include "common/format.h"
 #include "common/linux.h"
 #include "common/trace.h"
@@ -26,6 +28,7 @@
 #include "enforce/limits.h"
 #include "enforce/ns/net.h"
 #include "enforce/probe.h"
+#include "libssl/on_use.h"
 #include "net/dns_stub.h"
 #include "net/egress_rules.h"
 #include "net/proxy.h"
@@ -35,7 +38,9 @@
 #include "supervisor/approvals/wiring.h"
 #include "supervisor/exec_relay.h"
 #include "supervisor/notifier.h"
+#include "supervisor/review_changes.h"
 #include "supervisor/run_credentials.h"
+#include "supervisor/run_records.h"
 #include "supervisor/terminal.h"
 
 namespace ward::supervisor {
@@ -819,6 +824,24 @@ nlohmann::json LimitsOutcomeToJson(const LimitsOutcome& l) {
   return j;
 }
 
+nlohmann::json EgressToJson(const Outcome::Egress& e) {
+  if (!e.enabled) return nullptr;
+  nlohmann::json j = {{"connections", e.connections},
+                      {"allowed", e.allowed},
+                      {"denied", e.denied},
+                      {"bytes_up", e.bytes_up},
+                      {"bytes_down", e.bytes_down},
+                      {"dns_queries", e.dns_queries},
+                      {"dns_answered", e.dns_answered},
+                      {"dns_nxdomain", e.dns_nxdomain}};
+  if (e.credentials) {
+    j["credentials"] = {{"intercepted", e.intercepted},
+                        {"uses", e.credential_uses},
+                        {"leak_attempts", e.leak_attempts}};
+  }
+  return j;
+}
+
 const char* OutcomeKindName(Outcome::Kind k) {
   switch (k) {
     case Outcome::Kind::kExited:
@@ -882,15 +905,11 @@ Status FetchAndSendCredentials(const RunRequest& req, const RunCredentialsOption
   if (!prepared.ok()) return prepared.status();
   *creds = std::move(prepared).value();
   ApplyCredentialsToPlan(*creds, plan);
-  std::string bundle;
-  if (plan->late_file_op >= 0) {
-    bundle = plan->mount.ops[plan->late_file_op].content;
-    if (bundle.empty()) {
-      return Error(Code::kInternal,
-                   "credentials: no CA bundle for " + plan->mount.ops[plan->late_file_op].target);
-    }
+  const std::string& bundle_target = enforce::LateFileTarget(*plan);
+  if (!bundle_target.empty() && creds->ca_bundle.empty()) {
+    return Error(Code::kInternal, "credentials: no CA bundle for " + bundle_target);
   }
-  return enforce::SendLateSetup(sb, plan->process.env, bundle);
+  return enforce::SendLateSetup(sb, plan->process.env, creds->ca_bundle);
 }
 
 }  // namespace
@@ -984,7 +1003,7 @@ std::string CompletePlan(const RunRequest& req, const RunCredentialsOptions& cre
                          const TerminalState& term, enforce::LaunchPlan* plan) {
   // Credentials: checked now; their secrets are fetched only after the clone, so that sandbox
   // init, a copy of this process's memory, never holds one.
-  if (AnyCredentialEnabled(req.policy)) {
+  if (policy::AnyCredentialEnabled(req.policy)) {
     Status st = PlanRunCredentials(req.policy, creds_options, plan);
     if (!st.ok()) return std::move(st).With("credentials").ToString();
   }
@@ -1039,26 +1058,42 @@ Outcome RefuseAfterClone(const enforce::Sandbox& sb, Outcome out, const Status& 
   return Refused(std::move(out), st.ToString());
 }
 
-// Where the run's events go and who learns its secrets: the request's, or the audit trail's
-// once it is open.
-struct RunSinks {
-  EventSink* events = nullptr;
-  std::function<void(const std::string&)> add_secret;
-};
-
-// The audit trail (when the caller keeps one), opened while init builds the root; a write error
-// of the log from then on stops the run (audit_stop).
-Status OpenRunAudit(const RunRequest& req, const std::shared_ptr<AuditStop>& audit_stop,
-                    RunSinks* sinks) {
-  if (!req.open_audit) return Ok();
-  Result<AuditAttachment> audit = req.open_audit();
-  if (!audit.ok()) return audit.status();
-  sinks->events = audit->events;
-  sinks->add_secret = std::move(audit->add_secret);
-  if (audit->on_failure) {
-    audit->on_failure([audit_stop](const Status& st) { audit_stop->Fail(st); });
+// The host paths the sandbox can write (its HOME and /tmp are tmpfs of its own; in review mode
+// the upper layer or the copy, in ward's state directory): the audit trail must not be where
+// they could fill its file system.
+std::vector<std::string> SandboxWritablePaths(const RunRequest& req) {
+  std::vector<std::string> paths;
+  if (req.review) paths.push_back(req.review->tree());
+  if (req.policy.workspace_access == policy::Access::kWrite) paths.push_back(req.policy.workspace);
+  for (const policy::PathRule& r : req.policy.paths) {
+    if (r.access == policy::Access::kWrite) paths.push_back(r.path);
   }
+  return paths;
+}
+
+// After the clone, while init builds the root: ward's own directories out of the view (a run
+// refused for it keeps no trail: the trail could be where the sandbox would see it), then the
+// audit trail, whose write errors from then on stop the run (audit_stop).
+Status CheckAndOpenAudit(const RunRequest& req, const std::shared_ptr<AuditStop>& audit_stop,
+                         RunAudit* audit) {
+  if (Status hidden = CheckOutOfView(req.policy, req.out_of_view); !hidden.ok()) {
+    audit->Forgo();
+    return hidden;
+  }
+  WARD_TRY(audit->Open(SandboxWritablePaths(req)));
+  audit->OnFailure([audit_stop](const Status& st) { audit_stop->Fail(st); });
   return Ok();
+}
+
+// A run that brokers credentials or asks a webhook needs OpenSSL: opening it overlaps with
+// the planning, on a thread settled before the clone (a clone copies only the calling thread).
+void StartTlsPreload(const RunRequest& req, std::optional<ElsewhereThread>* preload) {
+  if (!policy::AnyCredentialEnabled(req.policy) && req.approvals.approver.empty()) return;
+  try {
+    preload->emplace([] { (void)libssl::Load(); });
+  } catch (const std::system_error&) {
+    // No thread to be had: the broker or the webhook loads it when it starts.
+  }
 }
 
 void ClassifyDeniedWrites(const RunRequest& req, DenialTee* denials) {
@@ -1094,11 +1129,21 @@ Status SendRestOfSetup(enforce::Sandbox* sb, enforce::LaunchPlan* plan,
   return Ok();
 }
 
-}  // namespace
+// session.start, built on a thread of its own. Copies: the thread may outlive this plan; the
+// request outlives it (Run waits for the record before it returns).
+void WriteStartRecord(const RunRequest& req, const enforce::LaunchPlan& plan,
+                      const enforce::PlanNotes& notes, const enforce::KernelFeatures& features,
+                      RunAudit* audit) {
+  if (!audit->open()) return;
+  audit->WriteStart([&req, plan, notes, features] { return StartRecord(req, plan, notes, features); });
+}
 
-Outcome Run(const RunRequest& req) {
+// The run from its plan to the end of everything inside; the audit trail is opened on the way.
+Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* command) {
   Outcome out;
   auto start = Clock::now();
+  std::optional<ElsewhereThread> tls_preload;
+  StartTlsPreload(req, &tls_preload);
   // The file system's clock (coarse): whatever changes from now on has a ctime at or after it.
   struct timespec run_start = {};
   clock_gettime(CLOCK_REALTIME_COARSE, &run_start);
@@ -1130,14 +1175,10 @@ Outcome Run(const RunRequest& req) {
   if (Status made = CreateCgroupBeforeClone(&*plan, &cgroup, &out); !made.ok()) {
     return Refused(std::move(out), made.ToString());
   }
-  if (req.before_clone) req.before_clone();
+  if (tls_preload) tls_preload->Settle();
   Result<enforce::Sandbox> sb = enforce::StartSandbox(*plan, cgroup.get());
   if (!sb.ok()) return Refused(std::move(out), sb.status().ToString());
   TraceMark("cloned");
-  if (req.check_after_clone) {
-    Status checked = req.check_after_clone();
-    if (!checked.ok()) return RefuseAfterClone(*sb, std::move(out), checked);
-  }
   net::CredentialSetup creds;
   if (plan->await_late_setup) {
     Status sent = FetchAndSendCredentials(req, creds_options, *sb, &*plan, &creds);
@@ -1151,23 +1192,24 @@ Outcome Run(const RunRequest& req) {
   // network namespace and the seccomp program are sent (init waits for both before it starts
   // the command), so that a trail which cannot be written refuses the run before the command
   // ever ran.
-  RunSinks sinks{req.events, req.add_secret};
   auto audit_stop = std::make_shared<AuditStop>();  // the log may report after Run returned
-  if (Status opened = OpenRunAudit(req, audit_stop, &sinks); !opened.ok()) {
+  if (Status opened = CheckAndOpenAudit(req, audit_stop, audit); !opened.ok()) {
     return RefuseAfterClone(*sb, std::move(out), opened);
   }
-  // Every event passes the tee that gathers the run's denials on its way to the trail (if any).
-  DenialTee denials(sinks.events);
+  // Every event passes the tee that gathers the run's denials on its way to the trail (or to
+  // the caller's sink without one).
+  DenialTee denials(audit->open() ? audit->events() : req.events);
   ClassifyDeniedWrites(req, &denials);
   EventSink* events = &denials;
-  // The redactor knows every secret before the first record (on_started, then the session).
-  if (sinks.add_secret) {
-    for (const std::string& secret : creds.secrets) sinks.add_secret(secret);
-  }
+  // The redactor knows every secret before the first record.
+  for (const std::string& secret : creds.secrets) audit->AddSecret(secret);
   if (Status sent = SendRestOfSetup(&*sb, &*plan, &cgroup, &out); !sent.ok()) {
     return RefuseAfterClone(*sb, std::move(out), sent);
   }
-  if (req.on_started) req.on_started(*plan, out.notes, features);
+  // The supervisor has sent init all it needs and waits for it: the lookup's stats and the
+  // start record are off the path of the sandbox's own setup.
+  *command = LookUpRunCommand(req);
+  WriteStartRecord(req, *plan, out.notes, features, audit);
   CreationJournal journal(ProtectedComponents(plan->mount.protect.relpaths));
   // Without the guard, the check tells what the run made at a protected name by what was there.
   std::set<std::string> existed;
@@ -1213,6 +1255,56 @@ Outcome Run(const RunRequest& req) {
   TraceMark("denials gathered");
   out.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   if (!out.rusage_from_init) getrusage(RUSAGE_CHILDREN, &out.rusage);
+  return out;
+}
+
+// A trail that cannot be written ends the run with 125 (fail closed): the message says what
+// failed, what was not recorded, and what to do about it.
+void ReportAuditFailure(const Status& st, const RunAudit& audit, Outcome* out) {
+  std::string what;
+  if (out->kind == Outcome::Kind::kAuditFailed) {
+    what = out->message;  // the supervisor stopped the sandbox for it
+  } else if (out->kind == Outcome::Kind::kRefused) {
+    what = out->message + "; and the audit trail could not be written: " + st.ToString();
+  } else {
+    what = "the audit trail could not be written (the command's own outcome: " +
+           std::string(OutcomeKindName(out->kind)) + ", exit status " +
+           std::to_string(out->exit_code) + "): " + st.ToString();
+  }
+  what += audit.FailureAdvice(st);
+  if (out->kind != Outcome::Kind::kRefused) {
+    out->kind = Outcome::Kind::kAuditFailed;
+    out->stage = "audit";
+    out->err = st.err();
+    out->signal = 0;
+  }
+  out->exit_code = 125;
+  out->message = what;
+}
+
+// After the run: what it left for review, the note on its command, and the audit trail's last
+// records (a run refused before the clone gets its session now, to say so).
+void FinishRun(const RunRequest& req, const CommandLookup& command, RunAudit* audit,
+               Outcome* out) {
+  // Everything inside is gone: what the run left in the session's tree is final.
+  if (req.review) out->review_changed = TreeHoldsChanges(*req.review);
+  audit->WaitForStart();
+  out->command_note = NoteRunCommand(req, command, audit, out);
+  const bool refused = out->kind == Outcome::Kind::kRefused;
+  if (refused) audit->OpenForRefusal();
+  if (!audit->open()) return;
+  out->audit_session = audit->session_id();
+  Status closed = audit->Close(req.argv, refused ? out->message : "", EndRecord(req, *out));
+  if (!closed.ok()) ReportAuditFailure(closed, *audit, out);
+}
+
+}  // namespace
+
+Outcome Run(const RunRequest& req) {
+  RunAudit audit(req.audit);
+  CommandLookup command;
+  Outcome out = LaunchAndServe(req, &audit, &command);
+  FinishRun(req, command, &audit, &out);
   return out;
 }
 

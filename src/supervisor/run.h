@@ -6,7 +6,6 @@
 #include <sys/resource.h>
 
 #include <cstdint>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -20,24 +19,18 @@
 #include "policy/policy.h"
 #include "supervisor/approvals/wiring.h"
 #include "supervisor/denials.h"
+#include "supervisor/private_dirs.h"
+#include "supervisor/review_store.h"
+#include "supervisor/run_audit.h"
 #include "supervisor/workspace_check.h"
 
 namespace ward::supervisor {
-
-// Where a run's events and secrets go once its audit trail is open (see `open_audit`).
-struct AuditAttachment {
-  EventSink* events = nullptr;
-  std::function<void(const std::string&)> add_secret;
-  // Registers the run's stop for the trail's first write error (fail closed): the stop is
-  // called once, from whichever thread hit the error, and may be called after Run returned.
-  std::function<void(std::function<void(const Status&)>)> on_failure;
-};
 
 struct RunRequest {
   policy::Policy policy;
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "NAME=VALUE", built from the policy's allow list
-  EventSink* events = nullptr;   // audit sink (may be null)
+  EventSink* events = nullptr;   // where events go without an audit trail (may be null)
   // Supervisor-side name overrides for the proxy (`--resolve HOST:ADDR[,ADDR]`).
   std::vector<std::string> resolve;
   // File and host approvals (--ask): the approver channels and the session id.
@@ -56,26 +49,15 @@ struct RunRequest {
   // A live sandbox (`ward serve`): no command (`argv` empty); the sandbox runs what arrives on
   // this exec channel (enforce/exec_wire.h) until its other end closes, which ends the sandbox.
   int exec_channel = -1;
-  // Called right before the sandbox is cloned. A clone copies only the calling thread, and
-  // with it any lock another thread holds at that moment: the caller joins its threads here.
-  std::function<void()> before_clone;
-  // Called with each brokered secret before anything runs (the audit redactor).
-  std::function<void(const std::string&)> add_secret;
-  // Opens the audit trail right after the clone, on the supervisor's thread, while sandbox
-  // init builds the root: a mkdir and two creates (a journal commit or two) are then off the
-  // start-up's critical path. Its sink and secret hook replace `events` and `add_secret`. A
-  // failure kills the half-made sandbox before anything in it ran, and refuses the run.
-  std::function<Result<AuditAttachment>()> open_audit;
-  // Checks of the policy made right after the clone, while init builds the root (off the
-  // start-up's path), before any secret is fetched or the trail opened: a failure refuses the
-  // run in the same way, before the command could start.
-  std::function<Status()> check_after_clone;
-  // Called once the sandbox exists (after the clone, before the command runs), on the
-  // supervisor's thread: the place for work that may start threads or should overlap with
-  // the sandbox's own setup (the audit session's start record).
-  std::function<void(const enforce::LaunchPlan&, const enforce::PlanNotes&,
-                     const enforce::KernelFeatures&)>
-      on_started;
+  // The audit trail (run_audit.h): where it goes and what its session says; none without.
+  std::optional<RunAuditOptions> audit;
+  // ward's own directories: the run is refused, and keeps no trail, when the policy's view
+  // includes any of them (private_dirs.h; checked while init builds the root).
+  std::vector<PrivateDir> out_of_view;
+  // Review mode: the session that takes the run's writes (its layer is `workspace_layer`).
+  std::optional<ReviewSession> review;
+  // The caller prints no notes (--quiet): the once-only note on the command is not spent.
+  bool quiet = false;
 };
 
 // A resource limit the run ran into; also emitted as a `limit.hit` event.
@@ -135,11 +117,17 @@ struct Outcome {
   WorkspaceCheckOutcome workspace;  // what the check after the run quarantined
   // Every denial ward observed, most frequent first (denials.h); the caller may add its own.
   std::vector<Denial> denials;
+  std::string audit_session;  // the run's audit session ("" without one)
+  bool review_changed = false;  // review mode: the run left something in the session's tree
+  // Said once after the run: the command's name finds another binary inside than on the host.
+  std::string command_note;
 };
 
 const char* OutcomeKindName(Outcome::Kind k);
+nlohmann::json EgressToJson(const Outcome::Egress& e);  // null when the run had no egress
 
-// Runs the command under the policy. Must be called while the process is single-threaded.
+// Runs the command under the policy, from its plan to its audit trail's last record. Must be
+// called while the process is single-threaded.
 Outcome Run(const RunRequest& req);
 
 }  // namespace ward::supervisor

@@ -14,15 +14,6 @@
 namespace ward::supervisor {
 namespace {
 
-// The planner's mount order (parents before children), so the file lands on top of the bind
-// that holds its path.
-void InsertMountOp(enforce::MountOp op, std::vector<enforce::MountOp>* ops) {
-  std::vector<std::string> key = policy::PathComponents(op.target);
-  auto it = std::find_if(ops->begin(), ops->end(),
-                         [&](const enforce::MountOp& o) { return key < policy::PathComponents(o.target); });
-  ops->insert(it, std::move(op));
-}
-
 void SetEnv(std::vector<std::string>* env, const std::string& name, const std::string& value) {
   const std::string prefix = name + "=";
   env->erase(std::remove_if(env->begin(), env->end(),
@@ -55,38 +46,12 @@ nlohmann::json InjectJson(const policy::CredentialInject& inj) {
   return nlohmann::json::object();
 }
 
-}  // namespace
-
-bool AnyCredentialEnabled(const policy::Policy& policy) {
-  return std::any_of(policy.credentials.begin(), policy.credentials.end(),
-                     [](const auto& kv) { return kv.second.enabled; });
-}
-
-void AllowCredentialHosts(policy::Policy* policy) {
-  for (const auto& [name, c] : policy->credentials) {
-    if (!c.enabled) continue;
-    for (const std::string& h : c.hosts) {
-      bool listed = std::any_of(policy->network.allow.begin(), policy->network.allow.end(),
-                                [&](const policy::HostRule& r) { return r.pattern == h; });
-      if (!listed) policy->network.allow.push_back(policy::HostRule{h, c.origin});
-    }
-  }
-}
-
-namespace {
-
-// The merged CA bundle, read-only over the file `path` resolves to (clients that follow a
+// The merged CA bundle goes read-only over the file `path` resolves to (clients that follow a
 // symlink find it too).
-enforce::MountOp CaBundleOp(std::string path, std::string content) {
+std::string CaBundleTarget(std::string path) {
   char buf[PATH_MAX];
   if (realpath(path.c_str(), buf) != nullptr) path = buf;
-  enforce::MountOp op;
-  op.kind = enforce::MountOp::Kind::kFile;
-  op.target = std::move(path);
-  op.mode = 0444;
-  op.content = std::move(content);
-  op.why = "credential broker: system CA bundle + this session's CA (certificate only)";
-  return op;
+  return path;
 }
 
 std::string WithheldMarker(const std::string& credential) {
@@ -117,7 +82,7 @@ bool ReplaceAllWiping(std::string* s, size_t start, std::string_view from, std::
 Status PlanRunCredentials(const policy::Policy& policy, const RunCredentialsOptions& options,
                           enforce::LaunchPlan* plan) {
   if (!plan->net.enabled) {
-    // AllowCredentialHosts makes this unreachable from the CLI; other callers get a reason.
+    // the policy loader's credential hosts make this unreachable from the CLI; other callers get a reason.
     return Error(Code::kFailedPrecondition,
                  "credentials need egress through the proxy, and this run has none");
   }
@@ -126,18 +91,10 @@ Status PlanRunCredentials(const policy::Policy& policy, const RunCredentialsOpti
       return InvalidArgument("credential " + name + ": a route needs the proxy's port");
     }
   }
-  plan->await_late_setup = true;
   // Interception is always on for a run's credentials: their CA's bundle is bound inside.
-  enforce::MountOp op = CaBundleOp(net::CaBundleTarget(options.system_bundle_path), "");
-  const std::string target = op.target;
-  InsertMountOp(std::move(op), &plan->mount.ops);
-  plan->late_file_op = -1;
-  for (size_t i = 0; i < plan->mount.ops.size(); ++i) {
-    const enforce::MountOp& o = plan->mount.ops[i];
-    if (o.kind == enforce::MountOp::Kind::kFile && o.target == target && o.content.empty()) {
-      plan->late_file_op = static_cast<int>(i);
-    }
-  }
+  return enforce::PlanLateFile(
+      CaBundleTarget(net::CaBundleTarget(options.system_bundle_path)),
+      "credential broker: system CA bundle + this session's CA (certificate only)", plan);
   return Ok();
 }
 
@@ -158,7 +115,7 @@ Result<net::CredentialSetup> PrepareRunCredentials(const policy::Policy& policy,
                                                    const enforce::LaunchPlan& plan,
                                                    const RunCredentialsOptions& options) {
   if (!plan.net.enabled) {
-    // AllowCredentialHosts makes this unreachable from the CLI; other callers get a reason.
+    // the policy loader's credential hosts make this unreachable from the CLI; other callers get a reason.
     return Error(Code::kFailedPrecondition,
                  "credentials need egress through the proxy, and this run has none");
   }
@@ -191,15 +148,6 @@ std::vector<std::string> ApplyCredentialsToPlan(const net::CredentialSetup& setu
     if (changed) rewritten.push_back(e.substr(0, eq));
   }
   for (const auto& [name, value] : setup.env) SetEnv(&env, name, value);
-
-  if (!setup.ca_bundle_path.empty()) {
-    if (plan->late_file_op >= 0 &&
-        static_cast<size_t>(plan->late_file_op) < plan->mount.ops.size()) {
-      plan->mount.ops[plan->late_file_op].content = setup.ca_bundle;
-    } else {
-      InsertMountOp(CaBundleOp(setup.ca_bundle_path, setup.ca_bundle), &plan->mount.ops);
-    }
-  }
   return rewritten;
 }
 

@@ -1,7 +1,7 @@
-// The credential broker in `ward run` (supervisor side): the enabled credentials' hosts join
-// the egress allow list, their secrets are fetched after sandbox init is cloned but before it
-// builds the root (an error refuses the run, nothing has run yet), and the sandbox gets what it
-// may see of them: phantom values, route URLs, the CA bundle variables and the merged CA
+// The credential broker in `ward run` (supervisor side; the policy loader has put the enabled
+// credentials' hosts on the egress allow list): their secrets are fetched after sandbox init is
+// cloned but before it builds the root (an error refuses the run, nothing has run yet), and the
+// sandbox gets what it may see of them: phantom values, route URLs, the CA bundle variables and the merged CA
 // bundle, bound read-only over the system one. The real secrets and the session CA's key stay
 // in the supervisor; init, a copy of the supervisor's memory, is made before they exist.
 #pragma once
@@ -13,18 +13,12 @@
 #include <vector>
 
 #include "common/status.h"
+#include "enforce/plan.h"
 #include "enforce/spec.h"
 #include "net/broker/setup.h"
 #include "policy/policy.h"
 
 namespace ward::supervisor {
-
-bool AnyCredentialEnabled(const policy::Policy& policy);
-
-// Credentials need egress: each enabled credential's hosts are added to `network.allow` (with
-// the credential's origin, so `ward explain` and `ward why` name it) unless already listed.
-// A deny rule still wins over them.
-void AllowCredentialHosts(policy::Policy* policy);
 
 struct RunCredentialsOptions {
   std::vector<std::string> upstream_ca_files;  // --upstream-ca FILE
@@ -32,8 +26,8 @@ struct RunCredentialsOptions {
   net::SecretSourceOptions sources;            // tests replace getenv
 };
 
-// Before the clone, without touching a secret: checks that the plan has egress, and marks it
-// to wait for its late setup (SendLateSetup) with a placeholder for the CA bundle file, so
+// Before the clone, without touching a secret: checks that the plan has egress, and plans the
+// CA bundle as the plan's late file (enforce::PlanLateFile), over the system bundle's path, so
 // that sandbox init - a copy of the supervisor's memory - is made before any secret is read.
 Status PlanRunCredentials(const policy::Policy& policy, const RunCredentialsOptions& options,
                           enforce::LaunchPlan* plan);
@@ -49,12 +43,11 @@ Result<net::CredentialSetup> PrepareRunCredentials(const policy::Policy& policy,
                                                    const enforce::LaunchPlan& plan,
                                                    const RunCredentialsOptions& options);
 
-// What the sandbox gets: `setup.env` replaces same-named entries of the command's environment
-// (phantoms, route URLs, CA bundle variables); a caller variable that holds a real secret under
-// another name gets the phantom instead; the merged bundle is a read-only file over the system
-// bundle path (its content lives in the sandbox's own root tmpfs, so nothing on the host is
-// shared or left behind; with PlanRunCredentials it fills the placeholder). Returns the names
-// of variables whose values were rewritten.
+// The command's environment: `setup.env` replaces same-named entries (phantoms, route URLs, CA
+// bundle variables); a caller variable that holds a real secret under another name gets the
+// phantom instead. Returns the names of variables whose values were rewritten. (The merged
+// bundle, `setup.ca_bundle`, is the late file's content: it lives in the sandbox's own root
+// tmpfs, so nothing on the host is shared or left behind.)
 std::vector<std::string> ApplyCredentialsToPlan(const net::CredentialSetup& setup,
                                                 enforce::LaunchPlan* plan);
 

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -671,7 +672,7 @@ class LimitsEventsTest : public LimitsTest {
   // Runs the probe under `flags` with supervisor::Run in this process and collects events.
   supervisor::Outcome RunInProcess(policy::RunFlags flags, const std::vector<std::string>& args,
                                    MemoryEventSink* sink,
-                                   std::function<void()> before_clone = nullptr) {
+                                   std::optional<supervisor::RunAuditOptions> audit = {}) {
     flags.read.push_back(StageDir());
     policy::Context ctx;
     ctx.home = home_;
@@ -695,7 +696,7 @@ class LimitsEventsTest : public LimitsTest {
     req.argv.insert(req.argv.end(), args.begin(), args.end());
     req.env = {"PATH=/usr/bin:/bin", "HOME=" + home_};
     req.events = sink;
-    req.before_clone = std::move(before_clone);
+    req.audit = std::move(audit);
     // The harness dropped from root to the test user, which leaves this process non-dumpable;
     // the supervisor must be able to write its child's id maps, as an exec'ed ward can.
     prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
@@ -733,34 +734,56 @@ class LimitsEventsTest : public LimitsTest {
   }
 };
 
-// This process's children, all threads' together.
-int CountChildren() {
-  int n = 0;
-  DIR* d = opendir("/proc/self/task");
-  if (d == nullptr) return -1;
-  while (struct dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/children");
-    std::string pid;
-    while (in >> pid) ++n;
-  }
-  closedir(d);
-  return n;
-}
-
-TEST_F(LimitsEventsTest, BeforeCloneIsCalledOnceBeforeTheSandboxExists) {
+// The supervisor keeps the run's audit trail itself when asked: session.start first (with the
+// labels it was given), the run's own records, session.end last with the outcome; the caller's
+// sink then gets nothing. Without the trail's options no session is made and the events go to
+// the caller's sink (the positive control).
+TEST_F(LimitsEventsTest, TheSupervisorKeepsTheRunsAuditTrailWhenAsked) {
+  char tmpl[] = "/tmp/ward-run-audit-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string state = tmpl;
+  supervisor::RunAuditOptions audit;
+  audit.state_dir = state;
+  audit.session_id = "20261205T000000Z-0a1b2c3d";
+  audit.labels = {{"case", "in-process"}};
+  audit.cwd = ws_;
+  audit.ward_version = "test";
+  policy::RunFlags flags;
+  flags.timeout = "300ms";
   MemoryEventSink sink;
-  const int children = CountChildren();
-  ASSERT_GE(children, 0);
-  int calls = 0;
-  int children_then = -1;
-  supervisor::Outcome out = RunInProcess(policy::RunFlags(), {"exit", "0"}, &sink, [&] {
-    ++calls;
-    children_then = CountChildren();
-  });
-  EXPECT_EQ(out.kind, supervisor::Outcome::Kind::kExited) << out.message;
-  EXPECT_EQ(calls, 1);
-  EXPECT_EQ(children_then, children) << "sandbox init already existed";
+  supervisor::Outcome out = RunInProcess(flags, {"sleep", "30"}, &sink, audit);
+  EXPECT_EQ(out.kind, supervisor::Outcome::Kind::kTimedOut) << out.message;
+  EXPECT_EQ(out.audit_session, audit.session_id);
+  EXPECT_TRUE(sink.events().empty()) << "the trail took the events";
+  std::ifstream log(state + "/sessions/" + audit.session_id + "/events.jsonl");
+  ASSERT_TRUE(log) << "no session in " << state;
+  std::vector<nlohmann::json> records;
+  for (std::string line; std::getline(log, line);) {
+    records.push_back(nlohmann::json::parse(line, nullptr, false));
+  }
+  ASSERT_GE(records.size(), 3u);
+  EXPECT_EQ(records.front().value("type", ""), "session.start");
+  EXPECT_EQ(records.front()["data"]["labels"]["case"], "in-process") << records.front().dump();
+  EXPECT_EQ(records.back().value("type", ""), "session.end");
+  EXPECT_EQ(records.back()["data"]["status"], "timed_out") << records.back().dump();
+  bool hit = false;
+  for (const nlohmann::json& r : records) hit = hit || r.value("type", "") == "limit.hit";
+  EXPECT_TRUE(hit) << "the run's limit.hit is in its trail";
+
+  MemoryEventSink without;
+  out = RunInProcess(flags, {"sleep", "30"}, &without);
+  EXPECT_EQ(out.kind, supervisor::Outcome::Kind::kTimedOut) << out.message;
+  EXPECT_EQ(out.audit_session, "");
+  EXPECT_FALSE(Hits(without).empty());
+  std::error_code ec;
+  std::vector<std::string> sessions;
+  for (const auto& e : std::filesystem::directory_iterator(state + "/sessions", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name[0] != '.') sessions.push_back(name);  // .reserved: the reserves' registry
+  }
+  EXPECT_EQ(sessions, std::vector<std::string>{audit.session_id})
+      << "a run without the trail's options made a session";
+  std::filesystem::remove_all(state, ec);
 }
 
 TEST_F(LimitsEventsTest, TimeoutEmitsLimitHit) {

@@ -105,6 +105,30 @@ TEST_F(PlanTest, MountsSortComponentByComponentSoADirectoryComesRightBeforeWhatI
       want);
 }
 
+TEST_F(PlanTest, ALateFileTakesItsPlaceInTheMountOrderOnTopOfTheBindThatHoldsIt) {
+  Result<LaunchPlan> plan = Plan({dir_ + "/a", dir_ + "/a-b"}, {dir_ + "/a/b"});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(LateFileTarget(*plan), "");
+  ASSERT_TRUE(PlanLateFile(dir_ + "/a/b/bundle.pem", "a test's late file", &*plan).ok());
+  EXPECT_TRUE(plan->await_late_setup);
+  EXPECT_EQ(LateFileTarget(*plan), dir_ + "/a/b/bundle.pem");
+  std::vector<std::string> order;
+  for (const MountOp& op : plan->mount.ops) {
+    if (PathIsWithin(op.target, dir_ + "/a") || PathIsWithin(op.target, dir_ + "/a-b")) {
+      order.push_back(op.target.substr(dir_.size()));
+    }
+  }
+  const std::vector<std::string> want = {"/a", "/a/b", "/a/b/bundle.pem", "/a-b"};
+  EXPECT_EQ(order, want);
+  const MountOp& late = plan->mount.ops.at(plan->late_file_op);
+  EXPECT_EQ(late.kind, MountOp::Kind::kFile);
+  EXPECT_EQ(late.mode, 0444u);
+  EXPECT_TRUE(late.content.empty());  // sent after the clone (SendLateSetup)
+  // One per plan: a second is refused rather than replacing the first.
+  EXPECT_FALSE(PlanLateFile(dir_ + "/a/other.pem", "a second", &*plan).ok());
+  EXPECT_EQ(LateFileTarget(*plan), dir_ + "/a/b/bundle.pem");
+}
+
 TEST_F(PlanTest, RulesInTheWorkspaceAreMarkedToBeBoundFromIt) {
   const std::string ws = dir_ + "/ws";
   ASSERT_EQ(mkdir((ws + "/sub").c_str(), 0755), 0);

@@ -145,9 +145,13 @@ allow_degraded = ["landlock"]
   EXPECT_EQ(p.env[3].value, "--max-old-space-size=4096");
   EXPECT_EQ(p.env[3].origin.key, "env.set.NODE_OPTIONS");
 
-  ASSERT_EQ(p.network.allow.size(), 2u);
+  // The enabled credential's host joins the allow list, with the credential's origin.
+  ASSERT_EQ(p.network.allow.size(), 3u);
   EXPECT_EQ(p.network.allow[1].pattern, "*.github.com:443");
   EXPECT_EQ(p.network.allow[1].origin.line, 14);
+  EXPECT_EQ(p.network.allow[2].pattern, "api.github.com");
+  EXPECT_EQ(p.network.allow[2].origin.key, "credentials.github");
+  EXPECT_EQ(p.network.allow[2].origin.line, 23);
   ASSERT_EQ(p.network.deny.size(), 1u);
 
   EXPECT_EQ(p.limits.memory_bytes, 8ull << 30);
@@ -215,6 +219,31 @@ hosts = ["c.example.com"]
   EXPECT_EQ(c.inject.kind, CredentialInject::Kind::kHeader);
   EXPECT_EQ(c.inject.name, "Authorization");
   EXPECT_EQ(c.inject.template_, "Bearer {secret}");
+}
+
+// Credentials need egress: an enabled credential's hosts join the allow list once (a host
+// already listed keeps its own rule); a disabled one's do not (the control).
+TEST(Loader, AnEnabledCredentialsHostsJoinTheAllowListOnce) {
+  Result<Policy> r = LoadText(R"(
+[network]
+allow = ["api.github.com"]
+[credentials.on]
+from = "env:ON_KEY"
+hosts = ["api.github.com", "uploads.github.com"]
+enabled = true
+[credentials.off]
+from = "env:OFF_KEY"
+hosts = ["off.example.com"]
+)");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  std::vector<std::string> allow;
+  for (const HostRule& h : r->network.allow) allow.push_back(h.pattern);
+  EXPECT_EQ(allow, (std::vector<std::string>{"api.github.com", "uploads.github.com"}));
+  EXPECT_EQ(r->network.allow[0].origin.key, "network.allow");
+  EXPECT_EQ(r->network.allow[1].origin.key, "credentials.on");
+  EXPECT_TRUE(AnyCredentialEnabled(*r));
+  r->credentials.at("on").enabled = false;
+  EXPECT_FALSE(AnyCredentialEnabled(*r));
 }
 
 TEST(Loader, ValuesMayUseIntegersForSizesAndDurations) {

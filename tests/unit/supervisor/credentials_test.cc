@@ -97,8 +97,8 @@ TEST_F(CredentialsRunTest, ACallerValueUnderAnotherNameIsWithheldThenBecomesTheP
   EXPECT_EQ(got["TOKEN_INSIDE"], phantom);
   EXPECT_EQ(got["PATH"], "/usr/bin");
   EXPECT_EQ(rewritten, (std::vector<std::string>{"GH_COPY", "BOTH"}));
-  // The placeholder now holds the merged bundle: the host's roots and the session CA.
-  const std::string& bundle = plan_.mount.ops.at(plan_.late_file_op).content;
+  // The late file's content is the merged bundle: the host's roots and the session CA.
+  const std::string& bundle = setup->ca_bundle;
   EXPECT_EQ(bundle.rfind("# the host's roots\n", 0), 0u);
   EXPECT_NE(bundle.find(setup->broker->ca_pem()), std::string::npos);
 }
