@@ -118,6 +118,9 @@ Outcome ClassifyExit(const ExitFacts& f) {
   if (have && f.status->contains("quarantined") && (*f.status)["quarantined"].is_array()) {
     o.quarantined = (*f.status)["quarantined"];
   }
+  if (have && f.status->contains("denials") && (*f.status)["denials"].is_array()) {
+    o.denials = (*f.status)["denials"];
+  }
   auto int_field = [&](const char* k) -> std::optional<int> {
     if (!have || !f.status->contains(k) || !(*f.status)[k].is_number_integer()) return std::nullopt;
     return (*f.status)[k].get<int>();
@@ -391,6 +394,7 @@ nlohmann::json Exec::ToJson(bool inline_output, size_t max_inline) const {
       {"signal", o.signal ? nlohmann::json(*o.signal) : nlohmann::json(nullptr)},
       {"reason", o.reason.is_null() ? nlohmann::json(nullptr) : o.reason},
       {"quarantined", o.quarantined},
+      {"denials", o.denials},
       {"argv", info_.argv},
       {"cwd", info_.cwd},
       {"started_ms", info_.started_ms},
@@ -638,20 +642,25 @@ Expected<Done> Exec::StartLive(StartRequest& req, uint64_t live_id) {
 // The exec server's word on a live exec, as the JSON status `ward run` would have written.
 void Exec::OnLiveMessage(const enforce::ExecMsg& m, const nlohmann::json& checked) {
   if (exited_) return;
-  nlohmann::json quarantined = nlohmann::json::array();
-  if (checked.is_object() && checked.contains("quarantined") && checked["quarantined"].is_array()) {
-    quarantined = checked["quarantined"];
-  }
+  // What the supervisor found after the exec: its check's quarantine and its denials.
+  auto list = [&checked](const char* key) {
+    return checked.is_object() && checked.contains(key) && checked[key].is_array()
+               ? checked[key]
+               : nlohmann::json::array();
+  };
+  const nlohmann::json quarantined = list("quarantined"), denials = list("denials");
   if (m.type == enforce::ExecMsgType::kExited) {
     const int st = m.value;
     if (WIFSIGNALED(st)) {
       return OnLiveEnd(nlohmann::json{{"status", "signaled"},
                                       {"signal", WTERMSIG(st)},
                                       {"exit_code", 128 + WTERMSIG(st)},
-                                      {"quarantined", quarantined}});
+                                      {"quarantined", quarantined},
+                                      {"denials", denials}});
     }
     return OnLiveEnd(nlohmann::json{
-        {"status", "exited"}, {"exit_code", WEXITSTATUS(st)}, {"quarantined", quarantined}});
+        {"status", "exited"}, {"exit_code", WEXITSTATUS(st)}, {"quarantined", quarantined},
+        {"denials", denials}});
   }
   if (m.type != enforce::ExecMsgType::kFailed) return;
   const bool exec = std::strcmp(m.error.stage, "exec") == 0;
@@ -664,7 +673,8 @@ void Exec::OnLiveMessage(const enforce::ExecMsg& m, const nlohmann::json& checke
                            {"stage", m.error.stage},
                            {"errno", m.error.err},
                            {"message", message},
-                           {"quarantined", quarantined}});
+                           {"quarantined", quarantined},
+                           {"denials", denials}});
 }
 
 void Exec::OnLiveEnd(std::optional<nlohmann::json> status) {

@@ -54,6 +54,9 @@ struct Outcome {
   nlohmann::json reason;  // null, or {"stage", "errno", "message"}
   // What the check after the run moved to the quarantine (ward quarantine), as ward run said.
   nlohmann::json quarantined = nlohmann::json::array();
+  // What ward refused while the exec ran (supervisor/denials.h): a fresh exec's own; a live
+  // exec's, whichever of the sandbox's processes asked.
+  nlohmann::json denials = nlohmann::json::array();
 };
 Outcome ClassifyExit(const ExitFacts& facts);
 

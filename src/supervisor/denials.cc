@@ -396,6 +396,7 @@ void DenialTee::Emit(std::string_view type, nlohmann::json data) {
   {
     std::lock_guard lock(mu_);
     tally_.AddRecord(type, data);
+    for (auto& [id, window] : windows_) window.AddRecord(type, data);
     for (std::string_view bulk : kBulkTypes) {
       if (type != bulk) continue;
       auto it = bulk_seen_.find(type);
@@ -417,6 +418,20 @@ std::vector<Denial> DenialTee::Finish() {
   }
   bulk_seen_.clear();
   return tally_.Sorted();
+}
+
+void DenialTee::OpenWindow(uint64_t id) {
+  std::lock_guard lock(mu_);
+  windows_[id] = DenialTally();
+}
+
+std::vector<Denial> DenialTee::CloseWindow(uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = windows_.find(id);
+  if (it == windows_.end()) return {};
+  std::vector<Denial> ds = it->second.Sorted();
+  windows_.erase(it);
+  return ds;
 }
 
 std::vector<std::string> SummaryLines(const std::vector<Denial>& ds, size_t max_lines,

@@ -74,12 +74,18 @@ class DenialTee final : public EventSink {
   void Emit(std::string_view type, nlohmann::json data) override;
   // Emits `denials.unrecorded` for the records held back; returns the run's denials.
   std::vector<Denial> Finish();
+  // A window gathers the denials observed from its opening to its closing, as well as the
+  // run's (an exec of a live sandbox: what was refused while it ran, whichever of the sandbox's
+  // processes asked). Closing returns them (empty for a window that is not open).
+  void OpenWindow(uint64_t id);
+  std::vector<Denial> CloseWindow(uint64_t id);
 
  private:
   EventSink* next_;
   std::function<std::string(const std::string&)> classify_;
   std::mutex mu_;
   DenialTally tally_;
+  std::map<uint64_t, DenialTally> windows_;
   std::map<std::string, uint64_t, std::less<>> bulk_seen_;  // file.deny records seen
 };
 

@@ -61,8 +61,10 @@ void ExecRelay::StartExec(const ExecMsg& m, UniqueFd fds[4]) {
   if (running_.count(m.id)) return Refuse(m.id, "an exec with this id is running");
   nlohmann::json data = {{"exec", m.id}, {"argv", req.argv}, {"cwd", req.cwd}};
   Emit("exec.start", std::move(data));
+  if (denials_) denials_->OpenWindow(m.id);
   const int attached[4] = {fds[0].get(), fds[1].get(), fds[2].get(), fds[3].get()};
   if (int rc = enforce::SendExecMsg(server_.native_handle(), m, attached, 4); rc != 0) {
+    if (denials_) (void)denials_->CloseWindow(m.id);
     return Refuse(m.id, std::string("the exec server did not take it: ") + std::strerror(-rc));
   }
   running_[m.id] = {std::move(req.argv), std::chrono::steady_clock::now()};
@@ -84,8 +86,7 @@ bool ExecRelay::OnServerMessage() {
       server_.native_handle(), [this](const ExecMsg& m, UniqueFd*) {
         if (!running_.count(m.id)) return true;
         if (m.type == ExecMsgType::kFailed || m.type == ExecMsgType::kExited) {
-          RecordEnd(m);
-          PassEnd(m);
+          PassEnd(m, RecordEnd(m));
         } else if (m.type == ExecMsgType::kStarted) {
           enforce::SendExecMsg(client_.native_handle(), m);
         }
@@ -95,7 +96,8 @@ bool ExecRelay::OnServerMessage() {
   return open;
 }
 
-void ExecRelay::RecordEnd(const ExecMsg& m) {
+// The exec's end record, with the denials observed while it ran; returns those denials.
+nlohmann::json ExecRelay::RecordEnd(const ExecMsg& m) {
   auto it = running_.find(m.id);
   const double ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - it->second.started)
@@ -111,17 +113,33 @@ void ExecRelay::RecordEnd(const ExecMsg& m) {
     data["exit_code"] = WEXITSTATUS(m.value);
   }
   running_.erase(it);
+  nlohmann::json denials = ExecDenials(m.id);
+  data["denials"] = denials;
   Emit("exec.end", std::move(data));
+  return denials;
 }
 
-void ExecRelay::PassEnd(ExecMsg m) {
+nlohmann::json ExecRelay::ExecDenials(uint64_t id) {
+  if (!denials_) return nlohmann::json::array();
+  std::vector<Denial> ds = denials_->CloseWindow(id);
+  if (ds.size() > kMaxExecDenials) {
+    uint64_t rest = 0;
+    for (size_t i = kMaxExecDenials; i < ds.size(); ++i) rest += ds[i].count;
+    ds.resize(kMaxExecDenials);
+    ds.push_back(Denial{"other", "", rest, "", "", false});
+  }
+  return DenialsToJson(ds);
+}
+
+void ExecRelay::PassEnd(ExecMsg m, nlohmann::json denials) {
   UniqueFd memfd;
-  if (check_) {
-    const std::string found = check_().dump();
-    if (Result<UniqueFd> fd = enforce::ExecRequestMemfd(found); fd.ok()) {
-      memfd = std::move(fd).value();
-      m.length = static_cast<uint32_t>(found.size());
-    }
+  nlohmann::json end = check_ ? check_() : nlohmann::json::object();
+  if (!end.is_object()) end = nlohmann::json::object();
+  end["denials"] = std::move(denials);
+  const std::string found = end.dump();
+  if (Result<UniqueFd> fd = enforce::ExecRequestMemfd(found); fd.ok()) {
+    memfd = std::move(fd).value();
+    m.length = static_cast<uint32_t>(found.size());
   }
   const int fd = memfd.get();
   enforce::SendExecMsg(client_.native_handle(), m, memfd ? &fd : nullptr, memfd ? 1 : 0);
@@ -129,7 +147,8 @@ void ExecRelay::PassEnd(ExecMsg m) {
 
 void ExecRelay::FailRunning(const std::string& why) {
   for (auto& [id, r] : running_) {
-    Emit("exec.end", {{"exec", id}, {"argv", r.argv}, {"interrupted", why}});
+    Emit("exec.end",
+         {{"exec", id}, {"argv", r.argv}, {"interrupted", why}, {"denials", ExecDenials(id)}});
   }
   running_.clear();
 }

@@ -1,7 +1,8 @@
 // A live sandbox's exec channel, on the supervisor's loop: requests from `ward serve` (the
 // client's end) go to the sandbox's exec server (enforce/exec_server.h) and its answers go back.
 // The supervisor checks each request before the server sees it and records every exec in the
-// sandbox's audit session (exec.start, exec.end with its argv, exit and duration).
+// sandbox's audit session (exec.start, exec.end with its argv, exit, duration and the denials
+// observed while it ran).
 #pragma once
 
 #include <asio.hpp>
@@ -15,6 +16,7 @@
 #include "common/events.h"
 #include "common/unique_fd.h"
 #include "enforce/exec_wire.h"
+#include "supervisor/denials.h"
 
 namespace ward::supervisor {
 
@@ -30,6 +32,9 @@ class ExecRelay {
   // in the workspace (the host may run git there next). What it returns (a JSON object, e.g.
   // {"quarantined": [...]}) goes with the exec's end, in a memfd.
   void CheckAfterEachExec(std::function<nlohmann::json()> check) { check_ = std::move(check); }
+  // Where each exec's denials are gathered (a window per exec, open while it runs); they go
+  // with its end record and its end.
+  void GatherDenialsIn(DenialTee* tee) { denials_ = tee; }
   // Every exec still running gets an end that says why (the sandbox ended under it).
   void FailRunning(const std::string& why);
 
@@ -43,15 +48,19 @@ class ExecRelay {
   bool OnServerMessage();
   void StartExec(const enforce::ExecMsg& m, UniqueFd fds[4]);
   void Refuse(uint64_t id, const std::string& why);
-  void RecordEnd(const enforce::ExecMsg& m);
-  void PassEnd(enforce::ExecMsg m);
+  nlohmann::json RecordEnd(const enforce::ExecMsg& m);
+  void PassEnd(enforce::ExecMsg m, nlohmann::json denials);
   void End(const std::string& why);
+  // The denials of exec `id`'s window, at most kMaxExecDenials distinct and the rest as one.
+  nlohmann::json ExecDenials(uint64_t id);
+  static constexpr size_t kMaxExecDenials = 100;
   void Emit(std::string_view type, nlohmann::json data);
 
   asio::posix::stream_descriptor client_, server_;
   EventSink* events_;
   std::function<void(const std::string&)> on_end_;
   std::function<nlohmann::json()> check_;
+  DenialTee* denials_ = nullptr;
   std::map<uint64_t, Running> running_;
   bool ended_ = false;
 };

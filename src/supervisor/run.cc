@@ -105,6 +105,8 @@ class SandboxServer {
   void CheckAfterEachExec(std::function<nlohmann::json()> check) {
     check_after_exec_ = std::move(check);
   }
+  // A live sandbox: where each exec's denials are gathered (ExecRelay::GatherDenialsIn).
+  void GatherExecDenialsIn(DenialTee* tee) { exec_denials_ = tee; }
   // Where the creation guard keeps what the run made that the check after it looks at.
   void RecordCreationsIn(CreationJournal* journal) { journal_ = journal; }
 
@@ -588,6 +590,7 @@ class SandboxServer {
     exec_relay_ = std::make_unique<ExecRelay>(ctx_, std::move(client), std::move(server), events_,
                                               [this](const std::string& why) { OnLiveEnd(why); });
     exec_relay_->CheckAfterEachExec(check_after_exec_);
+    exec_relay_->GatherDenialsIn(exec_denials_);
     exec_relay_->Start();
   }
 
@@ -722,6 +725,7 @@ class SandboxServer {
   std::unique_ptr<ApprovalsRuntime> approvals_;  // before notifier_: it outlives it
   std::unique_ptr<Notifier> notifier_;
   std::unique_ptr<ExecRelay> exec_relay_;  // a live sandbox's execs
+  DenialTee* exec_denials_ = nullptr;
   std::function<nlohmann::json()> check_after_exec_;
   bool closed_by_client_ = false;
   UniqueFd sandbox_root_;  // the sandbox's root (O_PATH), sent by init with kMounted
@@ -1227,6 +1231,7 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
     server.StopOnAuditFailure(audit_stop.get());
     server.RecordCreationsIn(&journal);
     if (req.exec_channel >= 0) {
+      server.GatherExecDenialsIn(&denials);
       // Each exec's end: what the sandbox made so far is judged now, as after a run (the
       // sandbox's other processes go on, and the check at its close judges again).
       server.CheckAfterEachExec([&] {

@@ -139,6 +139,37 @@ TEST_F(ServeLiveTest, TmpHomeAndTheWorkingDirectoryPersistAcrossExecs) {
   EXPECT_NE(r["exit_code"], 0) << r.dump();
 }
 
+// Each exec's result and its exec.end record carry what ward refused while it ran; the next
+// exec, which is refused nothing, carries nothing (the control), and a fresh exec has its own.
+TEST_F(ServeLiveTest, EachExecCarriesTheDenialsObservedWhileItRan) {
+  std::string sb = Sandbox();
+  Json r = Sh(sb, "touch /usr/ward-live-denial 2>/dev/null; echo rc=$?");
+  ASSERT_EQ(r["stdout"], "rc=1\n") << r.dump();
+  const Json want = Json::array({Json{{"kind", "file.write"}, {"target", "/usr/ward-live-denial"}}});
+  auto kinds = [](const Json& ds) {
+    Json out = Json::array();
+    for (const Json& d : ds) out.push_back({{"kind", d["kind"]}, {"target", d["target"]}});
+    return out;
+  };
+  EXPECT_EQ(kinds(r["denials"]), want) << r.dump();
+  Json quiet = Sh(sb, "echo ok");
+  EXPECT_EQ(quiet["denials"], Json::array()) << quiet.dump();
+  Json fresh = Sh(sb, "touch /usr/ward-live-denial 2>/dev/null; echo rc=$?", {{"fresh", true}});
+  EXPECT_EQ(kinds(fresh["denials"]), want) << fresh.dump();
+  // The trail: the exec's end record has them too.
+  auto q = c_->Call("audit.query",
+                     {{"exec_id", r["exec_id"]}, {"type", "exec.end"}, {"records", true}});
+  ASSERT_TRUE(q.ok()) << q.error->message;
+  bool found = false;
+  for (const Json& session : q.result["sessions"]) {
+    for (const Json& rec : session["records"]) {
+      const Json& ds = rec["data"]["denials"];
+      if (ds.is_array() && kinds(ds) == want) found = true;
+    }
+  }
+  EXPECT_TRUE(found) << q.result.dump();
+}
+
 TEST_F(ServeLiveTest, ConcurrentExecsRunSideBySideAndKillingOneSparesTheOthers) {
   std::string sb = Sandbox();
   std::vector<std::string> ids;

@@ -231,6 +231,30 @@ TEST(DenialTee, WorksWithoutASink) {
   EXPECT_EQ(s[0].allow_with, "-n a.example");
 }
 
+// A window (a live sandbox's exec) gathers what was refused between its opening and its
+// closing, besides the run's own tally; overlapping windows each get what fell in them.
+TEST(DenialTee, AWindowGathersWhatWasRefusedWhileItWasOpen) {
+  DenialTee tee(nullptr);
+  tee.Emit("net.deny", NetDeny("before.example", 80));
+  tee.OpenWindow(1);
+  tee.Emit("net.deny", NetDeny("during.example", 80));
+  tee.OpenWindow(2);
+  tee.Emit("net.deny", NetDeny("both.example", 80));
+  tee.Emit("net.deny", NetDeny("both.example", 80));
+  std::vector<Denial> one = tee.CloseWindow(1);
+  tee.Emit("net.deny", NetDeny("after-one.example", 80));
+  std::vector<Denial> two = tee.CloseWindow(2);
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_EQ(one[0].target, "both.example:80");
+  EXPECT_EQ(one[0].count, 2u);
+  EXPECT_EQ(one[1].target, "during.example:80");
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].target, "both.example:80");
+  EXPECT_EQ(two[1].target, "after-one.example:80");
+  EXPECT_TRUE(tee.CloseWindow(1).empty());  // closed already
+  EXPECT_EQ(tee.Finish().size(), 4u);       // the run's own tally has everything
+}
+
 TEST(ReadFlagFor, TheToolsDirectory) {
   EXPECT_EQ(ReadFlagFor("/home/u/.cargo/bin/cargo", "/home/u"), "~/.cargo");
   EXPECT_EQ(ReadFlagFor("/home/u/.pyenv/shims/python", "/home/u"), "~/.pyenv");
