@@ -18,6 +18,7 @@ void AddExplainCommand(CLI::App& app, int* exit_code);
 void AddWhyCommand(CLI::App& app, int* exit_code);
 void AddServeCommand(CLI::App& app, int* exit_code);
 void AddMcpCommand(CLI::App& app, int* exit_code);
+void AddOciCommand(CLI::App& app, int* exit_code);  // in progress, unlisted
 void AddShellPrefixCommand(CLI::App& app, int* exit_code);
 void AddHookCommand(CLI::App& app, int* exit_code);
 void AddApprovalsCommand(CLI::App& app, int* exit_code);  // approvals, approve, deny, grants

@@ -24,6 +24,7 @@ void AddOtherCommands(CLI::App& app, int* exit_code, int argc, char** argv) {
   ward::cli::AddAuditCommand(app, exit_code);
   ward::cli::AddServeCommand(app, exit_code);
   ward::cli::AddMcpCommand(app, exit_code);
+  ward::cli::AddOciCommand(app, exit_code);
   ward::cli::AddShellPrefixCommand(app, exit_code);
   ward::cli::AddHookCommand(app, exit_code);
   ward::cli::AddApprovalsCommand(app, exit_code);

@@ -16,10 +16,12 @@ set(allowed_ward_net        net policy common libssl)
 set(allowed_ward_audit      audit common)
 set(allowed_ward_supervisor supervisor enforce net audit policy common libssl)
 set(allowed_ward_api        api supervisor enforce net audit policy common libssl)
-set(allowed_ward            cli api supervisor enforce net audit policy common libssl)
+set(allowed_ward_oci        oci supervisor enforce net audit policy common libssl)
+set(allowed_ward            cli api oci supervisor enforce net audit policy common libssl)
 set(targets ward_common ward_libssl ward_policy ward_enforce ward_enforce_bpf
-    ward_seccomp_compile ward_seccomp_gen ward_net ward_audit ward_supervisor ward_api ward)
-set(modules common libssl policy enforce net audit supervisor api cli)
+    ward_seccomp_compile ward_seccomp_gen ward_net ward_audit ward_supervisor ward_api ward_oci
+    ward)
+set(modules common libssl policy enforce net audit supervisor api oci cli)
 
 # One header of each module stands for the module.
 foreach(module IN LISTS modules)

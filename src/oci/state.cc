@@ -1,0 +1,152 @@
+#include "oci/state.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "common/unique_fd.h"
+#include "common/untrusted_file.h"
+
+namespace ward::oci {
+namespace {
+
+constexpr size_t kMaxStateBytes = 1u << 20;
+
+std::string Dir(const std::string& root, const std::string& id) { return root + "/" + id; }
+
+Status WriteWhole(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t w = write(fd, text.data() + done, text.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return Errno("write");
+    done += static_cast<size_t>(w);
+  }
+  return Ok();
+}
+
+}  // namespace
+
+Status CheckContainerId(const std::string& id) {
+  if (id.empty() || id.size() > 128 || id[0] == '.') {
+    return InvalidArgument("container id \"" + id.substr(0, 64) +
+                           "\": 1 to 128 of A-Z a-z 0-9 _ . + -, not starting with '.'");
+  }
+  for (char c : id) {
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '.' && c != '+' && c != '-') {
+      return InvalidArgument("container id \"" + id.substr(0, 64) +
+                             "\": 1 to 128 of A-Z a-z 0-9 _ . + -, not starting with '.'");
+    }
+  }
+  return Ok();
+}
+
+uint64_t ProcessStartTime(pid_t pid) {
+  if (pid <= 0) return 0;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The command name (field 2) may hold spaces and parentheses: fields count from the last ')'.
+  size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i) {
+    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return 0;
+}
+
+std::string ContainerStatus(const ContainerState& s) {
+  if (s.pid <= 0) return "creating";
+  if (s.pid_start == 0 || ProcessStartTime(s.pid) != s.pid_start) return "stopped";
+  return s.started ? "running" : "created";
+}
+
+nlohmann::json StateJson(const ContainerState& s) {
+  const std::string status = ContainerStatus(s);
+  nlohmann::json j = {{"ociVersion", kOciVersion},
+                      {"id", s.id},
+                      {"status", status},
+                      {"bundle", s.bundle},
+                      {"annotations", s.annotations}};
+  j["pid"] = status == "created" || status == "running" ? s.pid : 0;
+  if (!s.created.empty()) j["created"] = s.created;
+  return j;
+}
+
+Status SaveState(const std::string& root, const ContainerState& s) {
+  WARD_TRY(CheckContainerId(s.id));
+  if (mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError("--root " + root, errno);
+  const std::string dir = Dir(root, s.id);
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError(dir, errno);
+  nlohmann::json j = {{"id", s.id},           {"bundle", s.bundle},   {"pid", s.pid},
+                      {"pid_start", s.pid_start}, {"started", s.started}, {"created", s.created},
+                      {"annotations", s.annotations}};
+  const std::string tmp = dir + "/state.json.tmp";
+  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return ErrnoError(tmp, errno);
+  WARD_TRY(WriteWhole(fd.get(), j.dump()));
+  if (rename(tmp.c_str(), (dir + "/state.json").c_str()) != 0) {
+    return ErrnoError(dir + "/state.json", errno);
+  }
+  return Ok();
+}
+
+Result<ContainerState> LoadState(const std::string& root, const std::string& id) {
+  WARD_TRY(CheckContainerId(id));
+  UntrustedFileRules rules;
+  rules.max_bytes = kMaxStateBytes;
+  rules.owners = {geteuid()};
+  Result<std::string> text = ReadUntrustedFile(Dir(root, id) + "/state.json", rules);
+  if (!text.ok()) {
+    if (text.status().code() == Code::kNotFound) {
+      return NotFound("container " + id + " does not exist");
+    }
+    return std::move(text).take_status().With("container " + id);
+  }
+  nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  ContainerState s;
+  try {
+    s.id = j.at("id").get<std::string>();
+    s.bundle = j.at("bundle").get<std::string>();
+    s.pid = j.at("pid").get<pid_t>();
+    s.pid_start = j.at("pid_start").get<uint64_t>();
+    s.started = j.at("started").get<bool>();
+    s.created = j.at("created").get<std::string>();
+    s.annotations = j.at("annotations").get<std::map<std::string, std::string>>();
+  } catch (const nlohmann::json::exception&) {
+    return Error(Code::kFailedPrecondition, "container " + id + ": its state file is damaged");
+  }
+  if (s.id != id) return Error(Code::kFailedPrecondition, "container " + id + ": its state names another");
+  return s;
+}
+
+Status KillInit(const ContainerState& s, int sig) {
+  if (s.pid <= 0 || s.pid_start == 0) return Ok();
+  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, s.pid, 0)));
+  if (!pidfd) return errno == ESRCH ? Ok() : Errno("pidfd_open");
+  // Checked after the pidfd is held: the pid cannot be reused while it is.
+  if (ProcessStartTime(s.pid) != s.pid_start) return Ok();
+  if (syscall(SYS_pidfd_send_signal, pidfd.get(), sig, nullptr, 0) != 0 && errno != ESRCH) {
+    return Errno("pidfd_send_signal");
+  }
+  return Ok();
+}
+
+Status RemoveState(const std::string& root, const std::string& id) {
+  WARD_TRY(CheckContainerId(id));
+  const std::string dir = Dir(root, id);
+  for (const char* name : {"/state.json", "/state.json.tmp"}) {
+    if (unlink((dir + name).c_str()) != 0 && errno != ENOENT) return ErrnoError(dir + name, errno);
+  }
+  if (rmdir(dir.c_str()) != 0 && errno != ENOENT) return ErrnoError(dir, errno);
+  return Ok();
+}
+
+}  // namespace ward::oci

@@ -1,0 +1,132 @@
+// `ward oci` so far (issue 38, in progress): a bundle is read and checked as create will read it
+// (its errors in the engine's log format), and the state directory serves `state` and `delete`
+// for a container whose init is a real process: `delete` refuses a live one, `delete --force`
+// kills it by pidfd and removes its state, and a pid that is another process now is left alone.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+
+namespace ward::test {
+namespace {
+
+class OciCliTest : public SandboxTest {
+ protected:
+  void SetUp() override {
+    SandboxTest::SetUp();
+    bundle_ = root_->path() + "/bundle";
+    state_ = root_->path() + "/oci-state";
+    MakeDirs(bundle_ + "/rootfs");
+  }
+  RunResult Oci(std::vector<std::string> args) {
+    args.insert(args.begin(), {"oci", "--root", state_});
+    return RunWard(args, Defaults());
+  }
+  static uint64_t StartTime(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream rest(stat.substr(stat.rfind(')') + 1));
+    std::string field;
+    for (int i = 3; i <= 22 && rest >> field; ++i) {
+      if (i == 22) return std::stoull(field);
+    }
+    return 0;
+  }
+  void WriteState(const std::string& id, pid_t pid, uint64_t start) {
+    MakeDirs(state_ + "/" + id, 0700);
+    nlohmann::json j = {{"id", id},           {"bundle", bundle_}, {"pid", pid},
+                        {"pid_start", start}, {"started", true},   {"created", "2026-12-05T00:00:00Z"},
+                        {"annotations", nlohmann::json::object()}};
+    WriteFile(state_ + "/" + id + "/state.json", j.dump());
+  }
+  std::string bundle_, state_;
+};
+
+TEST_F(OciCliTest, ABundleIsCheckedAsCreateWillReadIt) {
+  WriteFile(bundle_ + "/config.json",
+            R"({"root": {"path": "rootfs"}, "process": {"args": ["/bin/true"]},
+                "annotations": {"run.ward/allow-net": "a.example, b.example"}})");
+  RunResult ok = Oci({"check", "--bundle", bundle_});
+  ASSERT_EQ(ok.status, 0) << ok.err;
+  nlohmann::json j = nlohmann::json::parse(ok.out, nullptr, false);
+  EXPECT_EQ(j["allow_net"], nlohmann::json::array({"a.example", "b.example"})) << ok.out;
+  // An unknown run.ward/ key: refused, on stderr and in the JSON log the engine reads.
+  WriteFile(bundle_ + "/config.json",
+            R"({"root": {"path": "rootfs"}, "process": {"args": ["/bin/true"]},
+                "annotations": {"run.ward/allow-nets": "a.example"}})");
+  const std::string log = root_->path() + "/oci.log";
+  RunResult bad = RunWard({"oci", "--root", state_, "--log", log, "--log-format", "json", "check",
+                           "--bundle", bundle_},
+                          Defaults());
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_NE(bad.err.find("run.ward/allow-nets"), std::string::npos) << bad.err;
+  nlohmann::json line = nlohmann::json::parse(ReadFile(log), nullptr, false);
+  EXPECT_EQ(line["level"], "error") << ReadFile(log);
+  EXPECT_NE(line["msg"].get<std::string>().find("run.ward/allow-nets"), std::string::npos);
+  // A rootfs that links out of the bundle.
+  ASSERT_EQ(rmdir((bundle_ + "/rootfs").c_str()), 0);
+  ASSERT_EQ(symlink("/", (bundle_ + "/rootfs").c_str()), 0);
+  WriteFile(bundle_ + "/config.json",
+            R"({"root": {"path": "rootfs"}, "process": {"args": ["/bin/true"]}})");
+  RunResult escape = Oci({"check", "--bundle", bundle_});
+  EXPECT_EQ(escape.status, 1);
+  EXPECT_NE(escape.err.find("root.path"), std::string::npos) << escape.err;
+}
+
+TEST_F(OciCliTest, DeleteRefusesALiveContainerAndForceKillsItsInit) {
+  pid_t init = fork();
+  if (init == 0) {
+    execl("/bin/sleep", "sleep", "60", nullptr);
+    _exit(127);
+  }
+  ASSERT_GT(init, 0);
+  uint64_t start = 0;
+  for (int i = 0; i < 100 && start == 0; ++i) start = StartTime(init);
+  WriteState("box", init, start);
+  RunResult st = Oci({"state", "box"});
+  ASSERT_EQ(st.status, 0) << st.err;
+  nlohmann::json j = nlohmann::json::parse(st.out, nullptr, false);
+  EXPECT_EQ(j["status"], "running") << st.out;
+  EXPECT_EQ(j["pid"], init);
+  RunResult refused = Oci({"delete", "box"});
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_NE(refused.err.find("is running"), std::string::npos) << refused.err;
+  EXPECT_EQ(kill(init, 0), 0) << "a refused delete killed the init";
+  RunResult forced = Oci({"delete", "--force", "box"});
+  EXPECT_EQ(forced.status, 0) << forced.err;
+  int ws = 0;
+  ASSERT_EQ(waitpid(init, &ws, 0), init);
+  EXPECT_TRUE(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+  RunResult gone = Oci({"state", "box"});
+  EXPECT_EQ(gone.status, 1);
+  EXPECT_NE(gone.err.find("does not exist"), std::string::npos) << gone.err;
+}
+
+TEST_F(OciCliTest, APidThatIsAnotherProcessNowIsNeverSignalled) {
+  pid_t other = fork();
+  if (other == 0) {
+    execl("/bin/sleep", "sleep", "60", nullptr);
+    _exit(127);
+  }
+  uint64_t start = 0;
+  for (int i = 0; i < 100 && start == 0; ++i) start = StartTime(other);
+  // The recorded init had this pid but another start time: the container is stopped.
+  WriteState("old", other, start + 1);
+  RunResult st = Oci({"state", "old"});
+  EXPECT_EQ(nlohmann::json::parse(st.out, nullptr, false)["status"], "stopped") << st.out;
+  RunResult del = Oci({"delete", "--force", "old"});
+  EXPECT_EQ(del.status, 0) << del.err;
+  EXPECT_EQ(kill(other, 0), 0) << "another process was signalled";
+  kill(other, SIGKILL);
+  waitpid(other, nullptr, 0);
+}
+
+}  // namespace
+}  // namespace ward::test
