@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "oci/annotations.h"
 #include "oci/bundle.h"
+#include "oci/rlimits.h"
 #include "oci/state.h"
 
 namespace ward::cli {
@@ -48,18 +49,22 @@ std::string NowRfc3339() {
   return buf;
 }
 
-// An error as the engine reads it: on stderr, and in --log as a line of text or of JSON.
+// A line of --log as the engine reads it: text or JSON, with its level.
+void Log(const OciGlobals& g, const char* level, const std::string& message) {
+  if (g.log.empty()) return;
+  std::ofstream log(g.log, std::ios::app);
+  if (g.log_format == "json") {
+    log << nlohmann::json{{"level", level}, {"msg", message}, {"time", NowRfc3339()}}.dump()
+        << "\n";
+  } else {
+    log << "time=\"" << NowRfc3339() << "\" level=" << level << " msg=\"" << message << "\"\n";
+  }
+}
+
+// An error: on stderr, and in --log.
 int Fail(const OciGlobals& g, const std::string& message) {
   std::fprintf(stderr, "ward oci: %s\n", message.c_str());
-  if (!g.log.empty()) {
-    std::ofstream log(g.log, std::ios::app);
-    if (g.log_format == "json") {
-      log << nlohmann::json{{"level", "error"}, {"msg", message}, {"time", NowRfc3339()}}.dump()
-          << "\n";
-    } else {
-      log << "time=\"" << NowRfc3339() << "\" level=error msg=\"" << message << "\"\n";
-    }
-  }
+  Log(g, "error", message);
   return 1;
 }
 
@@ -110,7 +115,15 @@ int Delete(const OciGlobals& g, const std::string& id, bool force) {
 int Check(const OciGlobals& g, const std::string& bundle) {
   Result<oci::Bundle> b = oci::LoadBundle(bundle);
   if (!b.ok()) return Fail(g, b.status().ToString());
+  Result<std::vector<oci::PlannedRlimit>> rlimits = oci::PlanRlimitsHere(b->config.process.rlimits);
+  if (!rlimits.ok()) return Fail(g, rlimits.status().ToString());
+  nlohmann::json limits = nlohmann::json::array();
+  for (const oci::PlannedRlimit& r : *rlimits) {
+    limits.push_back({{"type", r.name}, {"soft", r.soft}, {"hard", r.hard}, {"clamped", r.clamped}});
+    if (r.clamped) Log(g, "warning", oci::DescribeClamp(r));
+  }
   nlohmann::json j = {{"bundle", b->dir},
+                      {"rlimits", limits},
                       {"rootfs", b->rootfs},
                       {"args", b->config.process.args},
                       {"allow_net", b->ward.allow_net},

@@ -3,6 +3,7 @@
 // for a container whose init is a real process: `delete` refuses a live one, `delete --force`
 // kills it by pidfd and removes its state, and a pid that is another process now is left alone.
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +58,33 @@ TEST_F(OciCliTest, ABundleIsCheckedAsCreateWillReadIt) {
   ASSERT_EQ(ok.status, 0) << ok.err;
   nlohmann::json j = nlohmann::json::parse(ok.out, nullptr, false);
   EXPECT_EQ(j["allow_net"], nlohmann::json::array({"a.example", "b.example"})) << ok.out;
+  // An rlimit above the hard limit this process may set is clamped to it and said in the log;
+  // one within it is kept (the control). Root here may lack CAP_SYS_RESOURCE; with it, nothing
+  // is clamped.
+  struct rlimit nofile = {};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &nofile), 0);
+  const std::string warn_log = root_->path() + "/warn.log";
+  WriteFile(bundle_ + "/config.json",
+            R"({"root": {"path": "rootfs"}, "process": {"args": ["/bin/true"], "rlimits": [
+                {"type": "RLIMIT_NOFILE", "soft": 1024, "hard": )" +
+                std::to_string(nofile.rlim_max + 1) + R"(},
+                {"type": "RLIMIT_CORE", "soft": 0, "hard": 0}]}})");
+  RunResult limits = RunWard({"oci", "--root", state_, "--log", warn_log, "check", "--bundle",
+                              bundle_},
+                             Defaults());
+  ASSERT_EQ(limits.status, 0) << limits.err;
+  nlohmann::json planned = nlohmann::json::parse(limits.out, nullptr, false)["rlimits"];
+  ASSERT_EQ(planned.size(), 2u) << limits.out;
+  EXPECT_EQ(planned[1]["clamped"], false);
+  if (planned[0]["clamped"] == true) {
+    EXPECT_EQ(planned[0]["hard"], nofile.rlim_max);
+    EXPECT_NE(ReadFile(warn_log).find("level=warning msg=\"RLIMIT_NOFILE 1024:" +
+                                      std::to_string(nofile.rlim_max + 1) + " clamped to 1024:"),
+              std::string::npos)
+        << ReadFile(warn_log);
+  } else {
+    EXPECT_EQ(planned[0]["hard"], nofile.rlim_max + 1) << "not clamped: CAP_SYS_RESOURCE held";
+  }
   // An unknown run.ward/ key: refused, on stderr and in the JSON log the engine reads.
   WriteFile(bundle_ + "/config.json",
             R"({"root": {"path": "rootfs"}, "process": {"args": ["/bin/true"]},
