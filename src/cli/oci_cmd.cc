@@ -19,6 +19,7 @@
 #include "oci/annotations.h"
 #include "oci/bundle.h"
 #include "oci/rlimits.h"
+#include "oci/run_flags.h"
 #include "oci/state.h"
 
 namespace ward::cli {
@@ -122,13 +123,18 @@ int Check(const OciGlobals& g, const std::string& bundle) {
     limits.push_back({{"type", r.name}, {"soft", r.soft}, {"hard", r.hard}, {"clamped", r.clamped}});
     if (r.clamped) Log(g, "warning", oci::DescribeClamp(r));
   }
+  // The node's default profile until the node's configuration file exists.
+  const policy::RunFlags f = oci::RunFlagsFor(*b, "default");
+  auto opt = [](const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nullptr; };
   nlohmann::json j = {{"bundle", b->dir},
                       {"rlimits", limits},
                       {"rootfs", b->rootfs},
                       {"args", b->config.process.args},
-                      {"allow_net", b->ward.allow_net},
-                      {"deny_net", b->ward.deny_net},
-                      {"profile", b->ward.profile}};
+                      {"profile", f.profile},
+                      {"allow_net", f.allow_net},
+                      {"deny_net", f.deny_net},
+                      {"credentials", f.credentials},
+                      {"limits", {{"memory", opt(f.memory)}, {"pids", opt(f.pids)}, {"cpu", opt(f.cpu)}}}};
   std::printf("%s\n", j.dump(2).c_str());
   return 0;
 }
