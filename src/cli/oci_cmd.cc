@@ -16,11 +16,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "common/untrusted_file.h"
 #include "oci/annotations.h"
 #include "oci/bundle.h"
 #include "oci/rlimits.h"
 #include "oci/run_flags.h"
 #include "oci/state.h"
+#include "policy/user_config.h"
 
 namespace ward::cli {
 namespace {
@@ -30,7 +32,22 @@ struct OciGlobals {
   std::string log;
   std::string log_format = "text";
   bool systemd_cgroup = false;  // accepted; ward makes and removes the container's cgroups itself
+  std::string config = policy::kNodeConfigPath;  // the node's defaults ([oci])
 };
+
+// The node's configuration: its [oci] defaults. A missing file means the built-in defaults; one
+// that is there must be a small regular file of root or the caller, and parse.
+Result<policy::UserConfig> NodeConfig(const OciGlobals& g) {
+  UntrustedFileRules rules;
+  rules.max_bytes = 64 * 1024;
+  rules.owners = {0, geteuid()};
+  Result<std::string> text = ReadUntrustedFile(g.config, rules);
+  if (!text.ok()) {
+    if (text.status().code() == Code::kNotFound) return policy::UserConfig();
+    return std::move(text).take_status().With(g.config);
+  }
+  return policy::ParseUserConfig(*text, g.config);
+}
 
 // runc's default state directory is /run/runc; ward's is /run/ward-oci as root, else under
 // XDG_RUNTIME_DIR.
@@ -123,8 +140,11 @@ int Check(const OciGlobals& g, const std::string& bundle) {
     limits.push_back({{"type", r.name}, {"soft", r.soft}, {"hard", r.hard}, {"clamped", r.clamped}});
     if (r.clamped) Log(g, "warning", oci::DescribeClamp(r));
   }
-  // The node's default profile until the node's configuration file exists.
-  const policy::RunFlags f = oci::RunFlagsFor(*b, "default");
+  Result<policy::UserConfig> node = NodeConfig(g);
+  if (!node.ok()) return Fail(g, node.status().ToString());
+  const policy::RunFlags f = oci::RunFlagsFor(*b, node->oci.profile);
+  const std::string approver = b->ward.approver.empty() ? node->oci.approver : b->ward.approver;
+  const std::string audit_dir = b->ward.audit_dir.empty() ? node->oci.audit_dir : b->ward.audit_dir;
   auto opt = [](const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nullptr; };
   nlohmann::json j = {{"bundle", b->dir},
                       {"rlimits", limits},
@@ -134,6 +154,8 @@ int Check(const OciGlobals& g, const std::string& bundle) {
                       {"allow_net", f.allow_net},
                       {"deny_net", f.deny_net},
                       {"credentials", f.credentials},
+                      {"approver", approver},
+                      {"audit_dir", audit_dir},
                       {"limits", {{"memory", opt(f.memory)}, {"pids", opt(f.pids)}, {"cpu", opt(f.cpu)}}}};
   std::printf("%s\n", j.dump(2).c_str());
   return 0;
@@ -166,6 +188,8 @@ void AddOciCommand(CLI::App& app, int* exit_code) {
   oci->add_option("--log", g->log, "Also write errors to FILE");
   oci->add_option("--log-format", g->log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}));
+  oci->add_option("--config", g->config, "The node's configuration (default /etc/ward/config.toml)")
+      ->group("");
   oci->add_flag("--systemd-cgroup", g->systemd_cgroup,
                 "Accepted for the engines; ward makes and removes the container's cgroups itself");
 

@@ -13,8 +13,9 @@
 namespace ward::policy {
 namespace {
 
-const std::vector<std::string> kConfigTables = {"audit"};
+const std::vector<std::string> kConfigTables = {"audit", "oci"};
 const std::vector<std::string> kAuditKeys = {"keep_days", "keep_sessions"};
+const std::vector<std::string> kOciKeys = {"profile", "audit_dir", "credentials_dir", "approver"};
 
 Status ConfigError(const std::string& path, const toml::source_region& at, std::string_view key,
                    std::string_view what) {
@@ -79,11 +80,52 @@ Status ApplyAudit(const toml::node& node, const std::string& path, AuditRetentio
   return Ok();
 }
 
+Result<std::string> Text(const toml::node& v, const std::string& path, const std::string& key,
+                         bool absolute_path) {
+  std::optional<std::string> s = v.value_exact<std::string>();
+  if (!s || s->find('\0') != std::string::npos) {
+    return ConfigError(path, v.source(), key, "expected a string");
+  }
+  if (absolute_path && (s->empty() || (*s)[0] != '/')) {
+    return ConfigError(path, v.source(), key, "expected an absolute path");
+  }
+  return *s;
+}
+
+Status ApplyOci(const toml::node& node, const std::string& path, OciDefaults* out) {
+  const toml::table* t = node.as_table();
+  if (t == nullptr) return ConfigError(path, node.source(), "oci", "expected a table ([oci])");
+  for (auto&& [k, v] : *t) {
+    const std::string key = "oci." + std::string(k.str());
+    if (k.str() == "profile") {
+      WARD_ASSIGN_OR_RETURN(out->profile, Text(v, path, key, false));
+      if (out->profile.empty()) return ConfigError(path, v.source(), key, "names no profile");
+    } else if (k.str() == "audit_dir") {
+      WARD_ASSIGN_OR_RETURN(out->audit_dir, Text(v, path, key, true));
+    } else if (k.str() == "credentials_dir") {
+      WARD_ASSIGN_OR_RETURN(out->credentials_dir, Text(v, path, key, true));
+    } else if (k.str() == "approver") {
+      WARD_ASSIGN_OR_RETURN(out->approver, Text(v, path, key, false));
+      if (!out->approver.starts_with("https://") && !out->approver.starts_with("http://")) {
+        return ConfigError(path, v.source(), key,
+                           "expected a webhook URL (https://...): a node has no terminal");
+      }
+    } else {
+      return ConfigError(path, k.source(), key,
+                         "unknown key" + NearestKey(k.str(), kOciKeys) +
+                             " (known: " + KnownList(kOciKeys) + ")");
+    }
+  }
+  return Ok();
+}
+
 // The top-level tables of the file, each into its part of `out`.
 Status ApplyTables(const toml::table& tbl, const std::string& path, UserConfig* out) {
   for (auto&& [k, v] : tbl) {
     if (k.str() == "audit") {
       WARD_TRY(ApplyAudit(v, path, &out->audit));
+    } else if (k.str() == "oci") {
+      WARD_TRY(ApplyOci(v, path, &out->oci));
     } else {
       return ConfigError(path, k.source(), k.str(),
                          "unknown key" + NearestKey(k.str(), kConfigTables) +

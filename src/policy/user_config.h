@@ -1,6 +1,7 @@
 // The user's own settings for ward itself (not for a sandbox): <config dir>/config.toml, next
 // to the user's profiles. Pure: the text arrives as a string; the CLI finds and reads the file.
-// Keys and defaults are documented in docs/audit.md ("Retention").
+// Keys and defaults are documented in docs/audit.md ("Retention"); [oci] holds a node's
+// defaults for `ward oci` (in progress), which a container's run.ward/ annotations override.
 #pragma once
 
 #include <cstdint>
@@ -18,9 +19,22 @@ struct AuditRetention {
   uint64_t keep_sessions = 10000;
 };
 
+// `ward oci` on a node ([oci]): what a container that says nothing gets. Its annotations
+// (run.ward/...) choose otherwise per container.
+struct OciDefaults {
+  std::string profile = "default";
+  std::string audit_dir;        // absolute; "" = ward's state directory
+  std::string credentials_dir;  // absolute: where the node keeps credential sources
+  std::string approver;         // a webhook URL; "" = no approvals unless annotated
+};
+
 struct UserConfig {
   AuditRetention audit;
+  OciDefaults oci;
 };
+
+// The node's configuration file for `ward oci` (the same format, read by root).
+inline constexpr const char* kNodeConfigPath = "/etc/ward/config.toml";
 
 // <config_dir>/config.toml
 std::string UserConfigPath(const std::string& config_dir);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -26,7 +27,11 @@ class OciCliTest : public SandboxTest {
     state_ = root_->path() + "/oci-state";
     MakeDirs(bundle_ + "/rootfs");
   }
+  // `ward oci --root STATE [--config NODE] ARGS`; the node file is none unless ARGS name one.
   RunResult Oci(std::vector<std::string> args) {
+    if (std::find(args.begin(), args.end(), "--config") == args.end()) {
+      args.insert(args.begin(), {"--config", root_->path() + "/none.toml"});
+    }
     args.insert(args.begin(), {"oci", "--root", state_});
     return RunWard(args, Defaults());
   }
@@ -106,6 +111,32 @@ TEST_F(OciCliTest, ABundleIsCheckedAsCreateWillReadIt) {
   RunResult escape = Oci({"check", "--bundle", bundle_});
   EXPECT_EQ(escape.status, 1);
   EXPECT_NE(escape.err.find("root.path"), std::string::npos) << escape.err;
+}
+
+// The node's [oci] defaults apply to a container that says nothing; its annotation wins; a
+// broken node file refuses with its line.
+TEST_F(OciCliTest, TheNodesDefaultsApplyUnlessTheContainerSaysOtherwise) {
+  const std::string node = root_->path() + "/node.toml";
+  WriteFile(node, "[oci]\nprofile = \"minimal\"\napprover = \"https://approve.example.org/\"\n");
+  WriteFile(bundle_ + "/config.json",
+            R"({"root": {"path": "rootfs"}, "process": {"args": ["/bin/true"]}})");
+  RunResult r = Oci({"--config", node, "check", "--bundle", bundle_});
+  ASSERT_EQ(r.status, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_EQ(j["profile"], "minimal") << r.out;
+  EXPECT_EQ(j["approver"], "https://approve.example.org/");
+  WriteFile(bundle_ + "/config.json",
+            R"({"root": {"path": "rootfs"}, "process": {"args": ["/bin/true"]},
+                "annotations": {"run.ward/profile": "agent"}})");
+  r = Oci({"--config", node, "check", "--bundle", bundle_});
+  EXPECT_EQ(nlohmann::json::parse(r.out, nullptr, false)["profile"], "agent") << r.out;
+  // Without the file: the built-in default.
+  r = Oci({"--config", root_->path() + "/absent.toml", "check", "--bundle", bundle_});
+  EXPECT_EQ(r.status, 0) << r.err;
+  WriteFile(node, "[oci]\nprofil = \"x\"\n");
+  r = Oci({"--config", node, "check", "--bundle", bundle_});
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(node + ":2: oci.profil: unknown key"), std::string::npos) << r.err;
 }
 
 TEST_F(OciCliTest, DeleteRefusesALiveContainerAndForceKillsItsInit) {

@@ -35,7 +35,7 @@ TEST(UserConfigTest, MistakesNameTheFileLineAndKey) {
                 "keep_days, keep_sessions)");
   EXPECT_EQ(ParseUserConfig("[audti]\n", kPath).status().ToString(),
             kPath +
-                ":1: audti: unknown key (did you mean 'audit'?) (known: audit)");
+                ":1: audti: unknown key (did you mean 'audit'?) (known: audit, oci)");
   EXPECT_EQ(ParseUserConfig("audit = 3\n", kPath).status().ToString(),
             kPath + ":1: audit: expected a table ([audit])");
   Result<UserConfig> bad = ParseUserConfig("[audit\n", kPath);
@@ -43,6 +43,30 @@ TEST(UserConfigTest, MistakesNameTheFileLineAndKey) {
   EXPECT_EQ(bad.status().ToString().find(kPath + ":1: invalid TOML: "),
             0u)
       << bad.status().ToString();
+}
+
+// The node's [oci] defaults for `ward oci`: what a container that says nothing gets.
+TEST(UserConfigTest, OciKeysSetTheNodesDefaults) {
+  Result<UserConfig> none = ParseUserConfig("", kPath);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->oci.profile, "default");
+  EXPECT_EQ(none->oci.approver, "");
+  Result<UserConfig> c = ParseUserConfig(
+      "[oci]\nprofile = \"agent\"\naudit_dir = \"/var/log/ward\"\n"
+      "credentials_dir = \"/etc/ward/credentials\"\napprover = \"https://approve.example.org/\"\n",
+      kPath);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->oci.profile, "agent");
+  EXPECT_EQ(c->oci.audit_dir, "/var/log/ward");
+  EXPECT_EQ(c->oci.credentials_dir, "/etc/ward/credentials");
+  EXPECT_EQ(c->oci.approver, "https://approve.example.org/");
+  EXPECT_EQ(ParseUserConfig("[oci]\naudit_dir = \"logs\"\n", kPath).status().ToString(),
+            kPath + ":2: oci.audit_dir: expected an absolute path");
+  EXPECT_EQ(ParseUserConfig("[oci]\napprover = \"terminal\"\n", kPath).status().ToString(),
+            kPath + ":2: oci.approver: expected a webhook URL (https://...): a node has no terminal");
+  EXPECT_EQ(ParseUserConfig("[oci]\nprofiel = \"x\"\n", kPath).status().ToString(),
+            kPath + ":2: oci.profiel: unknown key (did you mean 'profile'?) (known: profile, "
+                    "audit_dir, credentials_dir, approver)");
 }
 
 }  // namespace
