@@ -142,9 +142,8 @@ int Check(const OciGlobals& g, const std::string& bundle) {
   }
   Result<policy::UserConfig> node = NodeConfig(g);
   if (!node.ok()) return Fail(g, node.status().ToString());
-  const policy::RunFlags f = oci::RunFlagsFor(*b, node->oci.profile);
-  const std::string approver = b->ward.approver.empty() ? node->oci.approver : b->ward.approver;
-  const std::string audit_dir = b->ward.audit_dir.empty() ? node->oci.audit_dir : b->ward.audit_dir;
+  const oci::ContainerChoices choices = oci::ChoicesFor(*b, node->oci);
+  const policy::RunFlags& f = choices.flags;
   auto opt = [](const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nullptr; };
   nlohmann::json j = {{"bundle", b->dir},
                       {"rlimits", limits},
@@ -154,8 +153,8 @@ int Check(const OciGlobals& g, const std::string& bundle) {
                       {"allow_net", f.allow_net},
                       {"deny_net", f.deny_net},
                       {"credentials", f.credentials},
-                      {"approver", approver},
-                      {"audit_dir", audit_dir},
+                      {"approver", choices.approver},
+                      {"audit_dir", choices.audit_dir},
                       {"limits", {{"memory", opt(f.memory)}, {"pids", opt(f.pids)}, {"cpu", opt(f.cpu)}}}};
   std::printf("%s\n", j.dump(2).c_str());
   return 0;

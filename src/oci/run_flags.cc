@@ -14,18 +14,22 @@ std::string Cores(uint64_t quota_us, uint64_t period_us) {
 
 }  // namespace
 
-policy::RunFlags RunFlagsFor(const Bundle& bundle, const std::string& node_profile) {
-  policy::RunFlags f;
-  f.profile = bundle.ward.profile.empty() ? node_profile : bundle.ward.profile;
-  f.allow_net = bundle.ward.allow_net;
-  f.deny_net = bundle.ward.deny_net;
-  f.credentials = bundle.ward.credentials;
-  f.approvals = bundle.ward.approver.empty() ? std::nullopt : std::optional<bool>(true);
+ContainerChoices ChoicesFor(const Bundle& bundle, const policy::OciDefaults& node) {
+  ContainerChoices c;
+  const WardAnnotations& w = bundle.ward;
+  c.approver = w.approver.empty() ? node.approver : w.approver;
+  c.audit_dir = w.audit_dir.empty() ? node.audit_dir : w.audit_dir;
+  policy::RunFlags& f = c.flags;
+  f.profile = w.profile.empty() ? node.profile : w.profile;
+  f.allow_net = w.allow_net;
+  f.deny_net = w.deny_net;
+  f.credentials = w.credentials;
+  if (!c.approver.empty()) f.approvals = true;
   const Resources& r = bundle.config.resources;
   if (r.memory_limit) f.memory = std::to_string(*r.memory_limit);
   if (r.pids_limit) f.pids = std::to_string(*r.pids_limit);
   if (r.cpu_quota_us && r.cpu_period_us) f.cpu = Cores(*r.cpu_quota_us, *r.cpu_period_us);
-  return f;
+  return c;
 }
 
 }  // namespace ward::oci

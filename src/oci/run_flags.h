@@ -5,12 +5,20 @@
 // run's. (The bundle's mounts, which bind at other paths than their source's, are not flags.)
 #pragma once
 
+#include <string>
+
 #include "oci/bundle.h"
 #include "policy/loader.h"
+#include "policy/user_config.h"
 
 namespace ward::oci {
 
-// `node_profile`: the profile when the container names none (the node's default).
-policy::RunFlags RunFlagsFor(const Bundle& bundle, const std::string& node_profile);
+// What the container's annotations say, and the node's defaults ([oci]) where they say nothing.
+struct ContainerChoices {
+  policy::RunFlags flags;
+  std::string approver;   // a webhook URL, "" for none
+  std::string audit_dir;  // "" for ward's state directory
+};
+ContainerChoices ChoicesFor(const Bundle& bundle, const policy::OciDefaults& node);
 
 }  // namespace ward::oci

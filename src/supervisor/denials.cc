@@ -355,7 +355,7 @@ void DenialTally::AddRecord(std::string_view type, const nlohmann::json& data) {
   if (std::optional<Denial> d = DenialOf(type, data)) Add(std::move(*d));
 }
 
-std::vector<Denial> DenialTally::Sorted() const {
+std::vector<Denial> DenialTally::Sorted(size_t max_entries) const {
   std::set<std::string> proxied_hosts;
   for (const auto& [key, d] : entries_) {
     if (d.kind != "network") continue;
@@ -376,10 +376,13 @@ std::vector<Denial> DenialTally::Sorted() const {
            std::make_tuple(-static_cast<int64_t>(std::min<uint64_t>(b.count, INT64_MAX)),
                            KindRank(b.kind), std::cref(b.kind), std::cref(b.target));
   });
-  if (other_ > 0) {
+  uint64_t other = other_;
+  for (size_t i = max_entries; i < out.size(); ++i) other += out[i].count;
+  if (out.size() > max_entries) out.resize(max_entries);
+  if (other > 0) {
     Denial o;
     o.kind = "other";
-    o.count = other_;
+    o.count = other;
     o.rule = "more distinct targets than ward keeps apart, or records the run held back";
     out.push_back(std::move(o));
   }
@@ -425,11 +428,11 @@ void DenialTee::OpenWindow(uint64_t id) {
   windows_[id] = DenialTally();
 }
 
-std::vector<Denial> DenialTee::CloseWindow(uint64_t id) {
+std::vector<Denial> DenialTee::CloseWindow(uint64_t id, size_t max_entries) {
   std::lock_guard lock(mu_);
   auto it = windows_.find(id);
   if (it == windows_.end()) return {};
-  std::vector<Denial> ds = it->second.Sorted();
+  std::vector<Denial> ds = it->second.Sorted(max_entries);
   windows_.erase(it);
   return ds;
 }

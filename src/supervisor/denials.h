@@ -48,8 +48,9 @@ class DenialTally {
   void Add(Denial d);
   void AddRecord(std::string_view type, const nlohmann::json& data);
   // Most frequent first (ties: by kind, then target); a DNS name that the proxy also refused
-  // shows under "network" only; the overflow last, as one entry of kind "other".
-  std::vector<Denial> Sorted() const;
+  // shows under "network" only; the overflow last, as one entry of kind "other", which also
+  // counts the entries beyond the first `max_entries`.
+  std::vector<Denial> Sorted(size_t max_entries = kMaxDistinct) const;
   bool empty() const { return entries_.empty() && other_ == 0; }
 
  private:
@@ -76,9 +77,10 @@ class DenialTee final : public EventSink {
   std::vector<Denial> Finish();
   // A window gathers the denials observed from its opening to its closing, as well as the
   // run's (an exec of a live sandbox: what was refused while it ran, whichever of the sandbox's
-  // processes asked). Closing returns them (empty for a window that is not open).
+  // processes asked). Closing returns them, at most `max_entries` and the rest as "other"
+  // (empty for a window that is not open).
   void OpenWindow(uint64_t id);
-  std::vector<Denial> CloseWindow(uint64_t id);
+  std::vector<Denial> CloseWindow(uint64_t id, size_t max_entries);
 
  private:
   EventSink* next_;

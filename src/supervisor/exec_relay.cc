@@ -64,7 +64,7 @@ void ExecRelay::StartExec(const ExecMsg& m, UniqueFd fds[4]) {
   if (denials_) denials_->OpenWindow(m.id);
   const int attached[4] = {fds[0].get(), fds[1].get(), fds[2].get(), fds[3].get()};
   if (int rc = enforce::SendExecMsg(server_.native_handle(), m, attached, 4); rc != 0) {
-    if (denials_) (void)denials_->CloseWindow(m.id);
+    if (denials_) (void)denials_->CloseWindow(m.id, 0);
     return Refuse(m.id, std::string("the exec server did not take it: ") + std::strerror(-rc));
   }
   running_[m.id] = {std::move(req.argv), std::chrono::steady_clock::now()};
@@ -121,14 +121,7 @@ nlohmann::json ExecRelay::RecordEnd(const ExecMsg& m) {
 
 nlohmann::json ExecRelay::ExecDenials(uint64_t id) {
   if (!denials_) return nlohmann::json::array();
-  std::vector<Denial> ds = denials_->CloseWindow(id);
-  if (ds.size() > kMaxExecDenials) {
-    uint64_t rest = 0;
-    for (size_t i = kMaxExecDenials; i < ds.size(); ++i) rest += ds[i].count;
-    ds.resize(kMaxExecDenials);
-    ds.push_back(Denial{"other", "", rest, "", "", false});
-  }
-  return DenialsToJson(ds);
+  return DenialsToJson(denials_->CloseWindow(id, kMaxExecDenials));
 }
 
 void ExecRelay::PassEnd(ExecMsg m, nlohmann::json denials) {

@@ -51,7 +51,7 @@ class ExecRelay {
   nlohmann::json RecordEnd(const enforce::ExecMsg& m);
   void PassEnd(enforce::ExecMsg m, nlohmann::json denials);
   void End(const std::string& why);
-  // The denials of exec `id`'s window, at most kMaxExecDenials distinct and the rest as one.
+  // The denials of exec `id`'s window, at most kMaxExecDenials distinct and the rest as "other".
   nlohmann::json ExecDenials(uint64_t id);
   static constexpr size_t kMaxExecDenials = 100;
   void Emit(std::string_view type, nlohmann::json data);

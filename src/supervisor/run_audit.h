@@ -63,9 +63,7 @@ class RunAudit {
  public:
   explicit RunAudit(std::optional<RunAuditOptions> options) : options_(std::move(options)) {}
 
-  bool wanted() const { return options_.has_value(); }
   const std::string& session_id() const;
-  const RunAuditOptions* options() const { return options_ ? &*options_ : nullptr; }
 
   // After the clone: the session's files, and the check that none of `sandbox_writable` (the
   // host paths the sandbox can write) can fill their file system past the reserve.

@@ -170,6 +170,20 @@ TEST_F(ServeLiveTest, EachExecCarriesTheDenialsObservedWhileItRan) {
   EXPECT_TRUE(found) << q.result.dump();
 }
 
+// What the sandbox makes ward refuse is its own to choose: 300 distinct refused writes in one exec
+// give a bounded list (100 distinct, the rest counted as "other"), in the result and the trail.
+TEST_F(ServeLiveTest, AnExecsDenialsStayBoundedWhateverTheSandboxDoes) {
+  std::string sb = Sandbox();
+  Json r = Sh(sb, "i=0; while [ $i -lt 300 ]; do touch /usr/ward-flood-$i 2>/dev/null; "
+                  "i=$((i+1)); done; echo done");
+  ASSERT_EQ(r["stdout"], "done\n") << r.dump();
+  const Json& ds = r["denials"];
+  ASSERT_EQ(ds.size(), 101u) << ds.dump();
+  EXPECT_EQ(ds[100]["kind"], "other");
+  EXPECT_EQ(ds[100]["count"], 200) << ds[100].dump();
+  EXPECT_EQ(ds[0]["kind"], "file.write");
+}
+
 TEST_F(ServeLiveTest, ConcurrentExecsRunSideBySideAndKillingOneSparesTheOthers) {
   std::string sb = Sandbox();
   std::vector<std::string> ids;

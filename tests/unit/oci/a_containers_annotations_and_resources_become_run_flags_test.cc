@@ -20,7 +20,7 @@ Bundle Sample() {
 }
 
 TEST(OciRunFlags, AnnotationsAndResourcesBecomeFlags) {
-  policy::RunFlags f = RunFlagsFor(Sample(), "default");
+  policy::RunFlags f = ChoicesFor(Sample(), policy::OciDefaults()).flags;
   EXPECT_EQ(f.profile, "default");
   EXPECT_EQ(f.allow_net, (std::vector<std::string>{"registry.example.org", "api.example.org:443"}));
   EXPECT_EQ(f.deny_net, std::vector<std::string>{"evil.example.org"});
@@ -31,15 +31,26 @@ TEST(OciRunFlags, AnnotationsAndResourcesBecomeFlags) {
   Bundle named = Sample();
   named.ward.profile = "agent";
   named.ward.approver = "https://approver.example.org/hook";
-  policy::RunFlags g = RunFlagsFor(named, "default");
+  policy::RunFlags g = ChoicesFor(named, policy::OciDefaults()).flags;
   EXPECT_EQ(g.profile, "agent");
   EXPECT_EQ(g.approvals, true);
+  // The node's defaults fill what the container leaves out; its approver turns approvals on.
+  policy::OciDefaults node;
+  node.profile = "minimal";
+  node.approver = "https://node.example.org/hook";
+  node.audit_dir = "/var/log/ward";
+  ContainerChoices from_node = ChoicesFor(Sample(), node);
+  EXPECT_EQ(from_node.flags.profile, "minimal");
+  EXPECT_EQ(from_node.flags.approvals, true);
+  EXPECT_EQ(from_node.approver, "https://node.example.org/hook");
+  EXPECT_EQ(from_node.audit_dir, "/var/log/ward");
+  EXPECT_EQ(ChoicesFor(named, node).approver, "https://approver.example.org/hook");
 }
 
 TEST(OciRunFlags, ThePolicyLoaderTakesThem) {
   policy::Context ctx{"/home/u", "/ws", "/ws", ""};
   Result<policy::Policy> p = policy::LoadPolicy(
-      RunFlagsFor(Sample(), "default"), ctx,
+      ChoicesFor(Sample(), policy::OciDefaults()).flags, ctx,
       [](const std::string& path) -> Result<std::string> { return NotFound(path); });
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   std::vector<std::string> allow;
@@ -51,7 +62,7 @@ TEST(OciRunFlags, ThePolicyLoaderTakesThem) {
   // An allow rule the loader refuses (everything) is refused for a container too.
   Bundle wide = Sample();
   wide.ward.allow_net = {"*"};
-  EXPECT_FALSE(policy::LoadPolicy(RunFlagsFor(wide, "default"), ctx,
+  EXPECT_FALSE(policy::LoadPolicy(ChoicesFor(wide, policy::OciDefaults()).flags, ctx,
                                   [](const std::string& path) -> Result<std::string> {
                                     return NotFound(path);
                                   })

@@ -241,9 +241,9 @@ TEST(DenialTee, AWindowGathersWhatWasRefusedWhileItWasOpen) {
   tee.OpenWindow(2);
   tee.Emit("net.deny", NetDeny("both.example", 80));
   tee.Emit("net.deny", NetDeny("both.example", 80));
-  std::vector<Denial> one = tee.CloseWindow(1);
+  std::vector<Denial> one = tee.CloseWindow(1, 10);
   tee.Emit("net.deny", NetDeny("after-one.example", 80));
-  std::vector<Denial> two = tee.CloseWindow(2);
+  std::vector<Denial> two = tee.CloseWindow(2, 10);
   ASSERT_EQ(one.size(), 2u);
   EXPECT_EQ(one[0].target, "both.example:80");
   EXPECT_EQ(one[0].count, 2u);
@@ -251,8 +251,24 @@ TEST(DenialTee, AWindowGathersWhatWasRefusedWhileItWasOpen) {
   ASSERT_EQ(two.size(), 2u);
   EXPECT_EQ(two[0].target, "both.example:80");
   EXPECT_EQ(two[1].target, "after-one.example:80");
-  EXPECT_TRUE(tee.CloseWindow(1).empty());  // closed already
+  EXPECT_TRUE(tee.CloseWindow(1, 10).empty());  // closed already
   EXPECT_EQ(tee.Finish().size(), 4u);       // the run's own tally has everything
+}
+
+// A window's list is bounded by the caller: what is beyond goes into one "other" entry.
+TEST(DenialTee, AWindowsListIsBoundedWithTheRestAsOther) {
+  DenialTee tee(nullptr);
+  tee.OpenWindow(7);
+  tee.Emit("net.deny", NetDeny("a.example", 80));
+  tee.Emit("net.deny", NetDeny("a.example", 80));
+  tee.Emit("net.deny", NetDeny("b.example", 80));
+  tee.Emit("net.deny", NetDeny("c.example", 80));
+  std::vector<Denial> ds = tee.CloseWindow(7, 1);
+  ASSERT_EQ(ds.size(), 2u);
+  EXPECT_EQ(ds[0].target, "a.example:80");
+  EXPECT_EQ(ds[1].kind, "other");
+  EXPECT_EQ(ds[1].count, 2u);
+  EXPECT_FALSE(ds[1].rule.empty());
 }
 
 TEST(ReadFlagFor, TheToolsDirectory) {
