@@ -15,33 +15,28 @@ namespace {
 const char* const kLegacyVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 constexpr const char* kMetaVersionKey = "io.modelcontextprotocol/protocolVersion";
 
-const char* kInstructions =
+// The server's instructions: how commands run (a fresh sandbox each, the session's live sandbox,
+// or review mode), then what the file tools check, then how a long command is followed.
+constexpr const char* kFreshSandbox =
     "Every command runs in its own fresh ward sandbox (namespaces, Landlock, seccomp, no network "
-    "unless the server's profile allows it) with the workspace as its working directory. Files "
-    "are read and written through the supervisor and checked against the same policy: protected "
-    "paths (.git/hooks, .envrc, agent settings) and paths outside the workspace are refused. A "
-    "command still running after yield_ms returns status \"running\" and an exec_id: call "
-    "exec_poll to wait for it and exec_kill to stop it.";
-
-const char* kLiveInstructions =
+    "unless the server's profile allows it) with the workspace as its working directory";
+constexpr const char* kLiveSandbox =
     "Commands run in one ward sandbox (namespaces, Landlock, seccomp, no network unless the "
     "server's profile allows it) that lives for this session, like commands typed in one "
     "terminal: processes left running in the background, servers on its loopback, /tmp and HOME "
     "persist from one command to the next; each starts in the workspace (or cwd). reset_sandbox "
-    "ends everything in it and starts a new one. Files are read and written through the "
-    "supervisor and checked against the same policy: protected paths (.git/hooks, .envrc, agent "
-    "settings) and paths outside the workspace are refused. A command still running after "
-    "yield_ms returns status \"running\" and an exec_id: call exec_poll to wait for it and "
-    "exec_kill to stop it.";
-
-const char* kReviewInstructions =
-    "Every command runs in its own fresh ward sandbox (namespaces, Landlock, seccomp, no network "
-    "unless the server's profile allows it) with the workspace as its working directory, in "
-    "review mode: the commands' writes to the workspace are kept apart for the user to review "
-    "and apply, and each command sees those of the commands before it. Commands run one at a "
-    "time. The file tools are off: read and write files with commands (cat, sed, tee). A command "
-    "still running after yield_ms returns status \"running\" and an exec_id: call exec_poll to "
-    "wait for it and exec_kill to stop it.";
+    "ends everything in it and starts a new one. ";
+constexpr const char* kReviewMode =
+    ", in review mode: the commands' writes to the workspace are kept apart for the user to "
+    "review and apply, and each command sees those of the commands before it. Commands run one "
+    "at a time. The file tools are off: read and write files with commands (cat, sed, tee). ";
+constexpr const char* kFileTools =
+    "Files are read and written through the supervisor and checked against the same policy: "
+    "protected paths (.git/hooks, .envrc, agent settings) and paths outside the workspace are "
+    "refused. ";
+constexpr const char* kPolling =
+    "A command still running after yield_ms returns status \"running\" and an exec_id: call "
+    "exec_poll to wait for it and exec_kill to stop it.";
 
 nlohmann::json TextContent(const std::string& text) {
   return nlohmann::json::array({{{"type", "text"}, {"text", text}}});
@@ -247,9 +242,10 @@ void McpServer::Shutdown() {
   live_.reset();
 }
 
-const char* McpServer::Instructions() const {
-  if (!config_.review.session.empty()) return kReviewInstructions;
-  return UsesLive() ? kLiveInstructions : kInstructions;
+std::string McpServer::Instructions() const {
+  if (!config_.review.session.empty()) return std::string(kFreshSandbox) + kReviewMode + kPolling;
+  if (UsesLive()) return std::string(kLiveSandbox) + kFileTools + kPolling;
+  return std::string(kFreshSandbox) + ". " + kFileTools + kPolling;
 }
 
 nlohmann::json McpServer::ToolReset(const nlohmann::json& args) {

@@ -59,7 +59,7 @@ class McpServer {
 
   Status Init();
   // The instructions of initialize: live, fresh or review mode.
-  const char* Instructions() const;
+  std::string Instructions() const;
   // One line from the client (without the newline).
   void HandleLine(std::string_view line);
   // Kills running execs.
