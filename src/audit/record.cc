@@ -218,8 +218,11 @@ bool IsDenialType(std::string_view type) {
          type == "limit.hit";
 }
 
+// An exec's end is written through: its result reaches the client only after the record does,
+// so a client that reads the trail right after the result finds it.
 bool IsSyncType(std::string_view type) {
-  return type == "session.start" || type == "setup.error" || type == "session.end";
+  return type == "session.start" || type == "setup.error" || type == "session.end" ||
+         type == "exec.end";
 }
 
 }  // namespace ward::audit

@@ -246,6 +246,8 @@ TEST(RecordTest, DenialAndSyncTypes) {
   EXPECT_TRUE(IsSyncType("session.start"));
   EXPECT_TRUE(IsSyncType("setup.error"));
   EXPECT_TRUE(IsSyncType("session.end"));
+  EXPECT_TRUE(IsSyncType("exec.end"));
+  EXPECT_FALSE(IsSyncType("exec.start"));
   EXPECT_FALSE(IsSyncType("net.deny"));
 }
 
