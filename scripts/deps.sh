@@ -4,13 +4,13 @@
 # runsc (gVisor) is for one test only: tests/integration/outer_wall_test.cc runs ward inside it.
 # `deps.sh kernels` adds what the kernel matrix (tests/kernels/) boots its kernels with.
 set -eu
-KERNEL_PKGS="qemu-system-x86 busybox-static e2fsprogs zstd"
+KERNEL_PKGS="qemu-system-x86 e2fsprogs zstd"
 PKGS="build-essential cmake pkg-config git
 libseccomp-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev libssl-dev
 libasio-dev zlib1g-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
 clang clang-format clang-tidy libclang-rt-14-dev
 iproute2 curl ca-certificates python3 hyperfine bubblewrap util-linux passwd procps
-nodejs npm openssl
+nodejs npm openssl busybox-static
 runsc"
 [ "${1:-}" = kernels ] && PKGS="$PKGS $KERNEL_PKGS"
 missing=""

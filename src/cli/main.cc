@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <string_view>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/usage_error.h"
@@ -51,6 +52,16 @@ void AddOtherCommands(CLI::App& app, int* exit_code, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   ward::enforce::RememberProcessArgs(argc, argv);
+  // Installed as `ward-oci` too: the engines' runtime path, which behaves as `ward oci`.
+  std::vector<char*> oci_argv;
+  std::string_view name = argv[0];
+  if (name.substr(name.find_last_of('/') + 1) == "ward-oci") {
+    oci_argv = {argv[0], const_cast<char*>("oci")};
+    oci_argv.insert(oci_argv.end(), argv + 1, argv + argc);
+    oci_argv.push_back(nullptr);
+    argc = static_cast<int>(oci_argv.size()) - 1;
+    argv = oci_argv.data();
+  }
   ward::TraceMark("main");
   CLI::App app{"ward: run commands inside every boundary the Linux kernel offers", "ward"};
   app.set_version_flag("--version", ward::cli::VersionText);

@@ -2,9 +2,9 @@
 // dockerd through containerd), docs/kubernetes.md. Errors go to stderr and, with --log, to that
 // file in the engine's format (--log-format text|json), as runc writes them.
 //
-// In progress (issue 38): the bundle is read and checked (`ward oci check --bundle DIR`), and the
-// state directory serves `state`, `delete` and `features`; `create`, `start`, `exec`, `kill` and
-// `ps` are not there yet, so the command stays out of `ward --help`.
+// In progress (issue 38): `create`, `start`, `state`, `kill`, `delete`, `features` and `check`
+// are there; `exec`, `ps`, a terminal, a network namespace given by path and the engines' tests
+// are not yet, so the command stays out of `ward --help`.
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,6 +19,7 @@
 #include "common/untrusted_file.h"
 #include "oci/annotations.h"
 #include "oci/bundle.h"
+#include "oci/lifecycle.h"
 #include "oci/rlimits.h"
 #include "oci/run_flags.h"
 #include "oci/state.h"
@@ -31,6 +32,7 @@ struct OciGlobals {
   std::string root;
   std::string log;
   std::string log_format = "text";
+  bool debug = false;           // accepted; errors go to --log either way
   bool systemd_cgroup = false;  // accepted; ward makes and removes the container's cgroups itself
   std::string config = policy::kNodeConfigPath;  // the node's defaults ([oci])
 };
@@ -129,6 +131,57 @@ int Delete(const OciGlobals& g, const std::string& id, bool force) {
   return 0;
 }
 
+struct CreateArgs {
+  std::string bundle = ".";
+  std::string pid_file;
+  std::string console_socket;
+  bool no_pivot = false, no_new_keyring = false;
+  int preserve_fds = 0;
+};
+
+int Create(const OciGlobals& g, const CreateArgs& a, const std::string& id) {
+  if (a.preserve_fds != 0) return Fail(g, "--preserve-fds: ward oci passes no extra descriptors");
+  Result<std::string> root = RequireRoot(g);
+  if (!root.ok()) return Fail(g, root.status().ToString());
+  Result<policy::UserConfig> node = NodeConfig(g);
+  if (!node.ok()) return Fail(g, node.status().ToString());
+  oci::CreateOptions o;
+  o.root = *root;
+  o.id = id;
+  o.bundle = a.bundle;
+  o.pid_file = a.pid_file;
+  o.console_socket = a.console_socket;
+  o.node = node->oci;
+  o.ward_version = WARD_VERSION;
+  Result<std::vector<std::string>> warnings = oci::Create(o);
+  if (!warnings.ok()) return Fail(g, warnings.status().ToString());
+  for (const std::string& w : *warnings) Log(g, "warning", w);
+  return 0;
+}
+
+int Start(const OciGlobals& g, const std::string& id) {
+  Result<std::string> root = RequireRoot(g);
+  if (!root.ok()) return Fail(g, root.status().ToString());
+  Status started = oci::Start(*root, id);
+  return started.ok() ? 0 : Fail(g, started.ToString());
+}
+
+// runc: a container that is neither created nor running cannot be signalled.
+int Kill(const OciGlobals& g, const std::string& id, const std::string& signal) {
+  Result<std::string> root = RequireRoot(g);
+  if (!root.ok()) return Fail(g, root.status().ToString());
+  Result<int> sig = oci::ParseSignal(signal);
+  if (!sig.ok()) return Fail(g, sig.status().ToString());
+  Result<oci::ContainerState> s = oci::LoadState(*root, id);
+  if (!s.ok()) return Fail(g, s.status().ToString());
+  const std::string status = oci::ContainerStatus(*s);
+  if (status != "created" && status != "running") {
+    return Fail(g, "container " + id + " is " + status + ": there is nothing to signal");
+  }
+  Status killed = oci::KillInit(*s, *sig);
+  return killed.ok() ? 0 : Fail(g, killed.ToString());
+}
+
 // `ward oci check --bundle DIR`: what create will refuse, said before anything is made.
 int Check(const OciGlobals& g, const std::string& bundle) {
   Result<oci::Bundle> b = oci::LoadBundle(bundle);
@@ -189,6 +242,7 @@ void AddOciCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"text", "json"}));
   oci->add_option("--config", g->config, "The node's configuration (default /etc/ward/config.toml)")
       ->group("");
+  oci->add_flag("--debug", g->debug, "Accepted for the engines");
   oci->add_flag("--systemd-cgroup", g->systemd_cgroup,
                 "Accepted for the engines; ward makes and removes the container's cgroups itself");
 
@@ -202,6 +256,29 @@ void AddOciCommand(CLI::App& app, int* exit_code) {
   del->add_flag("-f,--force", *force, "Kill a live container first");
   del->add_option("id", *id, "Container id")->required();
   del->callback([g, id, force, exit_code] { *exit_code = Delete(*g, *id, *force); });
+
+  auto create = std::make_shared<CreateArgs>();
+  CLI::App* cr = oci->add_subcommand("create", "Create a container, its init waiting for start");
+  cr->add_option("-b,--bundle", create->bundle, "The bundle directory (default: .)");
+  cr->add_option("--pid-file", create->pid_file, "Write the init's pid here");
+  cr->add_option("--console-socket", create->console_socket, "Not supported yet (no terminal)");
+  cr->add_flag("--no-pivot", create->no_pivot, "Accepted; ward's root is its own tmpfs");
+  cr->add_flag("--no-new-keyring", create->no_new_keyring, "Accepted; ward keeps no keyring");
+  cr->add_option("--preserve-fds", create->preserve_fds, "Only 0: no extra descriptors");
+  cr->add_option("id", *id, "Container id")->required();
+  cr->callback([g, create, id, exit_code] { *exit_code = Create(*g, *create, *id); });
+
+  CLI::App* start = oci->add_subcommand("start", "Let a created container's process run");
+  start->add_option("id", *id, "Container id")->required();
+  start->callback([g, id, exit_code] { *exit_code = Start(*g, *id); });
+
+  auto signal = std::make_shared<std::string>("TERM");
+  auto all = std::make_shared<bool>(false);
+  CLI::App* kill = oci->add_subcommand("kill", "Signal the container (default TERM)");
+  kill->add_flag("-a,--all", *all, "Accepted: a signal to init reaches the whole container");
+  kill->add_option("id", *id, "Container id")->required();
+  kill->add_option("signal", *signal, "TERM, SIGKILL, 9, ...");
+  kill->callback([g, id, signal, exit_code] { *exit_code = Kill(*g, *id, *signal); });
 
   auto bundle = std::make_shared<std::string>(".");
   CLI::App* check = oci->add_subcommand("check", "Read and check a bundle without creating it");

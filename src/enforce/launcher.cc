@@ -338,8 +338,9 @@ bool OnControl(int ctl) {
 // command itself is reaped, everything it left behind dies and is reaped here (orphans are
 // re-parented to init before their parent can be reaped, so ECHILD means this namespace holds no
 // other process). Only then does the supervisor hear of the end: it need not wait for init's
-// own exit, whose namespace teardown is kernel work.
-void OnSignals(int ctl, int sfd, pid_t cmd) {
+// own exit, whose namespace teardown is kernel work. A container's init exits with the
+// command's status, which is what its engine reads (LaunchPlan::container_init).
+void OnSignals(int ctl, int sfd, pid_t cmd, bool exit_with_command) {
   struct signalfd_siginfo si;
   while (read(sfd, &si, sizeof si) == sizeof si) {
     if (si.ssi_signo != SIGCHLD) {
@@ -362,13 +363,14 @@ void OnSignals(int ctl, int sfd, pid_t cmd) {
       m.value = status;
       getrusage(RUSAGE_CHILDREN, &m.usage);
       SendControl(ctl, m);
-      _exit(0);
+      if (!exit_with_command) _exit(0);
+      _exit(WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status));
     }
   }
 }
 
 // Init's life once the command runs. When the supervisor goes away, everything inside ends.
-[[noreturn]] void ServeAsPid1(int ctl, int sfd, pid_t cmd) {
+[[noreturn]] void ServeAsPid1(int ctl, int sfd, pid_t cmd, bool exit_with_command) {
   struct pollfd pfds[2] = {{sfd, POLLIN, 0}, {ctl, POLLIN, 0}};
   while (true) {
     int n = poll(pfds, 2, -1);
@@ -380,7 +382,7 @@ void OnSignals(int ctl, int sfd, pid_t cmd) {
       kill(-1, SIGKILL);
       _exit(137);
     }
-    if (pfds[0].revents & POLLIN) OnSignals(ctl, sfd, cmd);
+    if (pfds[0].revents & POLLIN) OnSignals(ctl, sfd, cmd, exit_with_command);
   }
 }
 
@@ -688,12 +690,13 @@ pid_t StartCommand(const LaunchPlan& plan, const std::vector<std::string>& env,
 }
 
 // Sandbox init: pid 1 of the new namespaces. Writes its own id maps when `own_ids` is given
-// (nullptr: the supervisor wrote them), then waits for its plan with the go message. Never
-// returns.
+// (nullptr: the supervisor wrote them), then waits for its plan with the go message. A
+// sibling of the supervisor (a container's init) has no parent-death signal: its parent exits
+// at once, and the closing of the control socket ends it instead. Never returns.
 [[noreturn]] void InitMain(int ctl, int kick, int exit_fd, const cpu_set_t* cpus,
-                           const OwnIds* own_ids) {
+                           const OwnIds* own_ids, bool sibling) {
   CloseInheritedFds(ctl, kick, exit_fd);
-  prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+  if (!sibling) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   // A session of its own: init and what it forks (the guard agent) never have the caller's
   // terminal as their controlling terminal, so no open of /dev/tty inside can reach it.
   setsid();
@@ -742,7 +745,7 @@ pid_t StartCommand(const LaunchPlan& plan, const std::vector<std::string>& env,
   const pid_t cmd =
       StartCommand(plan, *env, seccomp, ctl, sfd, pty_slave, landlock.get(), &exec_args);
   ConfineSelf(plan, ctl);
-  ServeAsPid1(ctl, sfd, cmd);
+  ServeAsPid1(ctl, sfd, cmd, plan.container_init);
 }
 
 }  // namespace
@@ -827,7 +830,7 @@ long CloneWithoutPidfd(const struct clone_args& args, UniqueFd* exit_read, int* 
 }
 
 Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, bool user_ns,
-                                 Cgroup* cgroup) {
+                                 bool sibling, Cgroup* cgroup) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return Errno("socketpair");
@@ -843,6 +846,12 @@ Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, bool use
                CLONE_PIDFD | (user_ns ? CLONE_NEWUSER : 0);
   args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
   args.exit_signal = SIGCHLD;
+  if (sibling) {
+    // The caller's parent becomes init's (clone3 takes no exit signal with CLONE_PARENT: init
+    // inherits the caller's, SIGCHLD).
+    args.flags |= CLONE_PARENT;
+    args.exit_signal = 0;
+  }
   if (cgroup && cgroup->clone_fd() >= 0) {
     // Born inside its cgroup (Linux 5.7): nothing of the sandbox ever runs outside it, and the
     // new cgroup namespace is rooted there.
@@ -874,7 +883,7 @@ Result<Sandbox> CloneSandboxInit(uid_t uid, gid_t gid, bool privileged, bool use
   if (pid == 0) {
     parent_end.reset();
     InitMain(child_end.release(), kick.get(), exit_write, cpus.has_others ? &cpus.allowed : nullptr,
-             privileged || !user_ns ? nullptr : &own_ids);
+             privileged || !user_ns ? nullptr : &own_ids, sibling);
   }
   if (cpus.has_others) {
     // Init builds the root while the supervisor opens the audit trail and makes the network
@@ -972,7 +981,7 @@ void PrecloneSandboxInit() {
   if (geteuid() == 0 && statfs("/sys/fs/cgroup", &fs) == 0 && fs.f_type == CGROUP2_SUPER_MAGIC) {
     return;
   }
-  Result<Sandbox> sb = CloneSandboxInit(getuid(), getgid(), geteuid() == 0, true, nullptr);
+  Result<Sandbox> sb = CloneSandboxInit(getuid(), getgid(), geteuid() == 0, true, false, nullptr);
   // Not fatal: StartSandbox clones again and reports what fails then.
   if (sb.ok()) g_precloned = std::move(sb).value();
   TraceMark("init cloned");
@@ -995,14 +1004,15 @@ Result<Sandbox> StartSandbox(const LaunchPlan& plan, Cgroup* cgroup) {
     // A v2 cgroup: init is cloned into it instead (the caller discarded the pre-cloned one
     // before making the cgroup; see DiscardPreclonedInit).
     if (sb->uid != plan.uid || sb->gid != plan.gid || sb->privileged != plan.privileged ||
-        sb->user_ns != plan.user_ns || cgroup) {
+        sb->user_ns != plan.user_ns || plan.container_init || cgroup) {
       KillInit(&*sb);
       sb.reset();
     }
   }
   if (!sb) {
     Result<Sandbox> cloned =
-        CloneSandboxInit(plan.uid, plan.gid, plan.privileged, plan.user_ns, cgroup);
+        CloneSandboxInit(plan.uid, plan.gid, plan.privileged, plan.user_ns, plan.container_init,
+                         cgroup);
     if (!cloned.ok()) return cloned.status();
     sb = std::move(cloned).value();
   }

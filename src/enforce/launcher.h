@@ -111,6 +111,10 @@ void SignalInit(const Sandbox& sb, int sig);
 // Reaps init once it has exited (waitid with WEXITED, by pidfd or pid).
 void ReapInit(const Sandbox& sb, siginfo_t* si);
 
+// `failed` (a send to init, or init's end during its setup), or init's own report of why when it
+// sent one before it exited: that says more than the broken pipe does.
+Status InitsOwnError(const Sandbox& sb, Status failed);
+
 // Human text for a setup failure: "mount: attaching /usr: Permission denied".
 std::string DescribeChildError(const ChildError& e);
 

@@ -1,5 +1,7 @@
 #include "enforce/plan.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -9,6 +11,7 @@
 #include <map>
 #include <string_view>
 
+#include "common/unique_fd.h"
 #include "enforce/beneath.h"
 #include "enforce/limits.h"
 #include "policy/host_executed.h"
@@ -456,6 +459,69 @@ void AddSymlinkOps(const BindSet& set, std::vector<MountOp>* ops) {
   }
 }
 
+// Names at the top of an image that the sandbox has of its own (or not at all: /sys).
+bool SandboxOwnsTopLevel(std::string_view name) {
+  return name == "proc" || name == "dev" || name == "tmp" || name == "sys";
+}
+
+// One entry at the top of the image: a directory or file bound beneath the rootfs, a symlink
+// made as itself (it resolves in the container's view). Anything else is not bound.
+Status AddImageEntry(const ImageRoot& image, int rootfs_fd, const char* name, BindSet* set) {
+  struct stat st;
+  if (fstatat(rootfs_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return ErrnoError("rootfs " + image.rootfs + "/" + name, errno);
+  }
+  const std::string target = std::string("/") + name;
+  if (S_ISLNK(st.st_mode)) {
+    char link[PATH_MAX];
+    ssize_t n = readlinkat(rootfs_fd, name, link, sizeof link - 1);
+    if (n <= 0) return ErrnoError("rootfs " + image.rootfs + "/" + name, errno);
+    set->symlinks.push_back({target, std::string(link, static_cast<size_t>(n))});
+    return Ok();
+  }
+  if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) return Ok();
+  Bind b;
+  b.target = target;
+  b.source = image.rootfs + target;
+  b.writable = !image.readonly;
+  b.is_dir = S_ISDIR(st.st_mode);
+  b.beneath_workspace = true;  // the rootfs is the anchor (MountSpec::workspace)
+  b.why = image.readonly ? "image (read-only root)" : "image";
+  set->binds[target] = b;
+  return Ok();
+}
+
+// A container's view: its image's top-level entries and the bundle's binds (ImageRoot).
+Result<WorkspaceAndHome> PlanImageView(const ImageRoot& image, BindSet* set) {
+  UniqueFd fd(open(image.rootfs.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return ErrnoError("rootfs " + image.rootfs, errno);
+  DIR* dir = fdopendir(dup(fd.get()));
+  if (dir == nullptr) return ErrnoError("rootfs " + image.rootfs, errno);
+  Status st = Ok();
+  while (struct dirent* e = readdir(dir)) {
+    const std::string_view name = e->d_name;
+    if (name == "." || name == ".." || SandboxOwnsTopLevel(name)) continue;
+    st = AddImageEntry(image, fd.get(), e->d_name, set);
+    if (!st.ok()) break;
+  }
+  closedir(dir);
+  WARD_TRY(st);
+  for (const ContainerBind& cb : image.binds) {
+    struct stat bst;
+    if (stat(cb.source.c_str(), &bst) != 0) return ErrnoError(cb.source + " (" + cb.why + ")", errno);
+    Bind b;
+    b.target = NormalizePath(cb.target);
+    b.source = cb.source;
+    b.writable = cb.writable;
+    b.is_dir = S_ISDIR(bst.st_mode);
+    b.why = cb.why;
+    set->binds[b.target] = b;
+  }
+  WorkspaceAndHome places;
+  places.anchor = image.rootfs;
+  return places;
+}
+
 // The root's mounts but egress's file, in the order they are planned (not yet sorted).
 std::vector<MountOp> PlanMountOps(const BindSet& set, const std::string& home, uint64_t tmp_size) {
   std::vector<MountOp> ops;
@@ -730,6 +796,75 @@ Status PlanResourceLimits(const policy::Policy& policy, const KernelFeatures& fe
   return Ok();
 }
 
+// What the run sees: a container's image, or the host's paths the policy names and the
+// workspace.
+Result<WorkspaceAndHome> PlanView(const policy::Policy& policy, const PlanInput& input,
+                                  const DenyMatcher& deny, BindSet* set, PlanNotes* notes) {
+  if (input.image) {
+    if (!policy.paths.empty() || policy.workspace_access) {
+      return InvalidArgument(
+          "a container sees its image: the policy may name no host path and no workspace");
+    }
+    return PlanImageView(*input.image, set);
+  }
+  WARD_ASSIGN_OR_RETURN(WorkspaceAndHome places, PlanWorkspaceAndHome(policy, deny, notes));
+  for (const policy::PathRule& r : policy.paths) {
+    WARD_TRY(AddRuleBind(r, deny, places.anchor, set, notes));
+  }
+  WARD_TRY(AddWorkspaceBind(policy, input.workspace_layer, places.ws, set));
+  return places;
+}
+
+// The bundle's tmpfs mounts, sized like the private /tmp.
+void AddImageTmpfs(const ImageRoot& image, uint64_t size, std::vector<MountOp>* ops) {
+  for (const std::string& t : image.tmpfs) {
+    ops->push_back(TmpfsOp(NormalizePath(t), 0755, size, "config.json tmpfs"));
+  }
+}
+
+// /etc/resolv.conf names the stub where the container has one (the image's or the engine's).
+void AddImageDnsStubFile(const ImageRoot& image, const BindSet& set, std::vector<MountOp>* ops) {
+  struct stat st;
+  const std::string image_file = image.rootfs + "/etc/resolv.conf";
+  const bool has_one = set.binds.count("/etc/resolv.conf") != 0 ||
+                       (lstat(image_file.c_str(), &st) == 0 && S_ISREG(st.st_mode));
+  if (!has_one) return;
+  MountOp rc;
+  rc.kind = MountOp::Kind::kFile;
+  rc.target = "/etc/resolv.conf";
+  rc.mode = 0644;
+  rc.content = "# ward: the sandbox's DNS stub (allow-listed names only)\nnameserver 127.0.0.1\n";
+  rc.why = "DNS stub";
+  ops->push_back(rc);
+}
+
+// The bundle's rlimits, where they are lower than ward's own (or ward sets none).
+void NarrowRlimits(const std::vector<ProcessSpec::Rlimit>& asked,
+                   std::vector<ProcessSpec::Rlimit>* rlimits) {
+  for (const ProcessSpec::Rlimit& a : asked) {
+    auto it = std::find_if(rlimits->begin(), rlimits->end(),
+                           [&](const ProcessSpec::Rlimit& r) { return r.resource == a.resource; });
+    if (it == rlimits->end()) {
+      rlimits->push_back(a);
+    } else {
+      it->soft = std::min(it->soft, a.soft);
+      it->hard = std::min(it->hard, a.hard);
+    }
+  }
+}
+
+// A container starts where its bundle says, with its hostname and rlimits; its tmpfs mounts
+// are writable.
+void PlanContainerProcess(const ImageRoot& image, LaunchPlan* plan) {
+  NarrowRlimits(image.rlimits, &plan->process.rlimits);
+  plan->mount.workdir = image.workdir;
+  plan->process.workdir = image.workdir;
+  if (!image.hostname.empty()) plan->mount.hostname = image.hostname;
+  for (const std::string& t : image.tmpfs) {
+    plan->landlock.paths.push_back({NormalizePath(t), true, false, false});
+  }
+}
+
 }  // namespace
 
 std::string NormalizePath(const std::string& path) { return policy::NormalizePath(path); }
@@ -748,15 +883,11 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
     return InvalidArgument("no command given (ward run [OPTIONS] -- COMMAND)");
   }
   plan.exec_server = input.exec_server;
+  plan.container_init = input.image.has_value();
   const DenyMatcher deny(policy.deny);
-  WARD_ASSIGN_OR_RETURN(const WorkspaceAndHome places, PlanWorkspaceAndHome(policy, deny, notes));
   const WorkspaceLayer& layer = input.workspace_layer;
-
   BindSet set;
-  for (const policy::PathRule& r : policy.paths) {
-    WARD_TRY(AddRuleBind(r, deny, places.anchor, &set, notes));
-  }
-  WARD_TRY(AddWorkspaceBind(policy, layer, places.ws, &set));
+  WARD_ASSIGN_OR_RETURN(const WorkspaceAndHome places, PlanView(policy, input, deny, &set, notes));
   // Protected paths apply below every writable root, including nested write rules that the
   // fold may merge into their parent.
   plan.mount.protect.roots = WritableRoots(set.binds);
@@ -766,7 +897,12 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   std::vector<MountOp> ops =
       PlanMountOps(set, places.home, policy.limits.tmp_size_bytes.value_or(0));
   WARD_TRY(PlanEgress(policy, features, &plan.net));
-  if (plan.net.enabled) AddDnsStubFile(&ops);
+  if (input.image) {
+    AddImageTmpfs(*input.image, policy.limits.tmp_size_bytes.value_or(0), &ops);
+    if (plan.net.enabled && set.binds.count("/etc")) AddImageDnsStubFile(*input.image, set, &ops);
+  } else if (plan.net.enabled) {
+    AddDnsStubFile(&ops);
+  }
   std::stable_sort(ops.begin(), ops.end(),
                    [](const MountOp& a, const MountOp& b) { return PathLess(a.target, b.target); });
   plan.mount.ops = std::move(ops);
@@ -780,6 +916,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   WARD_TRY(PlanLandlock(policy, features, input, set.binds, places.home, &plan, notes));
   WARD_TRY(PlanSeccomp(policy, features, input, &plan, notes));
   PlanProcess(policy, input, places.ws, plan.net, &plan.process);
+  if (input.image) PlanContainerProcess(*input.image, &plan);
   WARD_TRY(PlanResourceLimits(policy, features, &plan, notes));
   for (int i = 0; i < 3; ++i) plan.tty[i] = input.tty[i] && !input.exec_server;
   return plan;

@@ -3,6 +3,7 @@
 // and decides which layer enforces which rule; `ward explain` prints its result.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,29 @@ struct WorkspaceLayer {
   std::string copy;  // kCopy: the copy bound at the workspace's path
 };
 
+// An OCI container's root (`ward oci`): the image's root file system stands where a run has
+// the host's paths. Each entry at the top of the rootfs is bound at its own name, opened beneath
+// the rootfs with no symlink followed (a top-level symlink is made as the same symlink, which
+// resolves inside), read-only when the bundle's root is; the bundle's binds and tmpfs mounts
+// follow at their destinations, whose mount points exist (the caller made them beneath the
+// rootfs). /proc, /dev and /tmp are the sandbox's own; there is no /sys.
+struct ContainerBind {
+  std::string source;  // canonical host path
+  std::string target;  // absolute, inside the container
+  bool writable = false;
+  std::string why;  // "config.json mounts[3]"
+};
+struct ImageRoot {
+  std::string rootfs;  // canonical host directory
+  bool readonly = false;
+  std::vector<ContainerBind> binds;
+  std::vector<std::string> tmpfs;  // destinations of the bundle's tmpfs mounts
+  std::string workdir = "/";
+  std::string hostname;  // "" keeps ward's
+  // The bundle's rlimits: they only narrow, each taking the lower of its own and ward's.
+  std::vector<ProcessSpec::Rlimit> rlimits;
+};
+
 struct PlanInput {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "NAME=VALUE", already built from the policy's allow list
@@ -38,6 +62,9 @@ struct PlanInput {
   std::vector<std::string> truncatable_stdio;
   bool prepare_seccomp = true;  // false for explain-only plans that do not need the program
   WorkspaceLayer workspace_layer;
+  // A container: its image is the root, and the policy has no paths of the host (nor a
+  // workspace); init is the supervisor's sibling (LaunchPlan::container_init).
+  std::optional<ImageRoot> image;
 };
 
 struct PlanNotes {

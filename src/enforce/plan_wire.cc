@@ -167,6 +167,7 @@ std::string EncodeInitPlan(const LaunchPlan& plan, const InitLaunch& launch) {
   w.Vec(plan.seccomp.insns, [&](const struct sock_filter& f) { w.Raw(f); });
   PutProcess(w, plan.process);
   w.Bool(plan.exec_server);
+  w.Bool(plan.container_init);
   w.Bool(plan.await_late_setup);
   w.Raw<int32_t>(plan.late_file_op);
   w.Bool(plan.cgroup_after_clone);
@@ -190,6 +191,7 @@ Status DecodeInitPlan(std::string_view bytes, LaunchPlan* plan, InitLaunch* laun
       r.Vec("seccomp.insns", sizeof(struct sock_filter), &plan->seccomp.insns,
             [&](struct sock_filter& f) { return r.Raw("seccomp.insns", &f); }) &&
       GetProcess(r, &plan->process) && r.Bool("exec_server", &plan->exec_server) &&
+      r.Bool("container_init", &plan->container_init) &&
       r.Bool("await_late_setup", &plan->await_late_setup) &&
       r.Raw("late_file_op", &late_file_op) &&
       r.Bool("cgroup_after_clone", &plan->cgroup_after_clone) && r.Bool("tty", &plan->tty[0]) &&

@@ -178,6 +178,12 @@ struct LaunchPlan {
   // A live sandbox: instead of `process.argv`, its first process is an exec server that runs
   // each command the supervisor asks for (exec_server.h), with `process.rlimits` each.
   bool exec_server = false;
+  // An OCI container's init (`ward oci create`): cloned as the supervisor's sibling, so that
+  // the engine's process that ran `create` is its parent and, once that exits, the engine's
+  // subreaper, which reaps it and takes its exit status as the container's. It has no
+  // parent-death signal (its parent exits at once); it ends everything inside when the
+  // supervisor's control socket closes, and exits with the command's status.
+  bool container_init = false;
   // Brokered credentials: their secrets are fetched only after the clone, so that sandbox init
   // (a copy of the supervisor's memory) never holds one. Init then waits for the command's
   // final environment (with the phantoms) and the content of mount op `late_file_op` (the CA

@@ -80,6 +80,18 @@ nlohmann::json StateJson(const ContainerState& s) {
   return j;
 }
 
+std::string StateDir(const std::string& root, const std::string& id) { return Dir(root, id); }
+
+Status ClaimState(const std::string& root, const std::string& id) {
+  WARD_TRY(CheckContainerId(id));
+  if (mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError("--root " + root, errno);
+  if (mkdir(Dir(root, id).c_str(), 0700) != 0) {
+    if (errno == EEXIST) return InvalidArgument("container " + id + " already exists");
+    return ErrnoError(Dir(root, id), errno);
+  }
+  return Ok();
+}
+
 Status SaveState(const std::string& root, const ContainerState& s) {
   WARD_TRY(CheckContainerId(s.id));
   if (mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError("--root " + root, errno);
@@ -142,7 +154,7 @@ Status KillInit(const ContainerState& s, int sig) {
 Status RemoveState(const std::string& root, const std::string& id) {
   WARD_TRY(CheckContainerId(id));
   const std::string dir = Dir(root, id);
-  for (const char* name : {"/state.json", "/state.json.tmp"}) {
+  for (const char* name : {"/state.json", "/state.json.tmp", "/start.sock"}) {
     if (unlink((dir + name).c_str()) != 0 && errno != ENOENT) return ErrnoError(dir + name, errno);
   }
   if (rmdir(dir.c_str()) != 0 && errno != ENOENT) return ErrnoError(dir, errno);

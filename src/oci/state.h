@@ -37,6 +37,13 @@ std::string ContainerStatus(const ContainerState& s);
 // The OCI state: {ociVersion, id, status, pid, bundle, annotations} (pid only while alive).
 nlohmann::json StateJson(const ContainerState& s);
 
+// The container's directory in the state root, and the socket in it that `start` connects to
+// (its supervisor listens there while the container is created).
+std::string StateDir(const std::string& root, const std::string& id);
+inline constexpr const char* kStartSocket = "start.sock";
+
+// Makes the container's directory; an error when the id is taken.
+Status ClaimState(const std::string& root, const std::string& id);
 Status SaveState(const std::string& root, const ContainerState& s);
 // kNotFound "container ID does not exist" when there is none.
 Result<ContainerState> LoadState(const std::string& root, const std::string& id);

@@ -36,6 +36,7 @@
 #include "policy/decide.h"
 #include "policy/paths.h"
 #include "supervisor/approvals/wiring.h"
+#include "supervisor/container_gate.h"
 #include "supervisor/exec_relay.h"
 #include "supervisor/notifier.h"
 #include "supervisor/review_changes.h"
@@ -998,7 +999,13 @@ Result<enforce::LaunchPlan> PlanRun(const RunRequest& req, const enforce::Kernel
   // The seccomp filter is sent after the clone, while sandbox init builds the root.
   input.prepare_seccomp = false;
   input.workspace_layer = req.workspace_layer;
-  return enforce::PlanLaunch(req.policy, features, input, notes);
+  if (req.container) input.image = req.container->image;
+  Result<enforce::LaunchPlan> plan = enforce::PlanLaunch(req.policy, features, input, notes);
+  // A container's command waits for the seccomp program, which waits for its start.
+  if (plan.ok() && req.container && !plan->seccomp_enabled) {
+    return InvalidArgument("ward oci needs seccomp, which waits for the container's start");
+  }
+  return plan;
 }
 
 // What the plan still needs before the clone: its credentials, the terminal's settings, and the
@@ -1110,8 +1117,9 @@ void ClassifyDeniedWrites(const RunRequest& req, DenialTee* denials) {
 }
 
 // The rest of init's setup, sent while it builds the root (it waits for all of it before it
-// starts the command): the network namespace, a v1 cgroup to join, the seccomp program.
-Status SendRestOfSetup(enforce::Sandbox* sb, enforce::LaunchPlan* plan,
+// starts the command): the network namespace, a v1 cgroup to join, the seccomp program. A
+// container waits for its start before the last.
+Status SendRestOfSetup(const RunRequest& req, enforce::Sandbox* sb, enforce::LaunchPlan* plan,
                        std::unique_ptr<enforce::Cgroup>* cgroup, Outcome* out) {
   Status sent = enforce::StartSandboxNet(sb, *plan);
   if (!sent.ok()) return sent;
@@ -1125,6 +1133,7 @@ Status SendRestOfSetup(enforce::Sandbox* sb, enforce::LaunchPlan* plan,
     if (!made.ok()) return made;
     (*cgroup)->CloseSelfJoinFds();
   }
+  if (req.container) WARD_TRY(AwaitContainerStart(*req.container, *sb));
   if (plan->seccomp_enabled) {
     Status seccomp = PrepareAndSendSeccomp(*sb, plan);
     if (!seccomp.ok()) return seccomp;
@@ -1207,7 +1216,7 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
   EventSink* events = &denials;
   // The redactor knows every secret before the first record.
   for (const std::string& secret : creds.secrets) audit->AddSecret(secret);
-  if (Status sent = SendRestOfSetup(&*sb, &*plan, &cgroup, &out); !sent.ok()) {
+  if (Status sent = SendRestOfSetup(req, &*sb, &*plan, &cgroup, &out); !sent.ok()) {
     return RefuseAfterClone(*sb, std::move(out), sent);
   }
   // The supervisor has sent init all it needs and waits for it: the lookup's stats and the

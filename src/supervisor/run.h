@@ -26,6 +26,17 @@
 
 namespace ward::supervisor {
 
+// An OCI container (`ward oci create`): the image is the root (enforce::ImageRoot) and init is
+// the supervisor's sibling. Once init is cloned and has all of its setup but the seccomp
+// program, the supervisor writes "created PID\n" to `created_fd` and lets go of the container's
+// stdio (init holds them), then waits on `start_listener` for a connection of its own uid that
+// says "start" before the command may run. A run refused before that says nothing there.
+struct ContainerLaunch {
+  enforce::ImageRoot image;
+  int created_fd = -1;
+  int start_listener = -1;
+};
+
 struct RunRequest {
   policy::Policy policy;
   std::vector<std::string> argv;
@@ -58,6 +69,7 @@ struct RunRequest {
   std::optional<ReviewSession> review;
   // The caller prints no notes (--quiet): the once-only note on the command is not spent.
   bool quiet = false;
+  std::optional<ContainerLaunch> container;
 };
 
 // A resource limit the run ran into; also emitted as a `limit.hit` event.

@@ -96,7 +96,8 @@ nlohmann::json EndRecord(const RunRequest& req, const Outcome& out) {
 }
 
 CommandLookup LookUpRunCommand(const RunRequest& req) {
-  if (req.argv.empty()) return {};
+  // A container's command is found in its image, which has nothing to do with the host's.
+  if (req.argv.empty() || req.container) return {};
   std::string inside_path;
   for (const std::string& e : req.env) {
     if (e.starts_with("PATH=")) inside_path = e.substr(5);

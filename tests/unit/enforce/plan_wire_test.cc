@@ -57,6 +57,7 @@ LaunchPlan FullPlan() {
   p.process.env = {"PATH=/usr/bin", "HOME=/home/u", "EMPTY="};
   p.process.workdir = "/home/u/work space";
   p.process.rlimits = {{RLIMIT_NOFILE, 1024, 4096}, {RLIMIT_FSIZE, RLIM_INFINITY, RLIM_INFINITY}};
+  p.container_init = true;
   p.await_late_setup = true;
   p.late_file_op = 2;
   p.cgroup_after_clone = true;
@@ -121,6 +122,7 @@ TEST(PlanWireTest, RoundTripsEveryFieldInitReads) {
   EXPECT_EQ(out.process.rlimits[0].resource, RLIMIT_NOFILE);
   EXPECT_EQ(out.process.rlimits[0].hard, 4096u);
   EXPECT_EQ(out.process.rlimits[1].soft, RLIM_INFINITY);
+  EXPECT_TRUE(out.container_init);
   EXPECT_TRUE(out.await_late_setup);
   EXPECT_EQ(out.late_file_op, 2);
   EXPECT_TRUE(out.cgroup_after_clone);

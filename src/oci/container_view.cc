@@ -1,0 +1,138 @@
+#include "oci/container_view.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/unique_fd.h"
+#include "common/untrusted_file.h"
+#include "enforce/beneath.h"
+#include "policy/loader.h"
+#include "policy/paths.h"
+
+namespace ward::oci {
+namespace {
+
+// Destinations the sandbox has of its own, or not at all.
+bool WardOwns(const std::string& dest) {
+  for (const char* own : {"/proc", "/dev", "/sys", "/tmp"}) {
+    if (policy::PathIsWithin(dest, own)) return true;
+  }
+  return false;
+}
+
+std::string Where(size_t i) { return "config.json: mounts[" + std::to_string(i) + "]"; }
+
+// Makes `rel` (normalised, relative) beneath the rootfs as a directory or an empty file, every
+// missing directory on the way too, following no symlink.
+Status MakeMountPoint(int rootfs, const std::string& rel, bool dir, const std::string& where) {
+  const std::vector<std::string> parts = policy::PathComponents("/" + rel);
+  UniqueFd cur(fcntl(rootfs, F_DUPFD_CLOEXEC, 3));
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const bool last = i + 1 == parts.size();
+    const char* name = parts[i].c_str();
+    UniqueFd next(enforce::OpenComponentNoFollow(cur.get(), name, O_PATH));
+    if (!next && errno == ENOENT) {
+      if (!last || dir) {
+        if (mkdirat(cur.get(), name, 0755) != 0 && errno != EEXIST) {
+          return ErrnoError(where + ": making /" + rel + " in the image", errno);
+        }
+      } else {
+        UniqueFd made(openat(cur.get(), name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644));
+        if (!made && errno != EEXIST) return ErrnoError(where + ": making /" + rel + " in the image", errno);
+      }
+      next.reset(enforce::OpenComponentNoFollow(cur.get(), name, O_PATH));
+    }
+    if (!next) return ErrnoError(where + ": /" + rel + " in the image", errno);
+    struct stat st;
+    if (fstat(next.get(), &st) != 0) return ErrnoError(where, errno);
+    if (S_ISLNK(st.st_mode)) {
+      return InvalidArgument(where + ": the destination /" + rel +
+                             " lies through a symbolic link of the image, which ward does not follow");
+    }
+    cur = std::move(next);
+  }
+  return Ok();
+}
+
+// The bundle's bind `m`, as the planner takes it.
+Result<enforce::ContainerBind> BindOf(const Mount& m, const std::string& where) {
+  char buf[PATH_MAX];
+  if (realpath(m.source.c_str(), buf) == nullptr) return ErrnoError(where + ": source " + m.source, errno);
+  enforce::ContainerBind b;
+  b.source = buf;
+  b.target = policy::NormalizePath(m.destination);
+  b.writable = !m.read_only();
+  b.why = where;
+  return b;
+}
+
+}  // namespace
+
+Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices) {
+  policy::Context ctx;
+  ctx.home = "/root";
+  ctx.cwd = "/";
+  ctx.workspace = "/";
+  UntrustedFileRules rules;
+  rules.max_bytes = 256 * 1024;
+  rules.owners = {0, geteuid()};
+  const std::string workspace_file = policy::WorkspaceFilePath(ctx.workspace);
+  Result<policy::Policy> pol =
+      policy::LoadPolicy(choices.flags, ctx, [&](const std::string& path) -> Result<std::string> {
+        if (path == workspace_file) return NotFound(path);
+        return ReadUntrustedFile(path, rules);
+      });
+  if (!pol.ok()) return pol;
+  // A container sees its image: nothing of the host's file system, no workspace, no HOME of
+  // the caller's (the image's own is in it).
+  pol->paths.clear();
+  pol->workspace = "";
+  pol->workspace_access.reset();
+  pol->home = "";
+  return pol;
+}
+
+Result<enforce::ImageRoot> ContainerRoot(const Bundle& bundle) {
+  enforce::ImageRoot root;
+  root.rootfs = bundle.rootfs;
+  root.readonly = bundle.config.root_readonly;
+  root.workdir = bundle.config.process.cwd;
+  root.hostname = bundle.config.hostname;
+  UniqueFd rootfs(open(bundle.rootfs.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!rootfs) return ErrnoError("rootfs " + bundle.rootfs, errno);
+  const std::vector<Mount>& mounts = bundle.config.mounts;
+  for (size_t i = 0; i < mounts.size(); ++i) {
+    const Mount& m = mounts[i];
+    const std::string dest = policy::NormalizePath(m.destination);
+    if (WardOwns(dest)) continue;
+    if (m.bind()) {
+      WARD_ASSIGN_OR_RETURN(enforce::ContainerBind b, BindOf(m, Where(i)));
+      struct stat st;
+      if (stat(b.source.c_str(), &st) != 0) return ErrnoError(Where(i) + ": " + b.source, errno);
+      WARD_TRY(MakeMountPoint(rootfs.get(), dest.substr(1), S_ISDIR(st.st_mode), Where(i)));
+      root.binds.push_back(std::move(b));
+    } else if (m.type == "tmpfs") {
+      WARD_TRY(MakeMountPoint(rootfs.get(), dest.substr(1), true, Where(i)));
+      root.tmpfs.push_back(dest);
+    } else {
+      return InvalidArgument(Where(i) + ": a " + m.type + " mount at " + dest +
+                             " is not supported (ward binds, makes tmpfs, and has its own /proc, "
+                             "/dev and /tmp)");
+    }
+  }
+  return root;
+}
+
+std::vector<std::string> MountsLeftToWard(const Bundle& bundle) {
+  std::vector<std::string> out;
+  for (const Mount& m : bundle.config.mounts) {
+    const std::string dest = policy::NormalizePath(m.destination);
+    if (WardOwns(dest)) out.push_back(dest + " (" + (m.type.empty() ? "bind" : m.type) + ")");
+  }
+  return out;
+}
+
+}  // namespace ward::oci

@@ -1,0 +1,35 @@
+// What a container sees and may do, made from its bundle: the policy (the profile and the
+// run.ward/ annotations through the same loader as every run, with no host path and no
+// workspace: a container sees its image) and its root (enforce::ImageRoot: the image, the
+// bundle's binds and tmpfs mounts, its working directory, hostname and rlimits).
+//
+// What ward provides itself is not taken from the bundle: /proc, /dev (with /dev/pts, /dev/shm
+// and /dev/mqueue) and /tmp are the sandbox's own, and /sys and cgroup mounts are not given (a
+// container under ward has no /sys).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "enforce/plan.h"
+#include "oci/bundle.h"
+#include "oci/run_flags.h"
+#include "policy/policy.h"
+
+namespace ward::oci {
+
+// The container's policy. `node_profiles` reads a profile named by path (root's or the caller's
+// files only).
+Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices);
+
+// The container's root. Mount points the bundle's binds need in the image are made there,
+// beneath the rootfs with no symlink followed (as runc makes them); a destination reached
+// through a symlink of the image is refused.
+Result<enforce::ImageRoot> ContainerRoot(const Bundle& bundle);
+
+// The bundle's mounts ward takes no part of (its own /proc, /dev, /tmp; no /sys), each as
+// "DESTINATION (TYPE)", for the log.
+std::vector<std::string> MountsLeftToWard(const Bundle& bundle);
+
+}  // namespace ward::oci

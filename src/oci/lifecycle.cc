@@ -1,0 +1,227 @@
+#include "oci/lifecycle.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <ctime>
+
+#include "audit/session_log.h"
+#include "common/unique_fd.h"
+#include "common/unix_socket.h"
+#include "oci/bundle.h"
+#include "oci/container_view.h"
+#include "oci/rlimits.h"
+#include "oci/run_flags.h"
+#include "oci/state.h"
+#include "supervisor/run.h"
+
+namespace ward::oci {
+namespace {
+
+std::string NowRfc3339() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm = {};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// What ward runs a container as: the engine's own ids, which its user namespace maps to
+// themselves.
+Status CheckUser(const Process& p) {
+  if (p.uid != geteuid() || p.gid != getegid()) {
+    return InvalidArgument("config.json: process.user: ward oci runs the container's process as " +
+                           std::to_string(geteuid()) + ":" + std::to_string(getegid()) +
+                           " (the engine's user), not " + std::to_string(p.uid) + ":" +
+                           std::to_string(p.gid));
+  }
+  return Ok();
+}
+
+// Everything `create` makes of the bundle before anything starts.
+struct Prepared {
+  Bundle bundle;
+  ContainerChoices choices;
+  policy::Policy policy;
+  enforce::ImageRoot image;
+  std::vector<std::string> warnings;
+};
+
+Result<Prepared> Prepare(const CreateOptions& o) {
+  Prepared p;
+  WARD_TRY(CheckContainerId(o.id));
+  WARD_ASSIGN_OR_RETURN(p.bundle, LoadBundle(o.bundle));
+  const Process& proc = p.bundle.config.process;
+  if (proc.terminal || !o.console_socket.empty()) {
+    return InvalidArgument("config.json: process.terminal: ward oci gives no container a terminal "
+                           "yet; run it without one (no -t)");
+  }
+  WARD_TRY(CheckUser(proc));
+  WARD_ASSIGN_OR_RETURN(std::vector<PlannedRlimit> rlimits, PlanRlimitsHere(proc.rlimits));
+  p.choices = ChoicesFor(p.bundle, o.node);
+  WARD_ASSIGN_OR_RETURN(p.policy, ContainerPolicy(p.choices));
+  WARD_ASSIGN_OR_RETURN(p.image, ContainerRoot(p.bundle));
+  for (const PlannedRlimit& r : rlimits) {
+    p.image.rlimits.push_back({r.resource, r.soft, r.hard});
+    if (r.clamped) p.warnings.push_back(DescribeClamp(r));
+  }
+  // Narrower than asked, never wider: the engine's namespaces (a pod's network, shared ipc)
+  // are not joined yet; each is said.
+  for (const Namespace& ns : p.bundle.config.namespaces) {
+    if (ns.path.empty()) continue;
+    p.warnings.push_back("linux.namespaces: the " + ns.type + " namespace at " + ns.path +
+                         " is not joined: the container has its own" +
+                         (ns.type == "network" ? " (nothing but ward's proxy and DNS stub)" : ""));
+  }
+  return p;
+}
+
+// The container's supervisor: the run, from its plan to its audit trail's end. A run refused
+// before its init existed says why on `created` ("refused ...").
+[[noreturn]] void SupervisorMain(const CreateOptions& o, Prepared p, int created, int listener) {
+  setsid();
+  if (chdir("/") != 0) _exit(125);
+  supervisor::RunRequest req;
+  req.policy = std::move(p.policy);
+  req.argv = p.bundle.config.process.args;
+  req.env = p.bundle.config.process.env;
+  req.quiet = true;
+  req.approvals.approver = p.choices.approver;
+  if (req.policy.audit) {
+    supervisor::RunAuditOptions a;
+    a.state_dir = p.choices.audit_dir.empty() ? audit::DefaultStateDir() : p.choices.audit_dir;
+    a.session_id = audit::NewSessionId();
+    a.labels = {{"container", o.id}};
+    a.cwd = p.bundle.dir;
+    a.ward_version = o.ward_version;
+    req.audit = std::move(a);
+    req.approvals.session = req.audit->session_id;
+  }
+  req.container = supervisor::ContainerLaunch{std::move(p.image), created, listener};
+  const supervisor::Outcome out = supervisor::Run(req);
+  if (out.kind == supervisor::Outcome::Kind::kRefused ||
+      out.kind == supervisor::Outcome::Kind::kSetupFailed) {
+    const std::string line = "refused " + out.message + "\n";
+    (void)!write(created, line.data(), line.size());
+  }
+  unlink((StateDir(o.root, o.id) + "/" + kStartSocket).c_str());
+  _exit(0);
+}
+
+// The supervisor's first word: "created PID", or why it was refused.
+Result<pid_t> AwaitCreated(int fd) {
+  std::string line;
+  char c;
+  while (line.size() < 64 * 1024) {
+    ssize_t n = read(fd, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || c == '\n') break;
+    line += c;
+  }
+  if (line.starts_with("created ")) {
+    const long pid = std::strtol(line.c_str() + 8, nullptr, 10);
+    if (pid > 0) return static_cast<pid_t>(pid);
+  }
+  if (line.starts_with("refused ")) return InvalidArgument(line.substr(8));
+  return Error(Code::kInternal, "the container's supervisor ended before its init existed");
+}
+
+Status WritePidFile(const std::string& path, pid_t pid) {
+  if (path.empty()) return Ok();
+  const std::string tmp = path + ".ward-tmp";
+  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd) return ErrnoError("--pid-file " + path, errno);
+  const std::string text = std::to_string(pid);
+  if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
+      rename(tmp.c_str(), path.c_str()) != 0) {
+    unlink(tmp.c_str());
+    return ErrnoError("--pid-file " + path, errno);
+  }
+  return Ok();
+}
+
+Result<std::vector<std::string>> LaunchClaimed(const CreateOptions& o, Prepared p) {
+  ContainerState state;
+  state.id = o.id;
+  state.bundle = p.bundle.dir;
+  state.created = NowRfc3339();
+  state.annotations = p.bundle.config.annotations;
+  WARD_TRY(SaveState(o.root, state));
+  const std::string sock = StateDir(o.root, o.id) + "/" + kStartSocket;
+  if (sock.size() >= sizeof(sockaddr_un::sun_path)) {
+    return InvalidArgument("--root " + o.root + " is too long for the container's socket (" + sock +
+                           "): give a shorter --root");
+  }
+  WARD_ASSIGN_OR_RETURN(UnixListener listener, ListenPrivateUnix(sock, 4));
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) return Errno("pipe2");
+  UniqueFd created_read(pipe_fds[0]), created_write(pipe_fds[1]);
+  std::vector<std::string> warnings = p.warnings;
+  const pid_t child = fork();
+  if (child < 0) return Errno("fork");
+  if (child == 0) {
+    created_read.reset();
+    SupervisorMain(o, std::move(p), created_write.get(), listener.fd.get());
+  }
+  created_write.reset();
+  listener.fd.reset();
+  WARD_ASSIGN_OR_RETURN(const pid_t pid, AwaitCreated(created_read.get()));
+  state.pid = pid;
+  state.pid_start = ProcessStartTime(pid);
+  WARD_TRY(SaveState(o.root, state));
+  WARD_TRY(WritePidFile(o.pid_file, pid));
+  return warnings;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> Create(const CreateOptions& o) {
+  WARD_ASSIGN_OR_RETURN(Prepared p, Prepare(o));
+  WARD_TRY(ClaimState(o.root, o.id));
+  Result<std::vector<std::string>> done = LaunchClaimed(o, std::move(p));
+  if (!done.ok()) {
+    if (Result<ContainerState> s = LoadState(o.root, o.id); s.ok()) (void)KillInit(*s, SIGKILL);
+    (void)RemoveState(o.root, o.id);
+  }
+  return done;
+}
+
+Status Start(const std::string& root, const std::string& id) {
+  WARD_ASSIGN_OR_RETURN(ContainerState s, LoadState(root, id));
+  const std::string status = ContainerStatus(s);
+  if (status != "created") {
+    return InvalidArgument("container " + id + " is " + status + ", not created: it cannot start");
+  }
+  WARD_ASSIGN_OR_RETURN(UniqueFd conn, ConnectUnix(StateDir(root, id) + "/" + kStartSocket));
+  if (send(conn.get(), "start\n", 6, MSG_NOSIGNAL) != 6) return Errno("starting container " + id);
+  struct pollfd pfd = {conn.get(), POLLIN, 0};
+  char buf[4] = {};
+  if (poll(&pfd, 1, 30000) != 1 || recv(conn.get(), buf, 3, 0) != 3 || std::string(buf) != "ok\n") {
+    return Error(Code::kInternal, "container " + id + ": its supervisor did not take the start");
+  }
+  s.started = true;
+  return SaveState(root, s);
+}
+
+Result<int> ParseSignal(const std::string& text) {
+  if (!text.empty() && std::isdigit(static_cast<unsigned char>(text[0]))) {
+    char* end = nullptr;
+    const long n = std::strtol(text.c_str(), &end, 10);
+    if (*end == '\0' && n > 0 && n < NSIG) return static_cast<int>(n);
+  }
+  std::string name = text.starts_with("SIG") ? text.substr(3) : text;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    const char* abbrev = sigabbrev_np(sig);
+    if (abbrev != nullptr && name == abbrev) return sig;
+  }
+  return InvalidArgument("unknown signal " + text + " (a name such as TERM or SIGKILL, or a number)");
+}
+
+}  // namespace ward::oci

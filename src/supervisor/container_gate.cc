@@ -1,0 +1,80 @@
+#include "supervisor/container_gate.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "common/unix_socket.h"
+#include "enforce/control.h"
+
+namespace ward::supervisor {
+namespace {
+
+Status WriteLine(int fd, const std::string& line) {
+  size_t off = 0;
+  while (off < line.size()) {
+    ssize_t n = write(fd, line.data() + off, line.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Errno("telling ward oci create that the container exists");
+    off += static_cast<size_t>(n);
+  }
+  return Ok();
+}
+
+// The engine reads the container's output until its last writer closes: that is init and the
+// command, never the supervisor, which may outlive them by its teardown.
+void ReleaseStdio() {
+  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) return;
+  for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
+  if (null > 2) close(null);
+}
+
+// One connection: from this uid, saying "start". Answered "ok" when it does.
+bool IsStart(int conn) {
+  std::optional<struct ucred> peer = PeerCredentials(conn);
+  if (!peer || peer->uid != geteuid()) return false;
+  struct pollfd p = {conn, POLLIN, 0};
+  if (poll(&p, 1, 5000) != 1) return false;
+  char buf[16] = {};
+  ssize_t n = recv(conn, buf, sizeof buf - 1, 0);
+  if (n != 6 || std::string(buf, 6) != "start\n") return false;
+  (void)send(conn, "ok\n", 3, MSG_NOSIGNAL);
+  return true;
+}
+
+// Init ended before start: the reason it sent last, if any, among what it sent.
+Status InitEnded(const enforce::Sandbox& sb) {
+  enforce::ControlMsg m;
+  UniqueFd fd;
+  while (enforce::RecvControl(sb.control.get(), &m, &fd, MSG_DONTWAIT) == 1) {
+    if (m.type == enforce::MsgType::kSetupError) {
+      return Error(Code::kInternal, "sandbox init: " + enforce::DescribeChildError(m.error));
+    }
+  }
+  return Error(Code::kFailedPrecondition, "the container's init ended before it was started");
+}
+
+}  // namespace
+
+Status AwaitContainerStart(const ContainerLaunch& launch, const enforce::Sandbox& sb) {
+  WARD_TRY(WriteLine(launch.created_fd, "created " + std::to_string(sb.pid) + "\n"));
+  ReleaseStdio();
+  while (true) {
+    struct pollfd p[2] = {{launch.start_listener, POLLIN, 0}, {sb.pidfd.get(), POLLIN, 0}};
+    if (poll(p, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return Errno("waiting for ward oci start");
+    }
+    if (p[1].revents != 0) return InitEnded(sb);
+    if (p[0].revents & POLLIN) {
+      UniqueFd conn(accept4(launch.start_listener, nullptr, nullptr, SOCK_CLOEXEC));
+      if (conn && IsStart(conn.get())) return Ok();
+    }
+  }
+}
+
+}  // namespace ward::supervisor

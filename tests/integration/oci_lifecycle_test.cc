@@ -1,0 +1,266 @@
+// `ward oci create/start/kill/delete` with a real container: the test process stands where an
+// engine's conmon or shim stands (a child subreaper, running `create` with the container's
+// stdio), so it adopts the container's init when `create` exits, reaps it, and reads the
+// container's exit status from it. The image is made here: busybox and a few files.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+
+namespace ward::test {
+namespace {
+
+using Json = nlohmann::json;
+
+class OciLifecycleTest : public SandboxTest {
+ protected:
+  void SetUp() override {
+    SandboxTest::SetUp();
+    ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+    bundle_ = root_->path() + "/bundle";
+    state_ = root_->path() + "/state";
+    MakeDirs(bundle_ + "/rootfs/bin");
+    MakeDirs(bundle_ + "/rootfs/etc");
+    std::filesystem::copy_file("/bin/busybox", bundle_ + "/rootfs/bin/busybox");
+    ASSERT_EQ(symlink("busybox", (bundle_ + "/rootfs/bin/sh").c_str()), 0);
+    WriteFile(bundle_ + "/rootfs/etc/hosts", "127.0.0.1 localhost\n");
+  }
+
+  // config.json running `sh -c SCRIPT` as the test's own user.
+  void Config(const std::string& script, Json extra = Json::object()) {
+    Json c = {{"ociVersion", "1.0.2"},
+              {"root", {{"path", "rootfs"}}},
+              {"hostname", "box"},
+              {"process",
+               {{"args", {"/bin/sh", "-c", script}},
+                {"env", {"PATH=/bin"}},
+                {"cwd", "/"},
+                {"user", {{"uid", getuid()}, {"gid", getgid()}}}}}};
+    c.merge_patch(extra);
+    WriteFile(bundle_ + "/config.json", c.dump());
+  }
+
+  // `ward oci ARGS` with the container's stdio: stdout and stderr go to files (an engine's
+  // pipes would be held open by the container), so `create` returns while init waits.
+  int Oci(const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {WardBin(), "oci", "--root", state_, "--config",
+                                     root_->path() + "/none.toml"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::map<std::string, std::string> env = BaseEnv(home_);
+    pid_t pid = fork();
+    if (pid == 0) {
+      int out = open((root_->path() + "/out").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      int err = open((root_->path() + "/err").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+      int in = open("/dev/null", O_RDONLY);
+      if (out < 0 || err < 0 || in < 0) _exit(120);
+      dup2(in, 0);
+      dup2(out, 1);
+      dup2(err, 2);
+      std::vector<char*> a;
+      for (auto& s : argv) a.push_back(s.data());
+      a.push_back(nullptr);
+      std::vector<std::string> e;
+      for (const auto& [k, v] : env) e.push_back(k + "=" + v);
+      std::vector<char*> ep;
+      for (auto& s : e) ep.push_back(s.data());
+      ep.push_back(nullptr);
+      execve(a[0], a.data(), ep.data());
+      _exit(127);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  std::string Out() { return ReadFileOrEmpty(root_->path() + "/out"); }
+  std::string Err() { return ReadFileOrEmpty(root_->path() + "/err"); }
+  void ClearOut() {
+    unlink((root_->path() + "/out").c_str());
+    unlink((root_->path() + "/err").c_str());
+  }
+  static std::string ReadFileOrEmpty(const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+
+  Json State(const std::string& id) {
+    RunResult r = RunWard({"oci", "--root", state_, "state", id}, Defaults());
+    EXPECT_EQ(r.status, 0) << r.err;
+    return Json::parse(r.out, nullptr, false);
+  }
+
+  pid_t PidFile() { return static_cast<pid_t>(std::stol(ReadFileOrEmpty(root_->path() + "/pid"))); }
+
+  // Reaps the container's init as its engine would: its exit code, or 128+signal; -1 when it
+  // has not ended within the time.
+  static int ReapInit(pid_t pid, int seconds = 30) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      pid_t w = waitpid(pid, &status, WNOHANG);
+      if (w == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (w < 0) return -2;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+
+  static pid_t ParentOf(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("PPid:", 0) == 0) return static_cast<pid_t>(std::stol(line.substr(5)));
+    }
+    return -1;
+  }
+
+  bool StateDirExists(const std::string& id) {
+    return access((state_ + "/" + id).c_str(), F_OK) == 0;
+  }
+
+  std::string bundle_, state_;
+};
+
+TEST_F(OciLifecycleTest, CreateWaitsStartRunsAndTheEngineReapsTheExitStatus) {
+  Config("echo started; hostname; exit 7");
+  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "c1"}), 0)
+      << Err();
+  const pid_t pid = PidFile();
+  Json s = State("c1");
+  EXPECT_EQ(s["status"], "created") << s.dump();
+  EXPECT_EQ(s["pid"], pid);
+  // `create` has exited: the engine (here the test, a subreaper) has adopted init.
+  EXPECT_EQ(ParentOf(pid), getpid());
+  // Nothing runs before start.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(Out(), "");
+  ASSERT_EQ(Oci({"start", "c1"}), 0) << Err();
+  EXPECT_EQ(ReapInit(pid), 7);
+  EXPECT_EQ(Out(), "started\nbox\n");
+  EXPECT_EQ(State("c1")["status"], "stopped");
+  EXPECT_NE(Oci({"start", "c1"}), 0);  // a stopped container does not start again
+  EXPECT_NE(Err().find("stopped, not created"), std::string::npos) << Err();
+  ASSERT_EQ(Oci({"delete", "c1"}), 0) << Err();
+  EXPECT_FALSE(StateDirExists("c1"));
+}
+
+// The container sees its image and what its bundle binds, as the bundle says (read-only here),
+// and nothing of the host beside: a host file next to the bound directory stays out of view.
+TEST_F(OciLifecycleTest, AContainerSeesItsImageAndItsBindsOnly) {
+  MakeDirs(root_->path() + "/data");
+  WriteFile(root_->path() + "/data/given", "given\n");
+  const std::string secret = root_->path() + "/secret";
+  WriteFile(secret, "secret\n");
+  Config("cat /data/given; (echo x > /data/new) 2>/dev/null && echo wrote || echo read-only; "
+         "cat " + secret + " 2>/dev/null || echo unseen; echo w > /etc/made && echo image-writable",
+         {{"mounts",
+           {{{"destination", "/data"},
+             {"type", "bind"},
+             {"source", root_->path() + "/data"},
+             {"options", {"rbind", "ro"}}}}}});
+  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "c2"}), 0)
+      << Err();
+  const pid_t pid = PidFile();
+  ASSERT_EQ(Oci({"start", "c2"}), 0) << Err();
+  EXPECT_EQ(ReapInit(pid), 0);
+  EXPECT_EQ(Out(), "given\nread-only\nunseen\nimage-writable\n");
+  // The image's write went to the image (the container's own layer), the bind's did not.
+  EXPECT_EQ(ReadFileOrEmpty(bundle_ + "/rootfs/etc/made"), "w\n");
+  EXPECT_NE(access((root_->path() + "/data/new").c_str(), F_OK), 0);
+  EXPECT_EQ(Oci({"delete", "c2"}), 0) << Err();
+}
+
+TEST_F(OciLifecycleTest, AReadOnlyRootIsReadOnly) {
+  Config("echo w > /etc/made 2>/dev/null && echo wrote || echo read-only",
+         {{"root", {{"path", "rootfs"}, {"readonly", true}}}});
+  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "c3"}), 0)
+      << Err();
+  const pid_t pid = PidFile();
+  ASSERT_EQ(Oci({"start", "c3"}), 0) << Err();
+  EXPECT_EQ(ReapInit(pid), 0);
+  EXPECT_EQ(Out(), "read-only\n");
+  EXPECT_NE(access((bundle_ + "/rootfs/etc/made").c_str(), F_OK), 0);
+  EXPECT_EQ(Oci({"delete", "c3"}), 0) << Err();
+}
+
+// kill passes the signal to the container's process (TERM: 128+15); delete --force ends a
+// container that was created and never started, with its supervisor, and leaves no state.
+TEST_F(OciLifecycleTest, KillSignalsItAndDeleteForceEndsACreatedOne) {
+  Config("exec sleep 100");
+  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "k1"}), 0)
+      << Err();
+  pid_t pid = PidFile();
+  ASSERT_EQ(Oci({"start", "k1"}), 0) << Err();
+  EXPECT_EQ(State("k1")["status"], "running");
+  ASSERT_EQ(Oci({"kill", "k1", "TERM"}), 0) << Err();
+  EXPECT_EQ(ReapInit(pid), 128 + SIGTERM);
+  EXPECT_NE(Oci({"kill", "k1", "KILL"}), 0);  // nothing left to signal
+  EXPECT_EQ(Oci({"delete", "k1"}), 0) << Err();
+
+  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "k2"}), 0)
+      << Err();
+  pid = PidFile();
+  EXPECT_NE(Oci({"delete", "k2"}), 0);  // created: only with --force
+  ASSERT_EQ(Oci({"delete", "--force", "k2"}), 0) << Err();
+  EXPECT_EQ(ReapInit(pid), 128 + SIGKILL);
+  EXPECT_FALSE(StateDirExists("k2"));
+  // Its supervisor is gone too: the test adopted it with init, and reaps it.
+  int status = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  pid_t w = 0;
+  while ((w = waitpid(-1, &status, WNOHANG)) >= 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(errno, ECHILD) << "a supervisor was left running";
+}
+
+// What create refuses, it refuses before anything exists: the reason on stderr, no state.
+TEST_F(OciLifecycleTest, RefusedBundlesLeaveNothingBehind) {
+  ASSERT_EQ(symlink("/etc", (bundle_ + "/rootfs/lnk").c_str()), 0);
+  MakeDirs(root_->path() + "/data");
+  Config("true", {{"mounts",
+                   {{{"destination", "/lnk/data"},
+                     {"type", "bind"},
+                     {"source", root_->path() + "/data"},
+                     {"options", {"rbind"}}}}}});
+  EXPECT_NE(Oci({"create", "--bundle", bundle_, "b1"}), 0);
+  EXPECT_NE(Err().find("symbolic link"), std::string::npos) << Err();
+  EXPECT_FALSE(StateDirExists("b1"));
+  EXPECT_NE(access("/etc/data", F_OK), 0);  // nothing was made through the link
+
+  ClearOut();
+  Config("true", {{"annotations", {{"run.ward/bogus", "1"}}}});
+  EXPECT_NE(Oci({"create", "--bundle", bundle_, "b2"}), 0);
+  EXPECT_NE(Err().find("run.ward/bogus"), std::string::npos) << Err();
+  EXPECT_FALSE(StateDirExists("b2"));
+
+  ClearOut();
+  Config("true", {{"process", {{"terminal", true}}}});
+  EXPECT_NE(Oci({"create", "--bundle", bundle_, "b3"}), 0);
+  EXPECT_NE(Err().find("terminal"), std::string::npos) << Err();
+  EXPECT_FALSE(StateDirExists("b3"));
+
+  // A taken id is refused and the container that has it is untouched.
+  ClearOut();
+  Config("true");
+  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "b4"}), 0)
+      << Err();
+  const pid_t pid = PidFile();
+  EXPECT_NE(Oci({"create", "--bundle", bundle_, "b4"}), 0);
+  EXPECT_NE(Err().find("already exists"), std::string::npos) << Err();
+  EXPECT_EQ(State("b4")["status"], "created");
+  ASSERT_EQ(Oci({"delete", "--force", "b4"}), 0) << Err();
+  EXPECT_EQ(ReapInit(pid), 128 + SIGKILL);
+}
+
+}  // namespace
+}  // namespace ward::test
