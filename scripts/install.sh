@@ -6,7 +6,8 @@
 # WARD is the built binary; it is installed stripped, with its debug information in a file of
 # its own under PREFIX/lib/debug/.build-id/ (Debian's layout: gdb finds it by the binary's build
 # id in /usr/lib/debug; for another PREFIX, `set debug-file-directory PREFIX/lib/debug`).
-# Besides: the manual pages (man/, rendered and compressed), the bash, zsh and fish completions,
+# Besides: a ward-oci link (behaves as `ward oci`: the runtime path container engines take),
+# the manual pages (man/, rendered and compressed), the bash, zsh and fish completions,
 # and the built-in profiles as readable copies under PREFIX/share/ward/profiles (the binary
 # holds the ones it uses; tests/install/make_install_test.sh checks that they are the same).
 set -eu
@@ -18,6 +19,7 @@ root=$destdir$prefix
 manifest() {
   id=$(build_id)
   echo "bin/ward binary"
+  echo "bin/ward-oci link"
   echo "lib/debug/.build-id/$(echo "$id" | cut -c1-2)/$(echo "$id" | cut -c3-).debug debug"
   for page in "$src"/man/*.1; do echo "share/man/man1/$(basename "$page").gz man"; done
   echo "share/bash-completion/completions/ward completions/ward.bash"
@@ -60,6 +62,7 @@ do_install() {
     case $from in
       binary) install_binary "$root/$dest" "$root/$(manifest | awk '$2 == "debug" {print $1}')" ;;
       debug) ;;
+      link) ln -sfn ward "$root/$dest" ;;  # ward-oci: `ward oci`, for container engines
       man) install_man "$(basename "$dest" .gz)" "$root/$dest" ;;
       *) install -D -m 0644 "$src/$from" "$root/$dest" ;;
     esac

@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 sh "$src/scripts/install.sh" install "$ward" "$dest" "$prefix" || { echo "FAIL: install.sh"; exit 1; }
 
 # Every file of the manifest, nothing else.
-sh "$src/scripts/install.sh" manifest "$ward" "$dest" "$prefix" | cut -d' ' -f1 | sort > "$tmp/expected"
+sh "$src/scripts/install.sh" manifest "$ward" "$dest" "$prefix" | awk '$2 != "link" {print $1}' | sort > "$tmp/expected"
 (cd "$root" && find . -type f | sed 's|^\./||' | sort) > "$tmp/installed"
 diff "$tmp/expected" "$tmp/installed" > "$tmp/diff" || fail "installed files differ from the manifest: $(cat "$tmp/diff")"
 for dir in share/man/man1 share/bash-completion/completions share/zsh/site-functions \
@@ -33,6 +33,9 @@ debug=$root/lib/debug/.build-id/$(echo "$id" | cut -c1-2)/$(echo "$id" | cut -c3
 LC_ALL=C readelf -S -W "$debug" 2>/dev/null | grep -q ' \.debug_info ' || fail "$debug holds no .debug_info"
 [ "$(LC_ALL=C readelf -n "$debug" 2>/dev/null | sed -n 's/^ *Build ID: *//p')" = "$id" ] || fail "the debug file's build id is not the binary's"
 "$bin" --version > "$tmp/version" || fail "installed ward --version failed"
+# ward-oci: a link to ward that is `ward oci` (the path container engines are given).
+[ "$(readlink "$root/bin/ward-oci")" = ward ] || fail "$prefix/bin/ward-oci is not a link to ward"
+"$root/bin/ward-oci" features | grep -q '"ociVersionMax"' || fail "$prefix/bin/ward-oci features is not ward oci features"
 [ "$("$bin" --version)" = "$("$ward" --version)" ] || fail "installed ward --version differs from the built one"
 echo "installed ward: $(stat -c %s "$bin") bytes stripped (built: $(stat -c %s "$ward")), debug file $(stat -c %s "$debug") bytes"
 
@@ -71,7 +74,7 @@ bash "$src/tests/install/bash_completion_test.sh" "$bin" "$root/share/bash-compl
 
 # make uninstall: nothing of ward left, the shared directories kept.
 sh "$src/scripts/install.sh" uninstall "$ward" "$dest" "$prefix" >/dev/null || fail "install.sh uninstall"
-left=$(cd "$root" && find . -type f | sed 's|^\./||')
+left=$(cd "$root" && find . \( -type f -o -type l \) | sed 's|^\./||')
 [ -z "$left" ] || fail "left after uninstall: $left"
 [ -e "$root/share/ward" ] && fail "$prefix/share/ward left after uninstall"
 [ -e "$root/lib/debug/.build-id/$(echo "$id" | cut -c1-2)" ] && fail "the debug directory is left after uninstall"

@@ -192,6 +192,25 @@ TEST_F(OciLifecycleTest, AReadOnlyRootIsReadOnly) {
   EXPECT_EQ(Oci({"delete", "c3"}), 0) << Err();
 }
 
+// The image's symlinks are the container's: a top-level link to an absolute path and a chain of
+// relative links resolve in the container's view, never the host's (the host's /etc has
+// debian_version, the image's does not; the image's hosts file is the control).
+TEST_F(OciLifecycleTest, TheImagesSymlinksResolveInsideTheContainer) {
+  ASSERT_EQ(access("/etc/debian_version", F_OK), 0);
+  ASSERT_EQ(symlink("/etc", (bundle_ + "/rootfs/hostetc").c_str()), 0);
+  MakeDirs(bundle_ + "/rootfs/a/b");
+  ASSERT_EQ(symlink("../../../../../../etc", (bundle_ + "/rootfs/a/b/up").c_str()), 0);
+  Config("cat /hostetc/hosts /a/b/up/hosts; cat /hostetc/debian_version 2>/dev/null || echo absent; "
+         "cat /a/b/up/debian_version 2>/dev/null || echo absent");
+  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "s1"}), 0)
+      << Err();
+  const pid_t pid = PidFile();
+  ASSERT_EQ(Oci({"start", "s1"}), 0) << Err();
+  EXPECT_EQ(ReapInit(pid), 0);
+  EXPECT_EQ(Out(), "127.0.0.1 localhost\n127.0.0.1 localhost\nabsent\nabsent\n");
+  EXPECT_EQ(Oci({"delete", "s1"}), 0) << Err();
+}
+
 // kill passes the signal to the container's process (TERM: 128+15); delete --force ends a
 // container that was created and never started, with its supervisor, and leaves no state.
 TEST_F(OciLifecycleTest, KillSignalsItAndDeleteForceEndsACreatedOne) {
@@ -236,6 +255,20 @@ TEST_F(OciLifecycleTest, RefusedBundlesLeaveNothingBehind) {
   EXPECT_NE(Err().find("symbolic link"), std::string::npos) << Err();
   EXPECT_FALSE(StateDirExists("b1"));
   EXPECT_NE(access("/etc/data", F_OK), 0);  // nothing was made through the link
+  // Nor through a relative link further down the destination's path.
+  ClearOut();
+  MakeDirs(bundle_ + "/rootfs/srv");
+  ASSERT_EQ(symlink("../../../../../../../tmp", (bundle_ + "/rootfs/srv/up").c_str()), 0);
+  const std::string planted = "ward-oci-planted-" + std::to_string(getpid());
+  Config("true", {{"mounts",
+                   {{{"destination", "/srv/up/" + planted},
+                     {"type", "bind"},
+                     {"source", root_->path() + "/data"},
+                     {"options", {"rbind"}}}}}});
+  EXPECT_NE(Oci({"create", "--bundle", bundle_, "b1"}), 0);
+  EXPECT_NE(Err().find("symbolic link"), std::string::npos) << Err();
+  EXPECT_NE(access(("/tmp/" + planted).c_str(), F_OK), 0);
+  EXPECT_FALSE(StateDirExists("b1"));
 
   ClearOut();
   Config("true", {{"annotations", {{"run.ward/bogus", "1"}}}});
