@@ -1,0 +1,92 @@
+#!/bin/sh
+# podman driving `ward oci` through a ward-oci link (--runtime), one scenario a test:
+#   podman.sh SCENARIO WARD
+# The image is made here from busybox (podman import), with curl and its libraries for egress.
+# Containers run with --network none: the engine's network is not what is tested here.
+set -u
+scenario=$1 ward=$2
+[ "$(id -u)" = 0 ] || { echo "engines: root only"; exit 77; }
+tmp=$(mktemp -d)
+image=localhost/ward-engine-test:latest
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+cleanup() {
+  podman ps -aq --filter label=ward-engine-test | xargs -r podman rm -f >/dev/null 2>&1
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+ln -s "$ward" "$tmp/ward-oci"
+P() { podman --runtime "$tmp/ward-oci" "$@"; }
+R() { P run --label ward-engine-test --network none "$@"; }
+
+make_image() {
+  root=$tmp/rootfs
+  mkdir -p "$root/bin" "$root/etc"
+  cp /bin/busybox "$root/bin/busybox"
+  for c in sh true cat echo ls sleep hostname; do ln -s busybox "$root/bin/$c"; done
+  tar -C "$root" -cf "$tmp/rootfs.tar" . && podman import -q "$tmp/rootfs.tar" "$image" >/dev/null ||
+    { echo "FAIL: podman import"; exit 1; }
+}
+make_image
+
+ward_inits() { pgrep -x ward-init | wc -l; }
+inits_before=$(ward_inits)
+
+case $scenario in
+run)
+  out=$(R --rm "$image" sh -c 'echo hi; exit 3'); rc=$?
+  [ "$rc" = 3 ] || fail "exit status $rc, not 3"
+  [ "$out" = hi ] || fail "output '$out', not hi"
+  out=$(R --rm --hostname box "$image" hostname)
+  [ "$out" = box ] || fail "hostname '$out', not box"
+  R --rm "$image" true || fail "true failed"
+  ;;
+stdin)
+  out=$(printf 'data\n' | R -i --rm "$image" cat)
+  [ "$out" = data ] || fail "stdin came back as '$out'"
+  ;;
+kill_stop_rm)
+  id=$(R -d "$image" sleep 100) || fail "run -d"
+  podman ps -q --no-trunc | grep -q "^$id" || fail "a running container is not in podman ps"
+  [ "$(ward_inits)" -gt "$inits_before" ] || fail "no ward-init runs the container"
+  P kill "$id" >/dev/null || fail "podman kill"
+  code=$(podman wait "$id")
+  [ "$code" = 137 ] || fail "killed container exited $code, not 137"
+  podman rm "$id" >/dev/null || fail "podman rm"
+  id=$(R -d "$image" sleep 100) || fail "run -d"
+  P stop -t 1 "$id" >/dev/null || fail "podman stop"
+  [ "$(podman inspect -f '{{.State.Status}}' "$id")" = exited ] || fail "stopped container is not exited"
+  podman rm "$id" >/dev/null
+  id=$(R -d "$image" sleep 100) || fail "run -d"
+  P rm -f "$id" >/dev/null || fail "podman rm -f"
+  podman ps -aq --no-trunc | grep -q "^$id" && fail "rm -f left the container"
+  ;;
+logs)
+  id=$(R -d "$image" sh -c 'echo logged; echo err >&2') || fail "run -d"
+  podman wait "$id" >/dev/null
+  [ "$(podman logs "$id" 2>&1 | sort | tr '\n' ' ')" = "err logged " ] || fail "logs: $(podman logs "$id" 2>&1)"
+  podman rm "$id" >/dev/null
+  ;;
+binds)
+  mkdir -p "$tmp/given"
+  echo given > "$tmp/given/file"
+  echo secret > "$tmp/secret"
+  out=$(R --rm -v "$tmp/given:/given:ro" "$image" sh -c \
+    "cat /given/file; (echo x > /given/new) 2>/dev/null && echo wrote || echo read-only; cat $tmp/secret 2>/dev/null || echo unseen")
+  [ "$out" = "given
+read-only
+unseen" ] || fail "binds: '$out'"
+  [ -e "$tmp/given/new" ] && fail "a read-only bind was written"
+  ;;
+refused)
+  out=$(R --rm --annotation run.ward/bogus=1 "$image" true 2>&1) && fail "an unknown run.ward/ annotation was accepted"
+  echo "$out" | grep -q "run.ward/bogus" || fail "the refusal does not name the annotation: $out"
+  ;;
+*) echo "unknown scenario $scenario"; exit 2 ;;
+esac
+
+# Nothing of ward is left running.
+sleep 0.2
+[ "$(ward_inits)" -le "$inits_before" ] || fail "a ward-init was left running"
+[ "$failures" = 0 ] && echo "podman $scenario: as expected"
+[ "$failures" = 0 ]
