@@ -78,6 +78,31 @@ read-only
 unseen" ] || fail "binds: '$out'"
   [ -e "$tmp/given/new" ] && fail "a read-only bind was written"
   ;;
+egress)
+  # curl and what it loads, and the CA bundle: the allowed registry host answers over TLS
+  # through ward's proxy, another host is refused there, and the trail says so.
+  root=$tmp/rootfs
+  cp /usr/bin/curl "$root/bin/curl"
+  for lib in $(ldd /usr/bin/curl | awk '$2 == "=>" {print $3}') \
+             $(readelf -l /usr/bin/curl | sed -n 's/.*interpreter: \(.*\)]/\1/p'); do
+    cp --parents -L "$lib" "$root/"
+  done
+  mkdir -p "$root/etc/ssl/certs"
+  cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+  tar -C "$root" -cf "$tmp/rootfs.tar" . && podman import -q "$tmp/rootfs.tar" "$image" >/dev/null
+  host=$(npm config get registry 2>/dev/null | sed -E 's#^[a-z]+://([^/:]+).*#\1#')
+  [ -n "$host" ] || { echo "FAIL: no registry host from npm config"; exit 1; }
+  mkdir -m 0700 "$tmp/audit"
+  out=$(R --rm --annotation "run.ward/allow-net=$host" --annotation "run.ward/audit-dir=$tmp/audit" \
+    "$image" sh -c "curl -sS -o /dev/null -w '%{http_code}\n' https://$host/; \
+                    curl -sS -o /dev/null https://example.org/ 2>/dev/null || echo refused")
+  [ "$out" = "200
+refused" ] || fail "egress: '$out'"
+  session=$(ls "$tmp/audit/sessions")
+  "$ward" audit --state-dir "$tmp/audit" verify "$session" >/dev/null || fail "the trail does not verify"
+  "$ward" audit --state-dir "$tmp/audit" show "$session" | grep -q 'net.deny.*example.org' ||
+    fail "the refused host is not in the trail: $("$ward" audit --state-dir "$tmp/audit" show "$session")"
+  ;;
 refused)
   out=$(R --rm --annotation run.ward/bogus=1 "$image" true 2>&1) && fail "an unknown run.ward/ annotation was accepted"
   echo "$out" | grep -q "run.ward/bogus" || fail "the refusal does not name the annotation: $out"
