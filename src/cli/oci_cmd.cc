@@ -2,9 +2,10 @@
 // dockerd through containerd), docs/kubernetes.md. Errors go to stderr and, with --log, to that
 // file in the engine's format (--log-format text|json), as runc writes them.
 //
-// In progress (issue 38): `create`, `start`, `state`, `kill`, `delete`, `features` and `check`
-// are there; `exec`, `ps`, a terminal, a network namespace given by path and the engines' tests
-// are not yet, so the command stays out of `ward --help`.
+// In progress (issue 38): `create`, `start`, `state`, `kill`, `delete`, `ps`, `features` and
+// `check` are there; `exec`, `pause`, `resume`, `update` and `events` are refused with their
+// reason; a terminal and an engine's namespaces given by path are not there yet, so the command
+// stays out of `ward --help`.
 #include <signal.h>
 #include <unistd.h>
 
@@ -182,6 +183,27 @@ int Kill(const OciGlobals& g, const std::string& id, const std::string& signal) 
   return killed.ok() ? 0 : Fail(g, killed.ToString());
 }
 
+// `ps`: the container's host pids; with --format json a JSON array (what the engines read),
+// else `ps -f` of them.
+int Ps(const OciGlobals& g, const std::string& id, const std::string& format) {
+  Result<std::string> root = RequireRoot(g);
+  if (!root.ok()) return Fail(g, root.status().ToString());
+  Result<std::vector<pid_t>> pids = oci::ContainerPids(*root, id);
+  if (!pids.ok()) return Fail(g, pids.status().ToString());
+  if (format == "json") {
+    std::printf("%s\n", nlohmann::json(*pids).dump().c_str());
+    return 0;
+  }
+  std::printf("PID\n");
+  for (pid_t p : *pids) std::printf("%d\n", p);
+  return 0;
+}
+
+// What ward oci does not do (yet): an error the engines show as it is.
+int NotSupported(const OciGlobals& g, const std::string& what) {
+  return Fail(g, what + " is not supported by ward oci");
+}
+
 // `ward oci check --bundle DIR`: what create will refuse, said before anything is made.
 int Check(const OciGlobals& g, const std::string& bundle) {
   Result<oci::Bundle> b = oci::LoadBundle(bundle);
@@ -279,6 +301,21 @@ void AddOciCommand(CLI::App& app, int* exit_code) {
   kill->add_option("id", *id, "Container id")->required();
   kill->add_option("signal", *signal, "TERM, SIGKILL, 9, ...");
   kill->callback([g, id, signal, exit_code] { *exit_code = Kill(*g, *id, *signal); });
+
+  auto format = std::make_shared<std::string>("table");
+  CLI::App* ps = oci->add_subcommand("ps", "The container's processes (host pids)");
+  ps->add_option("-f,--format", *format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  ps->add_option("id", *id, "Container id")->required();
+  ps->callback([g, id, format, exit_code] { *exit_code = Ps(*g, *id, *format); });
+
+  // What the engines may call and ward refuses with its reason: freezing a container (pause,
+  // resume), changing its limits while it runs (update), a stats stream (events), and running
+  // a second process in it (exec).
+  for (const char* name : {"pause", "resume", "update", "events", "exec"}) {
+    CLI::App* sub = oci->add_subcommand(name, std::string("Not supported: ") + name);
+    sub->allow_extras();
+    sub->callback([g, name, exit_code] { *exit_code = NotSupported(*g, std::string("ward oci ") + name); });
+  }
 
   auto bundle = std::make_shared<std::string>(".");
   CLI::App* check = oci->add_subcommand("check", "Read and check a bundle without creating it");

@@ -1,5 +1,6 @@
 #include "oci/lifecycle.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,6 +9,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <map>
 #include <cstring>
 #include <ctime>
 
@@ -208,6 +211,43 @@ Status Start(const std::string& root, const std::string& id) {
   }
   s.started = true;
   return SaveState(root, s);
+}
+
+// The parent of `pid` from /proc/PID/stat (readable for every process; its namespaces are not
+// for a caller without ptrace rights over it), -1 when it is gone.
+pid_t ParentOf(pid_t pid) {
+  UniqueFd fd(open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+  char buf[1024];
+  const ssize_t n = fd ? read(fd.get(), buf, sizeof buf - 1) : -1;
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* close_paren = strrchr(buf, ')');
+  int ppid = -1;
+  if (close_paren == nullptr || sscanf(close_paren + 1, " %*c %d", &ppid) != 1) return -1;
+  return ppid;
+}
+
+Result<std::vector<pid_t>> ContainerPids(const std::string& root, const std::string& id) {
+  WARD_ASSIGN_OR_RETURN(ContainerState s, LoadState(root, id));
+  const std::string status = ContainerStatus(s);
+  if (status != "created" && status != "running") return std::vector<pid_t>{};
+  // Everything in the container descends from init (orphans are re-parented to it).
+  std::map<pid_t, pid_t> parent;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return Errno("/proc");
+  while (struct dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(e->d_name, &end, 10);
+    if (*end == '\0' && pid > 0) parent[static_cast<pid_t>(pid)] = ParentOf(static_cast<pid_t>(pid));
+  }
+  closedir(proc);
+  std::vector<pid_t> pids = {s.pid};
+  for (size_t i = 0; i < pids.size(); ++i) {
+    for (const auto& [pid, ppid] : parent) {
+      if (ppid == pids[i]) pids.push_back(pid);
+    }
+  }
+  return pids;
 }
 
 Result<int> ParseSignal(const std::string& text) {

@@ -36,6 +36,9 @@ Result<std::vector<std::string>> Create(const CreateOptions& options);
 
 Status Start(const std::string& root, const std::string& id);
 
+// The container's processes, as host pids: those in init's pid namespace (init first).
+Result<std::vector<pid_t>> ContainerPids(const std::string& root, const std::string& id);
+
 // A signal as runc takes it: "TERM", "SIGTERM" or "15".
 Result<int> ParseSignal(const std::string& text);
 

@@ -220,6 +220,24 @@ TEST_F(OciLifecycleTest, KillSignalsItAndDeleteForceEndsACreatedOne) {
   pid_t pid = PidFile();
   ASSERT_EQ(Oci({"start", "k1"}), 0) << Err();
   EXPECT_EQ(State("k1")["status"], "running");
+  // ps: init and the command, as host pids (the command's parent is init).
+  RunResult ps;
+  Json pids;
+  for (int i = 0; i < 300 && pids.size() < 2; ++i) {  // the command starts after start returns
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ps = RunWard({"oci", "--root", state_, "ps", "--format", "json", "k1"}, Defaults());
+    ASSERT_EQ(ps.status, 0) << ps.err;
+    pids = Json::parse(ps.out, nullptr, false);
+    ASSERT_TRUE(pids.is_array()) << ps.out;
+  }
+  ASSERT_EQ(pids.size(), 2u) << ps.out;
+  EXPECT_EQ(pids[0], pid);
+  EXPECT_EQ(ParentOf(pids[1].get<pid_t>()), pid);
+  // Freezing is refused with its reason, and the container goes on.
+  RunResult pause = RunWard({"oci", "--root", state_, "pause", "k1"}, Defaults());
+  EXPECT_NE(pause.status, 0);
+  EXPECT_NE(pause.err.find("pause is not supported"), std::string::npos) << pause.err;
+  EXPECT_EQ(State("k1")["status"], "running");
   ASSERT_EQ(Oci({"kill", "k1", "TERM"}), 0) << Err();
   EXPECT_EQ(ReapInit(pid), 128 + SIGTERM);
   EXPECT_NE(Oci({"kill", "k1", "KILL"}), 0);  // nothing left to signal
