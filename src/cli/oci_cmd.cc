@@ -61,24 +61,15 @@ std::string StateRoot(const OciGlobals& g) {
   return xdg != nullptr && *xdg == '/' ? std::string(xdg) + "/ward-oci" : "";
 }
 
-std::string NowRfc3339() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm = {};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // A line of --log as the engine reads it: text or JSON, with its level.
 void Log(const OciGlobals& g, const char* level, const std::string& message) {
   if (g.log.empty()) return;
   std::ofstream log(g.log, std::ios::app);
   if (g.log_format == "json") {
-    log << nlohmann::json{{"level", level}, {"msg", message}, {"time", NowRfc3339()}}.dump()
+    log << nlohmann::json{{"level", level}, {"msg", message}, {"time", oci::NowRfc3339()}}.dump()
         << "\n";
   } else {
-    log << "time=\"" << NowRfc3339() << "\" level=" << level << " msg=\"" << message << "\"\n";
+    log << "time=\"" << oci::NowRfc3339() << "\" level=" << level << " msg=\"" << message << "\"\n";
   }
 }
 

@@ -25,23 +25,24 @@ bool WardOwns(const std::string& dest) {
 
 std::string Where(size_t i) { return "config.json: mounts[" + std::to_string(i) + "]"; }
 
+// Makes `name` in `dir` as a directory or an empty file, when it is missing. 0 or an errno.
+int MakeMissing(int dir, const char* name, bool as_dir) {
+  if (as_dir) return mkdirat(dir, name, 0755) == 0 || errno == EEXIST ? 0 : errno;
+  UniqueFd made(openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644));
+  return made || errno == EEXIST ? 0 : errno;
+}
+
 // Makes `rel` (normalised, relative) beneath the rootfs as a directory or an empty file, every
 // missing directory on the way too, following no symlink.
 Status MakeMountPoint(int rootfs, const std::string& rel, bool dir, const std::string& where) {
   const std::vector<std::string> parts = policy::PathComponents("/" + rel);
   UniqueFd cur(fcntl(rootfs, F_DUPFD_CLOEXEC, 3));
   for (size_t i = 0; i < parts.size(); ++i) {
-    const bool last = i + 1 == parts.size();
     const char* name = parts[i].c_str();
     UniqueFd next(enforce::OpenComponentNoFollow(cur.get(), name, O_PATH));
     if (!next && errno == ENOENT) {
-      if (!last || dir) {
-        if (mkdirat(cur.get(), name, 0755) != 0 && errno != EEXIST) {
-          return ErrnoError(where + ": making /" + rel + " in the image", errno);
-        }
-      } else {
-        UniqueFd made(openat(cur.get(), name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644));
-        if (!made && errno != EEXIST) return ErrnoError(where + ": making /" + rel + " in the image", errno);
+      if (int err = MakeMissing(cur.get(), name, dir || i + 1 < parts.size()); err != 0) {
+        return ErrnoError(where + ": making /" + rel + " in the image", err);
       }
       next.reset(enforce::OpenComponentNoFollow(cur.get(), name, O_PATH));
     }
@@ -77,7 +78,7 @@ Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices) {
   ctx.cwd = "/";
   ctx.workspace = "/";
   UntrustedFileRules rules;
-  rules.max_bytes = 256 * 1024;
+  rules.max_bytes = size_t{256} * 1024;
   rules.owners = {0, geteuid()};
   const std::string workspace_file = policy::WorkspaceFilePath(ctx.workspace);
   Result<policy::Policy> pol =

@@ -27,15 +27,6 @@
 namespace ward::oci {
 namespace {
 
-std::string NowRfc3339() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm = {};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // What ward runs a container as: the engine's own ids, which its user namespace maps to
 // themselves.
 Status CheckUser(const Process& p) {
@@ -122,7 +113,7 @@ Result<Prepared> Prepare(const CreateOptions& o) {
 Result<pid_t> AwaitCreated(int fd) {
   std::string line;
   char c;
-  while (line.size() < 64 * 1024) {
+  while (line.size() < size_t{64} * 1024) {
     ssize_t n = read(fd, &c, 1);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0 || c == '\n') break;

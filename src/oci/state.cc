@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -80,11 +82,35 @@ nlohmann::json StateJson(const ContainerState& s) {
   return j;
 }
 
+namespace {
+
+// The state root and any missing parent, as runc makes them (the engines name a root below
+// their own state, which may not exist yet); the root itself 0700.
+Status MakeRoot(const std::string& root) {
+  if (root.empty() || root[0] != '/') return InvalidArgument("--root " + root + " is not absolute");
+  for (size_t i = root.find('/', 1); i != std::string::npos; i = root.find('/', i + 1)) {
+    const std::string parent = root.substr(0, i);
+    if (mkdir(parent.c_str(), 0711) != 0 && errno != EEXIST) return ErrnoError("--root " + parent, errno);
+  }
+  if (mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError("--root " + root, errno);
+  return Ok();
+}
+
+}  // namespace
+
 std::string StateDir(const std::string& root, const std::string& id) { return Dir(root, id); }
+
+std::string NowRfc3339() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm = {};
+  (void)gmtime_r(&t, &tm);
+  char buf[32];
+  return std::string(buf, std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm));
+}
 
 Status ClaimState(const std::string& root, const std::string& id) {
   WARD_TRY(CheckContainerId(id));
-  if (mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError("--root " + root, errno);
+  WARD_TRY(MakeRoot(root));
   if (mkdir(Dir(root, id).c_str(), 0700) != 0) {
     if (errno == EEXIST) return InvalidArgument("container " + id + " already exists");
     return ErrnoError(Dir(root, id), errno);
@@ -94,7 +120,7 @@ Status ClaimState(const std::string& root, const std::string& id) {
 
 Status SaveState(const std::string& root, const ContainerState& s) {
   WARD_TRY(CheckContainerId(s.id));
-  if (mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError("--root " + root, errno);
+  WARD_TRY(MakeRoot(root));
   const std::string dir = Dir(root, s.id);
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError(dir, errno);
   nlohmann::json j = {{"id", s.id},           {"bundle", s.bundle},   {"pid", s.pid},
