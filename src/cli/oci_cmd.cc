@@ -249,6 +249,10 @@ void AddOciCommand(CLI::App& app, int* exit_code) {
   CLI::App* oci = app.add_subcommand("oci", "The runc command line, for container engines");
   oci->group("");  // in progress: not listed until create and start are there
   oci->require_subcommand(1);
+  // runc's first lines: the engines read the runtime's name, version and the spec it speaks.
+  oci->set_version_flag("--version", [] {
+    return std::string("ward-oci version ") + WARD_VERSION + "\nspec: " + oci::kOciVersion;
+  });
   oci->add_option("--root", g->root, "State directory (default /run/ward-oci as root)");
   oci->add_option("--log", g->log, "Also write errors to FILE");
   oci->add_option("--log-format", g->log_format, "text or json")

@@ -187,5 +187,22 @@ TEST_F(OciCliTest, APidThatIsAnotherProcessNowIsNeverSignalled) {
   waitpid(other, nullptr, 0);
 }
 
+// What the engines ask a runtime before anything else: its version and the spec it speaks,
+// and its features; ward-oci (a link to ward) is ward oci.
+TEST_F(OciCliTest, TheVersionAndFeaturesAsEnginesReadThem) {
+  RunResult v = RunWard({"oci", "--version"}, Defaults());
+  ASSERT_EQ(v.status, 0) << v.err;
+  EXPECT_EQ(v.out.rfind("ward-oci version ", 0), 0u) << v.out;
+  EXPECT_NE(v.out.find("\nspec: 1.0.2"), std::string::npos) << v.out;
+  const std::string link = root_->path() + "/ward-oci";
+  ASSERT_EQ(symlink(WardBin().c_str(), link.c_str()), 0);
+  RunResult f = RunProgram({link, "features"}, Defaults());
+  ASSERT_EQ(f.status, 0) << f.err;
+  nlohmann::json j = nlohmann::json::parse(f.out, nullptr, false);
+  EXPECT_EQ(j["ociVersionMax"], "1.0.2") << f.out;
+  RunResult other = RunProgram({link, "run"}, Defaults());  // ward's own commands are not there
+  EXPECT_NE(other.status, 0);
+}
+
 }  // namespace
 }  // namespace ward::test
