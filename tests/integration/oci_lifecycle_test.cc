@@ -260,6 +260,30 @@ TEST_F(OciLifecycleTest, KillSignalsItAndDeleteForceEndsACreatedOne) {
   EXPECT_EQ(errno, ECHILD) << "a supervisor was left running";
 }
 
+// The supervisor holds the container's proxy and audit trail: when it dies, nothing in the
+// container goes on unrecorded. Init ends everything inside and exits 137, which the engine
+// reads. (The supervisor is the test's child too: adopted, like init, when create exited.)
+TEST_F(OciLifecycleTest, AContainerEndsWithItsSupervisor) {
+  Config("exec sleep 100");
+  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "d1"}), 0)
+      << Err();
+  const pid_t pid = PidFile();
+  ASSERT_EQ(Oci({"start", "d1"}), 0) << Err();
+  EXPECT_EQ(State("d1")["status"], "running");
+  std::vector<pid_t> supervisors;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t p = static_cast<pid_t>(std::stol(name));
+    if (p != pid && ParentOf(p) == getpid()) supervisors.push_back(p);
+  }
+  ASSERT_EQ(supervisors.size(), 1u);
+  ASSERT_EQ(kill(supervisors[0], SIGKILL), 0);
+  EXPECT_EQ(ReapInit(pid), 137);
+  EXPECT_EQ(State("d1")["status"], "stopped");
+  EXPECT_EQ(Oci({"delete", "d1"}), 0) << Err();
+}
+
 // What create refuses, it refuses before anything exists: the reason on stderr, no state.
 TEST_F(OciLifecycleTest, RefusedBundlesLeaveNothingBehind) {
   ASSERT_EQ(symlink("/etc", (bundle_ + "/rootfs/lnk").c_str()), 0);
