@@ -72,7 +72,8 @@ Result<enforce::ContainerBind> BindOf(const Mount& m, const std::string& where) 
 
 }  // namespace
 
-Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices) {
+Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices,
+                                       const std::string& credentials_dir) {
   policy::Context ctx;
   ctx.home = "/root";
   ctx.cwd = "/";
@@ -93,6 +94,13 @@ Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices) {
   pol->workspace = "";
   pol->workspace_access.reset();
   pol->home = "";
+  if (!credentials_dir.empty()) {
+    for (auto& [name, cred] : pol->credentials) {
+      if (!cred.enabled) continue;
+      cred.from.kind = policy::CredentialSource::Kind::kFile;
+      cred.from.value = policy::NormalizePath(credentials_dir + "/" + name);
+    }
+  }
   return pol;
 }
 

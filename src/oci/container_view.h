@@ -19,9 +19,12 @@
 
 namespace ward::oci {
 
-// The container's policy. `node_profiles` reads a profile named by path (root's or the caller's
-// files only).
-Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices);
+// The container's policy. A profile named by path must be a file of root's or the caller's.
+// With a `credentials_dir` on the node, each credential the container enables takes its secret
+// from the file of its name there (a Kubernetes Secret projected into a directory only the
+// node's ward reads) instead of the profile's source.
+Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices,
+                                       const std::string& credentials_dir);
 
 // The container's root. Mount points the bundle's binds need in the image are made there,
 // beneath the rootfs with no symlink followed (as runc makes them); a destination reached

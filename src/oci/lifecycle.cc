@@ -60,7 +60,7 @@ Result<Prepared> Prepare(const CreateOptions& o) {
   WARD_TRY(CheckUser(proc));
   WARD_ASSIGN_OR_RETURN(std::vector<PlannedRlimit> rlimits, PlanRlimitsHere(proc.rlimits));
   p.choices = ChoicesFor(p.bundle, o.node);
-  WARD_ASSIGN_OR_RETURN(p.policy, ContainerPolicy(p.choices));
+  WARD_ASSIGN_OR_RETURN(p.policy, ContainerPolicy(p.choices, o.node.credentials_dir));
   WARD_ASSIGN_OR_RETURN(p.image, ContainerRoot(p.bundle));
   for (const PlannedRlimit& r : rlimits) {
     p.image.rlimits.push_back({r.resource, r.soft, r.hard});
