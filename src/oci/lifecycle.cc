@@ -66,6 +66,10 @@ Result<Prepared> Prepare(const CreateOptions& o) {
     p.image.rlimits.push_back({r.resource, r.soft, r.hard});
     if (r.clamped) p.warnings.push_back(DescribeClamp(r));
   }
+  if (p.bundle.config.has_seccomp) {
+    p.warnings.push_back("linux.seccomp: the container's own filter is not applied yet; ward's "
+                         "filter applies (docs/kubernetes.md)");
+  }
   // Narrower than asked, never wider: the engine's namespaces (a pod's network, shared ipc)
   // are not joined yet; each is said.
   for (const Namespace& ns : p.bundle.config.namespaces) {

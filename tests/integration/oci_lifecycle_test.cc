@@ -179,11 +179,20 @@ TEST_F(OciLifecycleTest, AContainerSeesItsImageAndItsBindsOnly) {
   EXPECT_EQ(Oci({"delete", "c2"}), 0) << Err();
 }
 
+// A read-only root stays so. What ward does not honour of a bundle it says in the engine's log
+// (here the bundle's own seccomp filter).
 TEST_F(OciLifecycleTest, AReadOnlyRootIsReadOnly) {
   Config("echo w > /etc/made 2>/dev/null && echo wrote || echo read-only",
-         {{"root", {{"path", "rootfs"}, {"readonly", true}}}});
-  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "c3"}), 0)
+         {{"root", {{"path", "rootfs"}, {"readonly", true}}},
+          {"linux", {{"seccomp", {{"defaultAction", "SCMP_ACT_ALLOW"}}}}}});
+  const std::string log = root_->path() + "/oci.log";
+  ASSERT_EQ(Oci({"--log", log, "create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid",
+                 "c3"}),
+            0)
       << Err();
+  EXPECT_NE(ReadFileOrEmpty(log).find("linux.seccomp: the container's own filter is not applied"),
+            std::string::npos)
+      << ReadFileOrEmpty(log);
   const pid_t pid = PidFile();
   ASSERT_EQ(Oci({"start", "c3"}), 0) << Err();
   EXPECT_EQ(ReapInit(pid), 0);
