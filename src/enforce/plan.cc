@@ -916,8 +916,9 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   WARD_TRY(PlanLandlock(policy, features, input, set.binds, places.home, &plan, notes));
   WARD_TRY(PlanSeccomp(policy, features, input, &plan, notes));
   PlanProcess(policy, input, places.ws, plan.net, &plan.process);
-  if (input.image) PlanContainerProcess(*input.image, &plan);
   WARD_TRY(PlanResourceLimits(policy, features, &plan, notes));
+  // After ward's own rlimits: the bundle's may only lower them.
+  if (input.image) PlanContainerProcess(*input.image, &plan);
   for (int i = 0; i < 3; ++i) plan.tty[i] = input.tty[i] && !input.exec_server;
   return plan;
 }

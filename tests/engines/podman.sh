@@ -40,6 +40,9 @@ run)
   out=$(R --rm --hostname box "$image" hostname)
   [ "$out" = box ] || fail "hostname '$out', not box"
   R --rm "$image" true || fail "true failed"
+  # The engine's rlimits apply where they are lower than ward's own.
+  out=$(R --rm --ulimit nofile=512:1024 "$image" sh -c 'ulimit -n; ulimit -Hn' | tr '\n' ' ')
+  [ "$out" = "512 1024 " ] || fail "nofile 512:1024 came out as '$out'"
   ;;
 stdin)
   out=$(printf 'data\n' | R -i --rm "$image" cat)

@@ -131,7 +131,9 @@ class OciLifecycleTest : public SandboxTest {
 };
 
 TEST_F(OciLifecycleTest, CreateWaitsStartRunsAndTheEngineReapsTheExitStatus) {
-  Config("echo started; hostname; exit 7");
+  // The bundle's rlimits apply where they are lower than ward's own.
+  Config("echo started; hostname; ulimit -n; ulimit -Hn; exit 7",
+         {{"process", {{"rlimits", {{{"type", "RLIMIT_NOFILE"}, {"soft", 512}, {"hard", 1024}}}}}}});
   ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "c1"}), 0)
       << Err();
   const pid_t pid = PidFile();
@@ -145,7 +147,7 @@ TEST_F(OciLifecycleTest, CreateWaitsStartRunsAndTheEngineReapsTheExitStatus) {
   EXPECT_EQ(Out(), "");
   ASSERT_EQ(Oci({"start", "c1"}), 0) << Err();
   EXPECT_EQ(ReapInit(pid), 7);
-  EXPECT_EQ(Out(), "started\nbox\n");
+  EXPECT_EQ(Out(), "started\nbox\n512\n1024\n");
   EXPECT_EQ(State("c1")["status"], "stopped");
   EXPECT_NE(Oci({"start", "c1"}), 0);  // a stopped container does not start again
   EXPECT_NE(Err().find("stopped, not created"), std::string::npos) << Err();
