@@ -16,6 +16,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "audit/record.h"
 #include "cli/commands.h"
 #include "common/untrusted_file.h"
 #include "oci/annotations.h"
@@ -66,10 +67,10 @@ void Log(const OciGlobals& g, const char* level, const std::string& message) {
   if (g.log.empty()) return;
   std::ofstream log(g.log, std::ios::app);
   if (g.log_format == "json") {
-    log << nlohmann::json{{"level", level}, {"msg", message}, {"time", oci::NowRfc3339()}}.dump()
+    log << nlohmann::json{{"level", level}, {"msg", message}, {"time", audit::FormatTimestamp(std::chrono::system_clock::now())}}.dump()
         << "\n";
   } else {
-    log << "time=\"" << oci::NowRfc3339() << "\" level=" << level << " msg=\"" << message << "\"\n";
+    log << "time=\"" << audit::FormatTimestamp(std::chrono::system_clock::now()) << "\" level=" << level << " msg=\"" << message << "\"\n";
   }
 }
 

@@ -135,13 +135,4 @@ Result<enforce::ImageRoot> ContainerRoot(const Bundle& bundle) {
   return root;
 }
 
-std::vector<std::string> MountsLeftToWard(const Bundle& bundle) {
-  std::vector<std::string> out;
-  for (const Mount& m : bundle.config.mounts) {
-    const std::string dest = policy::NormalizePath(m.destination);
-    if (WardOwns(dest)) out.push_back(dest + " (" + (m.type.empty() ? "bind" : m.type) + ")");
-  }
-  return out;
-}
-
 }  // namespace ward::oci

@@ -31,8 +31,4 @@ Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices,
 // through a symlink of the image is refused.
 Result<enforce::ImageRoot> ContainerRoot(const Bundle& bundle);
 
-// The bundle's mounts ward takes no part of (its own /proc, /dev, /tmp; no /sys), each as
-// "DESTINATION (TYPE)", for the log.
-std::vector<std::string> MountsLeftToWard(const Bundle& bundle);
-
 }  // namespace ward::oci

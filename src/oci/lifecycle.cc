@@ -14,9 +14,11 @@
 #include <cstring>
 #include <ctime>
 
+#include "audit/record.h"
 #include "audit/session_log.h"
 #include "common/unique_fd.h"
 #include "common/unix_socket.h"
+#include "common/write_all.h"
 #include "oci/bundle.h"
 #include "oci/container_view.h"
 #include "oci/rlimits.h"
@@ -136,20 +138,19 @@ Status WritePidFile(const std::string& path, pid_t pid) {
   const std::string tmp = path + ".ward-tmp";
   UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
   if (!fd) return ErrnoError("--pid-file " + path, errno);
-  const std::string text = std::to_string(pid);
-  if (write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()) ||
-      rename(tmp.c_str(), path.c_str()) != 0) {
-    unlink(tmp.c_str());
-    return ErrnoError("--pid-file " + path, errno);
+  Status written = WriteAll(fd.get(), std::to_string(pid), "--pid-file " + path);
+  if (written.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
+    written = ErrnoError("--pid-file " + path, errno);
   }
-  return Ok();
+  if (!written.ok()) unlink(tmp.c_str());
+  return written;
 }
 
 Result<std::vector<std::string>> LaunchClaimed(const CreateOptions& o, Prepared p) {
   ContainerState state;
   state.id = o.id;
   state.bundle = p.bundle.dir;
-  state.created = NowRfc3339();
+  state.created = audit::FormatTimestamp(std::chrono::system_clock::now());
   state.annotations = p.bundle.config.annotations;
   WARD_TRY(SaveState(o.root, state));
   const std::string sock = StateDir(o.root, o.id) + "/" + kStartSocket;

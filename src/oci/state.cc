@@ -6,13 +6,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
 #include "common/unique_fd.h"
+#include "common/write_all.h"
 #include "common/untrusted_file.h"
 
 namespace ward::oci {
@@ -21,17 +20,6 @@ namespace {
 constexpr size_t kMaxStateBytes = 1u << 20;
 
 std::string Dir(const std::string& root, const std::string& id) { return root + "/" + id; }
-
-Status WriteWhole(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t w = write(fd, text.data() + done, text.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return Errno("write");
-    done += static_cast<size_t>(w);
-  }
-  return Ok();
-}
 
 }  // namespace
 
@@ -100,13 +88,6 @@ Status MakeRoot(const std::string& root) {
 
 std::string StateDir(const std::string& root, const std::string& id) { return Dir(root, id); }
 
-std::string NowRfc3339() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm = {};
-  (void)gmtime_r(&t, &tm);
-  char buf[32];
-  return std::string(buf, std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm));
-}
 
 Status ClaimState(const std::string& root, const std::string& id) {
   WARD_TRY(CheckContainerId(id));
@@ -129,7 +110,7 @@ Status SaveState(const std::string& root, const ContainerState& s) {
   const std::string tmp = dir + "/state.json.tmp";
   UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return ErrnoError(tmp, errno);
-  WARD_TRY(WriteWhole(fd.get(), j.dump()));
+  WARD_TRY(WriteAll(fd.get(), j.dump(), tmp));
   if (rename(tmp.c_str(), (dir + "/state.json").c_str()) != 0) {
     return ErrnoError(dir + "/state.json", errno);
   }

@@ -29,9 +29,6 @@ struct ContainerState {
   std::map<std::string, std::string> annotations;
 };
 
-// Now, as the OCI state and the engines' logs write it: "2026-12-06T01:02:03Z".
-std::string NowRfc3339();
-
 // A container id: 1-128 of [A-Za-z0-9_.+-], not starting with '.' (it names a directory).
 Status CheckContainerId(const std::string& id);
 

@@ -8,21 +8,11 @@
 #include <string>
 
 #include "common/unix_socket.h"
+#include "common/write_all.h"
 #include "enforce/control.h"
 
 namespace ward::supervisor {
 namespace {
-
-Status WriteLine(int fd, const std::string& line) {
-  size_t off = 0;
-  while (off < line.size()) {
-    ssize_t n = write(fd, line.data() + off, line.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Errno("telling ward oci create that the container exists");
-    off += static_cast<size_t>(n);
-  }
-  return Ok();
-}
 
 // The engine reads the container's output until its last writer closes: that is init and the
 // command, never the supervisor, which may outlive them by its teardown.
@@ -61,7 +51,8 @@ Status InitEnded(const enforce::Sandbox& sb) {
 }  // namespace
 
 Status AwaitContainerStart(const ContainerLaunch& launch, const enforce::Sandbox& sb) {
-  WARD_TRY(WriteLine(launch.created_fd, "created " + std::to_string(sb.pid) + "\n"));
+  WARD_TRY(WriteAll(launch.created_fd, "created " + std::to_string(sb.pid) + "\n",
+                    "telling ward oci create that the container exists"));
   ReleaseStdio();
   while (true) {
     struct pollfd p[2] = {{launch.start_listener, POLLIN, 0}, {sb.pidfd.get(), POLLIN, 0}};

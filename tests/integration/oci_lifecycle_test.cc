@@ -100,6 +100,13 @@ class OciLifecycleTest : public SandboxTest {
 
   pid_t PidFile() { return static_cast<pid_t>(std::stol(ReadFileOrEmpty(root_->path() + "/pid"))); }
 
+  // `create` of the bundle as `id`, as an engine runs it: init's pid from the pid file, -1 when
+  // create failed.
+  pid_t Create(const std::string& id) {
+    if (Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", id}) != 0) return -1;
+    return PidFile();
+  }
+
   // Reaps the container's init as its engine would: its exit code, or 128+signal; -1 when it
   // has not ended within the time.
   static int ReapInit(pid_t pid, int seconds = 30) {
@@ -134,9 +141,8 @@ TEST_F(OciLifecycleTest, CreateWaitsStartRunsAndTheEngineReapsTheExitStatus) {
   // The bundle's rlimits apply where they are lower than ward's own.
   Config("echo started; hostname; ulimit -n; ulimit -Hn; exit 7",
          {{"process", {{"rlimits", {{{"type", "RLIMIT_NOFILE"}, {"soft", 512}, {"hard", 1024}}}}}}});
-  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "c1"}), 0)
-      << Err();
-  const pid_t pid = PidFile();
+  const pid_t pid = Create("c1");
+  ASSERT_GT(pid, 0) << Err();
   Json s = State("c1");
   EXPECT_EQ(s["status"], "created") << s.dump();
   EXPECT_EQ(s["pid"], pid);
@@ -169,9 +175,8 @@ TEST_F(OciLifecycleTest, AContainerSeesItsImageAndItsBindsOnly) {
              {"type", "bind"},
              {"source", root_->path() + "/data"},
              {"options", {"rbind", "ro"}}}}}});
-  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "c2"}), 0)
-      << Err();
-  const pid_t pid = PidFile();
+  const pid_t pid = Create("c2");
+  ASSERT_GT(pid, 0) << Err();
   ASSERT_EQ(Oci({"start", "c2"}), 0) << Err();
   EXPECT_EQ(ReapInit(pid), 0);
   EXPECT_EQ(Out(), "given\nread-only\nunseen\nimage-writable\n");
@@ -211,14 +216,18 @@ TEST_F(OciLifecycleTest, TheImagesSymlinksResolveInsideTheContainer) {
   ASSERT_EQ(symlink("/etc", (bundle_ + "/rootfs/hostetc").c_str()), 0);
   MakeDirs(bundle_ + "/rootfs/a/b");
   ASSERT_EQ(symlink("../../../../../../etc", (bundle_ + "/rootfs/a/b/up").c_str()), 0);
-  Config("cat /hostetc/hosts /a/b/up/hosts; cat /hostetc/debian_version 2>/dev/null || echo absent; "
-         "cat /a/b/up/debian_version 2>/dev/null || echo absent");
-  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "s1"}), 0)
-      << Err();
-  const pid_t pid = PidFile();
+  // And a /proc magic link: its root is the container's.
+  ASSERT_EQ(symlink("/proc/self/root", (bundle_ + "/rootfs/pr").c_str()), 0);
+  Config("cat /hostetc/hosts /a/b/up/hosts /pr/etc/hosts; "
+         "cat /hostetc/debian_version 2>/dev/null || echo absent; "
+         "cat /a/b/up/debian_version 2>/dev/null || echo absent; "
+         "cat /pr/etc/debian_version 2>/dev/null || echo absent");
+  const pid_t pid = Create("s1");
+  ASSERT_GT(pid, 0) << Err();
   ASSERT_EQ(Oci({"start", "s1"}), 0) << Err();
   EXPECT_EQ(ReapInit(pid), 0);
-  EXPECT_EQ(Out(), "127.0.0.1 localhost\n127.0.0.1 localhost\nabsent\nabsent\n");
+  EXPECT_EQ(Out(), "127.0.0.1 localhost\n127.0.0.1 localhost\n127.0.0.1 localhost\n"
+                   "absent\nabsent\nabsent\n");
   EXPECT_EQ(Oci({"delete", "s1"}), 0) << Err();
 }
 
@@ -226,9 +235,8 @@ TEST_F(OciLifecycleTest, TheImagesSymlinksResolveInsideTheContainer) {
 // container that was created and never started, with its supervisor, and leaves no state.
 TEST_F(OciLifecycleTest, KillSignalsItAndDeleteForceEndsACreatedOne) {
   Config("exec sleep 100");
-  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "k1"}), 0)
-      << Err();
-  pid_t pid = PidFile();
+  pid_t pid = Create("k1");
+  ASSERT_GT(pid, 0) << Err();
   ASSERT_EQ(Oci({"start", "k1"}), 0) << Err();
   EXPECT_EQ(State("k1")["status"], "running");
   // ps: init and the command, as host pids (the command's parent is init).
@@ -271,14 +279,36 @@ TEST_F(OciLifecycleTest, KillSignalsItAndDeleteForceEndsACreatedOne) {
   EXPECT_EQ(errno, ECHILD) << "a supervisor was left running";
 }
 
+// What decides for a container stays out of every container's view: a running container finds
+// neither the state directory nor the socket that starts another, created one, which stays
+// created (control: the socket is there on the host, and start through it works).
+TEST_F(OciLifecycleTest, NoContainerReachesTheSocketThatStartsAnother) {
+  Config("true");
+  const pid_t waiting = Create("w1");
+  ASSERT_GT(waiting, 0) << Err();
+  const std::string sock = state_ + "/w1/start.sock";
+  ASSERT_EQ(access(sock.c_str(), F_OK), 0);
+  Config("ls " + sock + " >/dev/null 2>&1 && echo sock-seen || echo sock-unseen; "
+         "ls " + state_ + " >/dev/null 2>&1 && echo state-seen || echo state-unseen");
+  const pid_t pid = Create("p1");
+  ASSERT_GT(pid, 0) << Err();
+  ASSERT_EQ(Oci({"start", "p1"}), 0) << Err();
+  EXPECT_EQ(ReapInit(pid), 0);
+  EXPECT_EQ(Out(), "sock-unseen\nstate-unseen\n");
+  EXPECT_EQ(State("w1")["status"], "created");
+  ASSERT_EQ(Oci({"start", "w1"}), 0) << Err();
+  EXPECT_EQ(ReapInit(waiting), 0);
+  EXPECT_EQ(Oci({"delete", "w1"}), 0) << Err();
+  EXPECT_EQ(Oci({"delete", "p1"}), 0) << Err();
+}
+
 // The supervisor holds the container's proxy and audit trail: when it dies, nothing in the
 // container goes on unrecorded. Init ends everything inside and exits 137, which the engine
 // reads. (The supervisor is the test's child too: adopted, like init, when create exited.)
 TEST_F(OciLifecycleTest, AContainerEndsWithItsSupervisor) {
   Config("exec sleep 100");
-  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "d1"}), 0)
-      << Err();
-  const pid_t pid = PidFile();
+  const pid_t pid = Create("d1");
+  ASSERT_GT(pid, 0) << Err();
   ASSERT_EQ(Oci({"start", "d1"}), 0) << Err();
   EXPECT_EQ(State("d1")["status"], "running");
   std::vector<pid_t> supervisors;
@@ -322,6 +352,18 @@ TEST_F(OciLifecycleTest, RefusedBundlesLeaveNothingBehind) {
   EXPECT_NE(Err().find("symbolic link"), std::string::npos) << Err();
   EXPECT_NE(access(("/tmp/" + planted).c_str(), F_OK), 0);
   EXPECT_FALSE(StateDirExists("b1"));
+  // Nor through a /proc magic link.
+  ClearOut();
+  ASSERT_EQ(symlink("/proc/self/root/tmp", (bundle_ + "/rootfs/srv/magic").c_str()), 0);
+  Config("true", {{"mounts",
+                   {{{"destination", "/srv/magic/" + planted},
+                     {"type", "bind"},
+                     {"source", root_->path() + "/data"},
+                     {"options", {"rbind"}}}}}});
+  EXPECT_NE(Oci({"create", "--bundle", bundle_, "b1"}), 0);
+  EXPECT_NE(Err().find("symbolic link"), std::string::npos) << Err();
+  EXPECT_NE(access(("/tmp/" + planted).c_str(), F_OK), 0);
+  EXPECT_FALSE(StateDirExists("b1"));
 
   ClearOut();
   Config("true", {{"annotations", {{"run.ward/bogus", "1"}}}});
@@ -338,9 +380,8 @@ TEST_F(OciLifecycleTest, RefusedBundlesLeaveNothingBehind) {
   // A taken id is refused and the container that has it is untouched.
   ClearOut();
   Config("true");
-  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", "b4"}), 0)
-      << Err();
-  const pid_t pid = PidFile();
+  const pid_t pid = Create("b4");
+  ASSERT_GT(pid, 0) << Err();
   EXPECT_NE(Oci({"create", "--bundle", bundle_, "b4"}), 0);
   EXPECT_NE(Err().find("already exists"), std::string::npos) << Err();
   EXPECT_EQ(State("b4")["status"], "created");
