@@ -2,10 +2,10 @@
 // dockerd through containerd), docs/kubernetes.md. Errors go to stderr and, with --log, to that
 // file in the engine's format (--log-format text|json), as runc writes them.
 //
-// In progress (issue 38): `create`, `start`, `state`, `kill`, `delete`, `ps`, `features` and
-// `check` are there; `exec`, `pause`, `resume`, `update` and `events` are refused with their
-// reason; a terminal and an engine's namespaces given by path are not there yet, so the command
-// stays out of `ward --help`.
+// In progress (issue 38): `create`, `start`, `state`, `kill`, `delete`, `ps`, `exec`,
+// `features` and `check` are there; `pause`, `resume`, `update` and `events` are refused with
+// their reason; a terminal and an engine's namespaces given by path are not there yet, so the
+// command stays out of `ward --help`.
 #include <signal.h>
 #include <unistd.h>
 
@@ -21,6 +21,8 @@
 #include "common/untrusted_file.h"
 #include "oci/annotations.h"
 #include "oci/bundle.h"
+#include "oci/config.h"
+#include "oci/exec.h"
 #include "oci/lifecycle.h"
 #include "oci/rlimits.h"
 #include "oci/run_flags.h"
@@ -191,6 +193,117 @@ int Ps(const OciGlobals& g, const std::string& id, const std::string& format) {
   return 0;
 }
 
+struct ExecArgs {
+  std::string process_file;
+  bool detach = false, tty = false, no_new_privs = false, ignore_paused = false;
+  std::string console_socket, pid_file, cwd, user, process_label, apparmor, cgroup;
+  std::vector<std::string> env, caps, additional_gids;
+  int preserve_fds = 0;
+  std::vector<std::string> rest;  // ID [ARGS...]
+};
+
+// The exec's process: the engine's --process file, or the arguments after the id with --env,
+// --cwd and --user (each defaulting to the container's: the exec server's environment, its
+// working directory, the engine's user).
+Result<oci::Process> ExecProcess(const ExecArgs& a) {
+  if (!a.process_file.empty()) {
+    if (a.rest.size() > 1) {
+      return InvalidArgument("exec: give the command in --process or after the id, not both");
+    }
+    UntrustedFileRules rules;
+    rules.max_bytes = oci::kMaxConfigBytes;
+    rules.owners = {0, geteuid()};
+    WARD_ASSIGN_OR_RETURN(std::string text, ReadUntrustedFile(a.process_file, rules));
+    Result<oci::Process> p = oci::ParseProcess(text);
+    if (!p.ok()) return std::move(p).take_status().With("--process " + a.process_file);
+    return p;
+  }
+  if (a.rest.size() < 2) return InvalidArgument("exec: no command: give it after the id, or --process FILE");
+  oci::Process p;
+  p.args.assign(a.rest.begin() + 1, a.rest.end());
+  p.env = a.env;
+  p.cwd = a.cwd;
+  p.uid = geteuid();
+  p.gid = getegid();
+  if (!a.user.empty()) {
+    unsigned uid = 0, gid = getegid();
+    char extra = 0;
+    const int n = std::sscanf(a.user.c_str(), "%u:%u%c", &uid, &gid, &extra);
+    if (n < 1 || n > 2) return InvalidArgument("--user " + a.user + ": give UID or UID:GID");
+    p.uid = uid;
+    p.gid = gid;
+  }
+  return p;
+}
+
+// What an exec asks that ward does not give: refused with the reason, before anything runs.
+Status CheckExecFlags(const ExecArgs& a) {
+  if (a.tty || !a.console_socket.empty()) {
+    return InvalidArgument("exec: ward oci gives no exec a terminal yet; run it without one (no -t)");
+  }
+  if (a.preserve_fds != 0) return InvalidArgument("--preserve-fds: ward oci passes no extra descriptors");
+  if (!a.caps.empty()) {
+    return InvalidArgument("--cap: a container's processes under ward hold no capabilities");
+  }
+  if (!a.additional_gids.empty()) {
+    return InvalidArgument("--additional-gids: ward oci runs execs with the engine's groups only");
+  }
+  return Ok();
+}
+
+int Exec(const OciGlobals& g, const ExecArgs& a) {
+  if (Status flags = CheckExecFlags(a); !flags.ok()) return Fail(g, flags.ToString());
+  if (a.rest.empty()) return Fail(g, "exec: which container? give its id");
+  Result<std::string> root = RequireRoot(g);
+  if (!root.ok()) return Fail(g, root.status().ToString());
+  Result<oci::Process> process = ExecProcess(a);
+  if (!process.ok()) return Fail(g, process.status().ToString());
+  if (!a.process_label.empty() || !a.apparmor.empty()) {
+    Log(g, "warning", "exec: --process-label and --apparmor are not applied: ward's own layers confine the exec");
+  }
+  oci::ExecOptions o;
+  o.root = *root;
+  o.id = a.rest[0];
+  o.process = std::move(process).value();
+  o.detach = a.detach;
+  o.pid_file = a.pid_file;
+  Result<int> status = oci::Exec(o);
+  if (!status.ok()) return Fail(g, status.status().ToString());
+  if (a.detach) return 0;
+  std::fflush(nullptr);
+  oci::ExitAs(*status);
+}
+
+void AddExecCommand(CLI::App* oci, const std::shared_ptr<OciGlobals>& g, int* exit_code) {
+  auto a = std::make_shared<ExecArgs>();
+  CLI::App* exec = oci->add_subcommand("exec", "Run one more process in a running container");
+  exec->add_option("-p,--process", a->process_file, "The process, as OCI process JSON");
+  exec->add_flag("-d,--detach", a->detach, "Return once it runs; the pid file names its process");
+  exec->add_option("--pid-file", a->pid_file, "Write the pid the engine waits for here");
+  exec->add_option("--cwd", a->cwd, "Working directory inside (default: the container's)");
+  exec->add_option("-e,--env", a->env, "NAME=VALUE, set over the container's environment")
+      ->allow_extra_args(false);
+  exec->add_option("-u,--user", a->user, "UID[:GID]: only the engine's own");
+  exec->add_flag("-t,--tty", a->tty, "Not supported yet (no terminal)");
+  exec->add_option("--console-socket", a->console_socket, "Not supported yet (no terminal)");
+  exec->add_option("--preserve-fds", a->preserve_fds, "Only 0: no extra descriptors");
+  exec->add_option("-c,--cap", a->caps, "Refused: no capabilities inside")
+      ->allow_extra_args(false);
+  exec->add_option("-g,--additional-gids", a->additional_gids, "Refused: the engine's groups only")
+      ->allow_extra_args(false);
+  exec->add_flag("--no-new-privs", a->no_new_privs, "Accepted: always so under ward");
+  exec->add_flag("--ignore-paused", a->ignore_paused, "Accepted: ward does not pause");
+  exec->add_option("--process-label", a->process_label, "Accepted, not applied");
+  exec->add_option("--apparmor", a->apparmor, "Accepted, not applied");
+  exec->add_option("--cgroup", a->cgroup, "Accepted: execs run in the container's cgroup");
+  // `ID COMMAND [ARGS...]`: everything from the id on is the exec's, options of the command too.
+  exec->prefix_command();
+  exec->callback([g, a, exec, exit_code] {
+    a->rest = exec->remaining();
+    *exit_code = Exec(*g, *a);
+  });
+}
+
 // What ward oci does not do (yet): an error the engines show as it is.
 int NotSupported(const OciGlobals& g, const std::string& what) {
   return Fail(g, what + " is not supported by ward oci");
@@ -304,10 +417,11 @@ void AddOciCommand(CLI::App& app, int* exit_code) {
   ps->add_option("id", *id, "Container id")->required();
   ps->callback([g, id, format, exit_code] { *exit_code = Ps(*g, *id, *format); });
 
+  AddExecCommand(oci, g, exit_code);
+
   // What the engines may call and ward refuses with its reason: freezing a container (pause,
-  // resume), changing its limits while it runs (update), a stats stream (events), and running
-  // a second process in it (exec).
-  for (const char* name : {"pause", "resume", "update", "events", "exec"}) {
+  // resume), changing its limits while it runs (update), a stats stream (events).
+  for (const char* name : {"pause", "resume", "update", "events"}) {
     CLI::App* sub = oci->add_subcommand(name, std::string("Not supported: ") + name);
     sub->allow_extras();
     sub->callback([g, name, exit_code] { *exit_code = NotSupported(*g, std::string("ward oci ") + name); });

@@ -9,10 +9,10 @@
 
 namespace ward {
 
-Result<UniqueFd> ConnectUnix(const std::string& path) {
+Result<UniqueFd> ConnectUnix(const std::string& path, int type) {
   sockaddr_un addr = {};
   if (path.size() >= sizeof addr.sun_path) return InvalidArgument("socket path too long: " + path);
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  UniqueFd fd(::socket(AF_UNIX, type | SOCK_CLOEXEC, 0));
   if (!fd) return Errno("socket");
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
@@ -23,7 +23,7 @@ Result<UniqueFd> ConnectUnix(const std::string& path) {
   return fd;
 }
 
-Result<UnixListener> ListenPrivateUnix(const std::string& path, int backlog) {
+Result<UnixListener> ListenPrivateUnix(const std::string& path, int backlog, int type) {
   sockaddr_un addr = {};
   if (path.empty() || path[0] != '/' || path.size() >= sizeof addr.sun_path) {
     return InvalidArgument("socket path is not absolute or too long: " + path);
@@ -31,13 +31,13 @@ Result<UnixListener> ListenPrivateUnix(const std::string& path, int backlog) {
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) return InvalidArgument(path + " exists and is not a socket");
-    if (ConnectUnix(path).ok()) {
+    if (ConnectUnix(path, type).ok()) {
       return Error(Code::kFailedPrecondition, "a server is already listening on " + path);
     }
     if (::unlink(path.c_str()) != 0) return Errno("removing the stale socket " + path);
   }
   UnixListener l;
-  l.fd = UniqueFd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  l.fd = UniqueFd(::socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!l.fd) return Errno("socket");
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);

@@ -13,8 +13,9 @@
 
 namespace ward {
 
-// A blocking, close-on-exec connection to the stream socket at `path`.
-Result<UniqueFd> ConnectUnix(const std::string& path);
+// A blocking, close-on-exec connection to the socket at `path`, of `type` (SOCK_STREAM or
+// SOCK_SEQPACKET).
+Result<UniqueFd> ConnectUnix(const std::string& path, int type = SOCK_STREAM);
 
 struct UnixListener {
   UniqueFd fd;    // listening, non-blocking, close-on-exec
@@ -24,7 +25,8 @@ struct UnixListener {
 // Listens on `path` (absolute), created 0600 from the start so no other uid can connect in
 // between. A socket nobody answers on (a dead server's) is replaced; something that is not a
 // socket is kInvalidArgument; a live server there is kFailedPrecondition.
-Result<UnixListener> ListenPrivateUnix(const std::string& path, int backlog);
+Result<UnixListener> ListenPrivateUnix(const std::string& path, int backlog,
+                                       int type = SOCK_STREAM);
 
 // The peer's pid, uid and gid (SO_PEERCRED); nullopt when the kernel cannot tell.
 std::optional<struct ucred> PeerCredentials(int fd);

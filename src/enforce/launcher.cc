@@ -19,6 +19,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -78,6 +79,26 @@ void WipeProcessArgs(const char* name) {
 
 void NoopHandler(int) {}
 
+// A container's exec server (`ward oci exec`), beside its command: forked by the command once
+// every layer is on, so that it holds exactly the command's (and is watched by the same seccomp
+// listener), as init's child (CLONE_PARENT), which reaps it, and in a session of its own, out of
+// reach of the signals init passes to the command's group. The command execs on.
+void StartExecServerBeside(const LaunchPlan& plan, const std::vector<std::string>& env,
+                           int exec_server, int ctl, int exec_pipe) {
+  const long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, nullptr, nullptr, nullptr, 0);
+  if (pid < 0) {
+    ChildError err;
+    err.Set("exec server", errno, "fork");
+    ReportAndExit(ctl, err);
+  }
+  if (pid == 0) {
+    setsid();
+    WipeProcessArgs("ward-exec");
+    ExecServerMain(plan, env, exec_server, ctl, exec_pipe);
+  }
+  close(exec_server);
+}
+
 // The command: runs the process layers in the design's order, then execs; or, with
 // `exec_server` (a live sandbox), becomes the exec server on that socket. Never returns.
 [[noreturn]] void CommandMain(const LaunchPlan& plan, const ExecArgs& exec_args,
@@ -109,7 +130,7 @@ void NoopHandler(int) {}
     fail("chdir", errno, plan.process.workdir.c_str());
   }
   // An exec server allocates as it serves: each exec takes the limits instead (exec_server.h).
-  if (exec_server < 0) {
+  if (!plan.exec_server) {
     if (const char* limit = ApplyRlimits(plan.process.rlimits)) fail("rlimit", errno, limit);
   }
   // Every fd but 0, 1, 2 closes at execve (the control socket and exec pipe are still needed).
@@ -137,7 +158,8 @@ void NoopHandler(int) {}
       if (rc != 0) fail("seccomp", -rc, "passing the listener");
     }
   }
-  if (exec_server >= 0) ExecServerMain(plan, env, exec_server, ctl, exec_pipe);
+  if (plan.exec_server) ExecServerMain(plan, env, exec_server, ctl, exec_pipe);
+  if (exec_server >= 0) StartExecServerBeside(plan, env, exec_server, ctl, exec_pipe);
   TraceMark("command: layers applied, exec");
   int e = ExecCommand(exec_args);
   int32_t code = e;
@@ -169,7 +191,8 @@ int CommandEntry(void* arg) {
 
 // Starts the command's process. Not a fork: init is a copy of the supervisor's address space,
 // and copying its page tables, then tearing them down again at execve, cost the start-up
-// about half a millisecond (SpawnOnOwnStack). An exec server never execs: it is forked.
+// about half a millisecond (SpawnOnOwnStack). An exec server never execs, and a container's
+// command forks one (StartExecServerBeside): both are forked.
 pid_t SpawnCommand(CommandStart* start) {
   if (start->exec_server >= 0) {
     pid_t pid = fork();
@@ -663,12 +686,10 @@ pid_t StartCommand(const LaunchPlan& plan, const std::vector<std::string>& env,
     err.Set("init", errno, "pipe");
     ReportAndExit(ctl, err);
   }
+  // A live sandbox's first process is its exec server; a container has one beside its command.
   UniqueFd server[2];
-  if (plan.exec_server) {
-    server[0] = OpenExecServerChannel(ctl, &server[1]);
-  } else {
-    *exec_args = PrepareExec(plan.process.argv, env);
-  }
+  if (plan.exec_server || plan.container_init) server[0] = OpenExecServerChannel(ctl, &server[1]);
+  if (!plan.exec_server) *exec_args = PrepareExec(plan.process.argv, env);
   TraceMark("init: forking the command");
   // Init sleeps until the command execs: the command starts on init's CPU (see StayOnThisCpu).
   StayOnThisCpu pin;

@@ -249,4 +249,21 @@ Result<Config> ParseConfig(std::string_view text) {
   return c;
 }
 
+Result<Process> ParseProcess(std::string_view text) {
+  if (text.size() > kMaxConfigBytes) return InvalidArgument("process: larger than 4 MiB");
+  Json process = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (process.is_discarded()) return InvalidArgument("process: not valid JSON");
+  if (!process.is_object()) return InvalidArgument("process: not a JSON object");
+  Process p;
+  const Json root = {{"process", std::move(process)}};
+  if (Status read = ReadProcess(root, &p); !read.ok()) {
+    // The same checks as config.json's process; the message names the field in this file.
+    constexpr std::string_view kPrefix = "config.json: process.";
+    std::string message = read.message();
+    if (message.starts_with(kPrefix)) message = "process: " + message.substr(kPrefix.size());
+    return InvalidArgument(message);
+  }
+  return p;
+}
+
 }  // namespace ward::oci

@@ -74,4 +74,8 @@ struct Config {
 // Parses config.json's text. kInvalidArgument naming the field on any error.
 Result<Config> ParseConfig(std::string_view text);
 
+// Parses an exec's process (`ward oci exec --process FILE`: a `process` object on its own) with
+// the same fields and checks; the error names the field ("process: args: ...").
+Result<Process> ParseProcess(std::string_view text);
+
 }  // namespace ward::oci

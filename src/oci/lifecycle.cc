@@ -29,18 +29,6 @@
 namespace ward::oci {
 namespace {
 
-// What ward runs a container as: the engine's own ids, which its user namespace maps to
-// themselves.
-Status CheckUser(const Process& p) {
-  if (p.uid != geteuid() || p.gid != getegid()) {
-    return InvalidArgument("config.json: process.user: ward oci runs the container's process as " +
-                           std::to_string(geteuid()) + ":" + std::to_string(getegid()) +
-                           " (the engine's user), not " + std::to_string(p.uid) + ":" +
-                           std::to_string(p.gid));
-  }
-  return Ok();
-}
-
 // Everything `create` makes of the bundle before anything starts.
 struct Prepared {
   Bundle bundle;
@@ -59,7 +47,7 @@ Result<Prepared> Prepare(const CreateOptions& o) {
     return InvalidArgument("config.json: process.terminal: ward oci gives no container a terminal "
                            "yet; run it without one (no -t)");
   }
-  WARD_TRY(CheckUser(proc));
+  WARD_TRY(CheckProcessUser(proc, "config.json: process.user"));
   WARD_ASSIGN_OR_RETURN(std::vector<PlannedRlimit> rlimits, PlanRlimitsHere(proc.rlimits));
   p.choices = ChoicesFor(p.bundle, o.node);
   WARD_ASSIGN_OR_RETURN(p.policy, ContainerPolicy(p.choices, o.node.credentials_dir));
@@ -85,7 +73,8 @@ Result<Prepared> Prepare(const CreateOptions& o) {
 
 // The container's supervisor: the run, from its plan to its audit trail's end. A run refused
 // before its init existed says why on `created` ("refused ...").
-[[noreturn]] void SupervisorMain(const CreateOptions& o, Prepared p, int created, int listener) {
+[[noreturn]] void SupervisorMain(const CreateOptions& o, Prepared p, int created, int listener,
+                                 int exec_listener) {
   setsid();
   if (chdir("/") != 0) _exit(125);
   supervisor::RunRequest req;
@@ -104,7 +93,8 @@ Result<Prepared> Prepare(const CreateOptions& o) {
     req.audit = std::move(a);
     req.approvals.session = req.audit->session_id;
   }
-  req.container = supervisor::ContainerLaunch{std::move(p.image), created, listener};
+  req.container = supervisor::ContainerLaunch{std::move(p.image), created, listener, exec_listener,
+                                              StateDir(o.root, o.id) + "/" + kExecSocket};
   const supervisor::Outcome out = supervisor::Run(req);
   if (out.kind == supervisor::Outcome::Kind::kRefused ||
       out.kind == supervisor::Outcome::Kind::kSetupFailed) {
@@ -112,6 +102,7 @@ Result<Prepared> Prepare(const CreateOptions& o) {
     (void)!write(created, line.data(), line.size());
   }
   unlink((StateDir(o.root, o.id) + "/" + kStartSocket).c_str());
+  unlink((StateDir(o.root, o.id) + "/" + kExecSocket).c_str());
   _exit(0);
 }
 
@@ -133,18 +124,6 @@ Result<pid_t> AwaitCreated(int fd) {
   return Error(Code::kInternal, "the container's supervisor ended before its init existed");
 }
 
-Status WritePidFile(const std::string& path, pid_t pid) {
-  if (path.empty()) return Ok();
-  const std::string tmp = path + ".ward-tmp";
-  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
-  if (!fd) return ErrnoError("--pid-file " + path, errno);
-  Status written = WriteAll(fd.get(), std::to_string(pid), "--pid-file " + path);
-  if (written.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
-    written = ErrnoError("--pid-file " + path, errno);
-  }
-  if (!written.ok()) unlink(tmp.c_str());
-  return written;
-}
 
 Result<std::vector<std::string>> LaunchClaimed(const CreateOptions& o, Prepared p) {
   ContainerState state;
@@ -159,6 +138,9 @@ Result<std::vector<std::string>> LaunchClaimed(const CreateOptions& o, Prepared 
                            "): give a shorter --root");
   }
   WARD_ASSIGN_OR_RETURN(UnixListener listener, ListenPrivateUnix(sock, 4));
+  WARD_ASSIGN_OR_RETURN(UnixListener exec_listener,
+                        ListenPrivateUnix(StateDir(o.root, o.id) + "/" + kExecSocket, 64,
+                                          SOCK_SEQPACKET));
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return Errno("pipe2");
   UniqueFd created_read(pipe_fds[0]), created_write(pipe_fds[1]);
@@ -167,10 +149,12 @@ Result<std::vector<std::string>> LaunchClaimed(const CreateOptions& o, Prepared 
   if (child < 0) return Errno("fork");
   if (child == 0) {
     created_read.reset();
-    SupervisorMain(o, std::move(p), created_write.get(), listener.fd.get());
+    SupervisorMain(o, std::move(p), created_write.get(), listener.fd.get(),
+                   exec_listener.fd.get());
   }
   created_write.reset();
   listener.fd.reset();
+  exec_listener.fd.reset();
   WARD_ASSIGN_OR_RETURN(const pid_t pid, AwaitCreated(created_read.get()));
   state.pid = pid;
   state.pid_start = ProcessStartTime(pid);
@@ -180,6 +164,29 @@ Result<std::vector<std::string>> LaunchClaimed(const CreateOptions& o, Prepared 
 }
 
 }  // namespace
+
+Status WritePidFile(const std::string& path, pid_t pid) {
+  if (path.empty()) return Ok();
+  const std::string tmp = path + ".ward-tmp";
+  UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd) return ErrnoError("--pid-file " + path, errno);
+  Status written = WriteAll(fd.get(), std::to_string(pid), "--pid-file " + path);
+  if (written.ok() && rename(tmp.c_str(), path.c_str()) != 0) {
+    written = ErrnoError("--pid-file " + path, errno);
+  }
+  if (!written.ok()) unlink(tmp.c_str());
+  return written;
+}
+
+Status CheckProcessUser(const Process& p, const std::string& field) {
+  if (p.uid != geteuid() || p.gid != getegid()) {
+    return InvalidArgument(field + ": ward oci runs the container's processes as " +
+                           std::to_string(geteuid()) + ":" + std::to_string(getegid()) +
+                           " (the engine's user), not " + std::to_string(p.uid) + ":" +
+                           std::to_string(p.gid));
+  }
+  return Ok();
+}
 
 Result<std::vector<std::string>> Create(const CreateOptions& o) {
   WARD_ASSIGN_OR_RETURN(Prepared p, Prepare(o));

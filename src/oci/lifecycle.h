@@ -13,10 +13,13 @@
 //   `delete` removes what is left.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "oci/config.h"
 #include "policy/user_config.h"
 
 namespace ward::oci {
@@ -33,6 +36,13 @@ struct CreateOptions {
 
 // Returns the warnings for the engine's log (rlimits clamped to what ward may set).
 Result<std::vector<std::string>> Create(const CreateOptions& options);
+
+// Writes `pid` to `path` (none when empty), whole: a temporary file renamed into place.
+Status WritePidFile(const std::string& path, pid_t pid);
+
+// What ward runs a container's processes as: the engine's own ids, which its user namespace
+// maps to themselves. The error names `field`.
+Status CheckProcessUser(const Process& p, const std::string& field);
 
 Status Start(const std::string& root, const std::string& id);
 

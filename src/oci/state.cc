@@ -161,8 +161,9 @@ Status KillInit(const ContainerState& s, int sig) {
 Status RemoveState(const std::string& root, const std::string& id) {
   WARD_TRY(CheckContainerId(id));
   const std::string dir = Dir(root, id);
-  for (const char* name : {"/state.json", "/state.json.tmp", "/start.sock"}) {
-    if (unlink((dir + name).c_str()) != 0 && errno != ENOENT) return ErrnoError(dir + name, errno);
+  for (const char* name : {"state.json", "state.json.tmp", kStartSocket, kExecSocket}) {
+    const std::string path = dir + "/" + name;
+    if (unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError(path, errno);
   }
   if (rmdir(dir.c_str()) != 0 && errno != ENOENT) return ErrnoError(dir, errno);
   return Ok();

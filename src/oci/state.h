@@ -37,10 +37,12 @@ std::string ContainerStatus(const ContainerState& s);
 // The OCI state: {ociVersion, id, status, pid, bundle, annotations} (pid only while alive).
 nlohmann::json StateJson(const ContainerState& s);
 
-// The container's directory in the state root, and the socket in it that `start` connects to
-// (its supervisor listens there while the container is created).
+// The container's directory in the state root, the socket in it that `start` connects to (its
+// supervisor listens there while the container is created), and the one `exec` connects to
+// (SOCK_SEQPACKET, served while it runs).
 std::string StateDir(const std::string& root, const std::string& id);
 inline constexpr const char* kStartSocket = "start.sock";
+inline constexpr const char* kExecSocket = "exec.sock";
 
 // Makes the container's directory; an error when the id is taken.
 Status ClaimState(const std::string& root, const std::string& id);

@@ -37,6 +37,7 @@
 #include "policy/paths.h"
 #include "supervisor/approvals/wiring.h"
 #include "supervisor/container_gate.h"
+#include "supervisor/container_execs.h"
 #include "supervisor/exec_relay.h"
 #include "supervisor/notifier.h"
 #include "supervisor/review_changes.h"
@@ -585,14 +586,34 @@ class SandboxServer {
 
   bool live() const { return req_.exec_channel >= 0; }
 
-  // A live sandbox's execs go through the relay from the moment the exec server is there.
+  // A live sandbox's execs, or a container's, go through the relay from the moment the exec
+  // server is there.
   void StartExecRelay(UniqueFd server) {
-    UniqueFd client(fcntl(req_.exec_channel, F_DUPFD_CLOEXEC, 3));
+    UniqueFd client = live() ? UniqueFd(fcntl(req_.exec_channel, F_DUPFD_CLOEXEC, 3))
+                             : StartContainerExecs();
+    if (!client) return;
     exec_relay_ = std::make_unique<ExecRelay>(ctx_, std::move(client), std::move(server), events_,
-                                              [this](const std::string& why) { OnLiveEnd(why); });
+                                              [this](const std::string& why) { OnExecServerEnd(why); });
     exec_relay_->CheckAfterEachExec(check_after_exec_);
     exec_relay_->GatherDenialsIn(exec_denials_);
     exec_relay_->Start();
+  }
+
+  // A container's exec socket is served from here on: its client end of the relay.
+  UniqueFd StartContainerExecs() {
+    if (!req_.container || req_.container->exec_listener < 0) return UniqueFd();
+    container_execs_ = std::make_unique<ContainerExecs>(
+        ctx_, req_.container->exec_listener, events_, req_.container->exec_socket);
+    container_execs_->Start();
+    return container_execs_->TakeRelayEnd();
+  }
+
+  // A container goes on without its exec server (its command may have killed it): only its
+  // execs end.
+  void OnExecServerEnd(const std::string& why) {
+    if (!container_execs_) return OnLiveEnd(why);
+    Emit("exec.server_end", {{"reason", why}});
+    container_execs_->Stop(why);
   }
 
   // The client closed the sandbox (everything inside ends now), or the exec server died (init
@@ -725,7 +746,8 @@ class SandboxServer {
   std::unique_ptr<TerminalPrompter> prompter_;   // outlives the broker's terminal channel
   std::unique_ptr<ApprovalsRuntime> approvals_;  // before notifier_: it outlives it
   std::unique_ptr<Notifier> notifier_;
-  std::unique_ptr<ExecRelay> exec_relay_;  // a live sandbox's execs
+  std::unique_ptr<ContainerExecs> container_execs_;  // a container's exec socket
+  std::unique_ptr<ExecRelay> exec_relay_;             // a live sandbox's execs, or a container's
   DenialTee* exec_denials_ = nullptr;
   std::function<nlohmann::json()> check_after_exec_;
   bool closed_by_client_ = false;
@@ -1239,6 +1261,7 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
                          &overrides, creds.broker.get(), events);
     server.StopOnAuditFailure(audit_stop.get());
     server.RecordCreationsIn(&journal);
+    if (req.container) server.GatherExecDenialsIn(&denials);
     if (req.exec_channel >= 0) {
       server.GatherExecDenialsIn(&denials);
       // Each exec's end: what the sandbox made so far is judged now, as after a run (the

@@ -30,11 +30,14 @@ namespace ward::supervisor {
 // the supervisor's sibling. Once init is cloned and has all of its setup but the seccomp
 // program, the supervisor writes "created PID\n" to `created_fd` and lets go of the container's
 // stdio (init holds them), then waits on `start_listener` for a connection of its own uid that
-// says "start" before the command may run. A run refused before that says nothing there.
+// says "start" before the command may run. A run refused before that says nothing there. Once
+// it runs, each connection on `exec_listener` (at `exec_socket`) is an exec (container_execs.h).
 struct ContainerLaunch {
   enforce::ImageRoot image;
   int created_fd = -1;
   int start_listener = -1;
+  int exec_listener = -1;
+  std::string exec_socket;
 };
 
 struct RunRequest {

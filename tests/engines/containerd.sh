@@ -65,7 +65,8 @@ run)
 kill_ps)
   R -d "$image" k1 sleep 100 >/dev/null || fail "run -d"
   [ "$(ward_inits)" -gt "$inits_before" ] || fail "no ward-init runs the container"
-  [ "$(C task ps k1 | tail -n +2 | wc -l)" = 2 ] || fail "task ps: $(C task ps k1)"
+  # init, the command and the exec server beside it
+  [ "$(C task ps k1 | tail -n +2 | wc -l)" = 3 ] || fail "task ps: $(C task ps k1)"
   C task kill -s TERM k1 || fail "task kill"
   i=0
   until C task ls | grep -q 'k1 .*STOPPED'; do
@@ -75,6 +76,22 @@ kill_ps)
   done
   C task delete k1 >/dev/null || fail "task delete"
   C container delete k1 || fail "container delete"
+  ;;
+exec)
+  R -d "$image" e1 sleep 100 >/dev/null || fail "run -d"
+  out=$(C task exec --exec-id x1 e1 sh -c 'echo in; exit 4' </dev/null); rc=$?
+  [ "$rc" = 4 ] || fail "exec exited $rc, not 4"
+  [ "$out" = in ] || fail "exec's output '$out', not in"
+  C task exec --exec-id x2 e1 /bin/nosuch </dev/null >/dev/null 2>&1 && fail "a missing program ran"
+  C task kill -s KILL e1 || fail "task kill"
+  i=0
+  until C task ls | grep -q 'e1 .*STOPPED'; do
+    i=$((i + 1))
+    [ "$i" -lt 100 ] || { fail "killed task did not stop: $(C task ls)"; break; }
+    sleep 0.1
+  done
+  C task delete e1 >/dev/null || fail "task delete"
+  C container delete e1 || fail "container delete"
   ;;
 *) echo "unknown scenario $scenario"; exit 2 ;;
 esac

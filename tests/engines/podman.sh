@@ -23,7 +23,7 @@ make_image() {
   root=$tmp/rootfs
   mkdir -p "$root/bin" "$root/etc"
   cp /bin/busybox "$root/bin/busybox"
-  for c in sh true cat echo ls sleep hostname; do ln -s busybox "$root/bin/$c"; done
+  for c in sh true cat echo ls sleep hostname ps; do ln -s busybox "$root/bin/$c"; done
   tar -C "$root" -cf "$tmp/rootfs.tar" . && podman import -q "$tmp/rootfs.tar" "$image" >/dev/null ||
     { echo "FAIL: podman import"; exit 1; }
 }
@@ -63,6 +63,19 @@ kill_stop_rm)
   id=$(R -d "$image" sleep 100) || fail "run -d"
   P rm -f "$id" >/dev/null || fail "podman rm -f"
   podman ps -aq --no-trunc | grep -q "^$id" && fail "rm -f left the container"
+  ;;
+exec)
+  id=$(R -d "$image" sleep 100) || fail "run -d"
+  out=$(P exec "$id" sh -c 'echo in; exit 4'); rc=$?
+  [ "$rc" = 4 ] || fail "exec exited $rc, not 4"
+  [ "$out" = in ] || fail "exec's output '$out', not in"
+  out=$(printf 'data\n' | P exec -i "$id" cat)
+  [ "$out" = data ] || fail "exec's stdin came back as '$out'"
+  P exec "$id" /bin/nosuch >/dev/null 2>&1; rc=$?
+  [ "$rc" = 127 ] || fail "a missing program exited $rc, not 127"
+  P exec -d "$id" sleep 100 >/dev/null || fail "exec -d"
+  [ "$(P top "$id" pid args | grep -c 'sleep 100')" = 2 ] || fail "top: $(P top "$id" pid args 2>&1)"
+  P rm -f "$id" >/dev/null || fail "podman rm -f"
   ;;
 logs)
   id=$(R -d "$image" sh -c 'echo logged; echo err >&2') || fail "run -d"

@@ -1,5 +1,5 @@
-// `ward oci`'s input and its own records: config.json parsed field by field with errors that name
-// the field, `run.ward/` annotations (an unknown one refused), the bundle's root found beneath it
+// `ward oci`'s input and its own records: config.json (and an exec's process file) parsed field
+// by field with errors that name the field, `run.ward/` annotations (an unknown one refused), the bundle's root found beneath it
 // without following a symlink out, a host socket's bind refused unless named, and the state kept
 // per container (its status follows the init's pid and start time).
 #include <gtest/gtest.h>
@@ -92,6 +92,32 @@ TEST(OciConfig, EachErrorNamesItsField) {
     ASSERT_FALSE(r.ok()) << c.json;
     EXPECT_NE(ErrorOf(r.status()).find("config.json: " + c.field + ":"), std::string::npos)
         << ErrorOf(r.status());
+  }
+}
+
+// An exec's process file (`ward oci exec --process`) is a process object on its own, read
+// with config.json's checks; its errors name the field in that file.
+TEST(OciConfig, AnExecsProcessIsReadWithTheSameChecks) {
+  Result<Process> p = ParseProcess(
+      R"({"args": ["sh", "-c", "true"], "env": ["A=1"], "cwd": "/srv", "user": {"uid": 7, "gid": 8}})");
+  ASSERT_TRUE(p.ok()) << ErrorOf(p.status());
+  EXPECT_EQ(p->args, (std::vector<std::string>{"sh", "-c", "true"}));
+  EXPECT_EQ(p->env, std::vector<std::string>{"A=1"});
+  EXPECT_EQ(p->cwd, "/srv");
+  EXPECT_EQ(p->uid, 7u);
+  EXPECT_EQ(p->gid, 8u);
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"not json", "process: not valid JSON"},
+      {"[]", "process: not a JSON object"},
+      {R"({"args": []})", "process: args:"},
+      {R"({"args": ["x"], "cwd": "rel"})", "process: cwd:"},
+      {R"({"args": ["x"], "env": ["NOEQUALS"]})", "process: env:"},
+      {R"({"args": ["x"], "terminal": "yes"})", "process: terminal:"},
+  };
+  for (const auto& [json, said] : bad) {
+    Result<Process> r = ParseProcess(json);
+    ASSERT_FALSE(r.ok()) << json;
+    EXPECT_NE(ErrorOf(r.status()).find(said), std::string::npos) << ErrorOf(r.status());
   }
 }
 
