@@ -1,6 +1,7 @@
 #include "common/unix_socket.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -9,13 +10,36 @@
 
 namespace ward {
 
-Result<UniqueFd> ConnectUnix(const std::string& path, int type) {
+namespace {
+
+// The address of the socket at `path`. A path longer than sun_path (a container engine's state
+// root with a 64-character id in it, say) is reached through its directory: `dir` holds that
+// directory open (O_PATH) and the address is /proc/self/fd/N/NAME, valid while it stays open.
+Result<sockaddr_un> SocketAddress(const std::string& path, UniqueFd* dir) {
   sockaddr_un addr = {};
-  if (path.size() >= sizeof addr.sun_path) return InvalidArgument("socket path too long: " + path);
+  addr.sun_family = AF_UNIX;
+  std::string reachable = path;
+  if (path.size() >= sizeof addr.sun_path) {
+    const size_t slash = path.rfind('/');
+    if (slash == std::string::npos || path.size() - slash - 1 >= sizeof addr.sun_path - 32) {
+      return InvalidArgument("socket path too long: " + path);
+    }
+    dir->reset(::open(slash == 0 ? "/" : path.substr(0, slash).c_str(),
+                      O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!*dir) return Errno("opening the directory of " + path);
+    reachable = "/proc/self/fd/" + std::to_string(dir->get()) + path.substr(slash);
+  }
+  std::memcpy(addr.sun_path, reachable.c_str(), reachable.size() + 1);
+  return addr;
+}
+
+}  // namespace
+
+Result<UniqueFd> ConnectUnix(const std::string& path, int type) {
+  UniqueFd dir;
+  WARD_ASSIGN_OR_RETURN(sockaddr_un addr, SocketAddress(path, &dir));
   UniqueFd fd(::socket(AF_UNIX, type | SOCK_CLOEXEC, 0));
   if (!fd) return Errno("socket");
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   while (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     if (errno == EINTR) continue;
     return Errno("connecting to " + path);
@@ -24,10 +48,11 @@ Result<UniqueFd> ConnectUnix(const std::string& path, int type) {
 }
 
 Result<UnixListener> ListenPrivateUnix(const std::string& path, int backlog, int type) {
-  sockaddr_un addr = {};
-  if (path.empty() || path[0] != '/' || path.size() >= sizeof addr.sun_path) {
-    return InvalidArgument("socket path is not absolute or too long: " + path);
+  if (path.empty() || path[0] != '/') {
+    return InvalidArgument("socket path is not absolute: " + path);
   }
+  UniqueFd dir;
+  WARD_ASSIGN_OR_RETURN(sockaddr_un addr, SocketAddress(path, &dir));
   struct stat st;
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) return InvalidArgument(path + " exists and is not a socket");
@@ -39,8 +64,6 @@ Result<UnixListener> ListenPrivateUnix(const std::string& path, int backlog, int
   UnixListener l;
   l.fd = UniqueFd(::socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!l.fd) return Errno("socket");
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   // 0600 from the start: no window in which another uid could connect.
   mode_t old = ::umask(0177);
   int rc = ::bind(l.fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);

@@ -14,7 +14,7 @@
 namespace ward {
 
 // A blocking, close-on-exec connection to the socket at `path`, of `type` (SOCK_STREAM or
-// SOCK_SEQPACKET).
+// SOCK_SEQPACKET). A path longer than a socket address holds is reached through its directory.
 Result<UniqueFd> ConnectUnix(const std::string& path, int type = SOCK_STREAM);
 
 struct UnixListener {
@@ -22,8 +22,8 @@ struct UnixListener {
   ino_t ino = 0;  // the socket file's inode: remove it at the end only if it is still ours
 };
 
-// Listens on `path` (absolute), created 0600 from the start so no other uid can connect in
-// between. A socket nobody answers on (a dead server's) is replaced; something that is not a
+// Listens on `path` (absolute, of any length), created 0600 from the start so no other uid can
+// connect in between. A socket nobody answers on (a dead server's) is replaced; something that is not a
 // socket is kInvalidArgument; a live server there is kFailedPrecondition.
 Result<UnixListener> ListenPrivateUnix(const std::string& path, int backlog,
                                        int type = SOCK_STREAM);

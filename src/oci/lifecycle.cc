@@ -124,7 +124,6 @@ Result<pid_t> AwaitCreated(int fd) {
   return Error(Code::kInternal, "the container's supervisor ended before its init existed");
 }
 
-
 Result<std::vector<std::string>> LaunchClaimed(const CreateOptions& o, Prepared p) {
   ContainerState state;
   state.id = o.id;
@@ -133,10 +132,6 @@ Result<std::vector<std::string>> LaunchClaimed(const CreateOptions& o, Prepared 
   state.annotations = p.bundle.config.annotations;
   WARD_TRY(SaveState(o.root, state));
   const std::string sock = StateDir(o.root, o.id) + "/" + kStartSocket;
-  if (sock.size() >= sizeof(sockaddr_un::sun_path)) {
-    return InvalidArgument("--root " + o.root + " is too long for the container's socket (" + sock +
-                           "): give a shorter --root");
-  }
   WARD_ASSIGN_OR_RETURN(UnixListener listener, ListenPrivateUnix(sock, 4));
   WARD_ASSIGN_OR_RETURN(UnixListener exec_listener,
                         ListenPrivateUnix(StateDir(o.root, o.id) + "/" + kExecSocket, 64,

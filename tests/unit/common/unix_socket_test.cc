@@ -1,12 +1,14 @@
 #include "common/unix_socket.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace ward {
 namespace {
@@ -67,6 +69,37 @@ TEST_F(UnixSocketTest, RefusesWhatIsNotASocketAndBadPaths) {
   EXPECT_EQ(ListenPrivateUnix("/" + std::string(200, 'a'), 4).status().code(),
             Code::kInvalidArgument);
   EXPECT_FALSE(ConnectUnix(dir_ + "/absent.sock").ok());
+}
+
+// A path longer than a socket address holds (an engine's state root and a container id) is
+// reached through its directory, for listening and connecting, stream and seqpacket alike.
+TEST_F(UnixSocketTest, APathOfAnyLengthIsReachedThroughItsDirectory) {
+  std::string deep = dir_;
+  std::vector<std::string> made;
+  while (deep.size() < 150) {
+    deep += "/" + std::string(40, 'd');
+    ASSERT_EQ(mkdir(deep.c_str(), 0700), 0);
+    made.push_back(deep);
+  }
+  for (int type : {SOCK_STREAM, SOCK_SEQPACKET}) {
+    const std::string sock = deep + "/exec.sock";
+    Result<UnixListener> l = ListenPrivateUnix(sock, 4, type);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    struct stat st;
+    ASSERT_EQ(lstat(sock.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISSOCK(st.st_mode));
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    Result<UniqueFd> c = ConnectUnix(sock, type);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    int got = 0;
+    socklen_t len = sizeof got;
+    ASSERT_EQ(getsockopt(c->get(), SOL_SOCKET, SO_TYPE, &got, &len), 0);
+    EXPECT_EQ(got, type);
+    // A second server on the same path is refused while this one lives.
+    EXPECT_EQ(ListenPrivateUnix(sock, 4, type).status().code(), Code::kFailedPrecondition);
+    unlink(sock.c_str());
+  }
+  for (auto it = made.rbegin(); it != made.rend(); ++it) rmdir(it->c_str());
 }
 
 }  // namespace

@@ -1,0 +1,94 @@
+#!/bin/sh
+# dockerd driving `ward oci` (a runtime named ward in daemon.json, pointed at a ward-oci link),
+# one scenario a test, with a dockerd of its own (its data, exec root, containerd and socket in a
+# scratch directory; no iptables, no bridge):
+#   docker.sh SCENARIO WARD
+# The image is made here from busybox (docker import). The engine's default rlimits are set
+# within the hard limits (default-ulimits), as runc needs them on these machines too.
+set -u
+scenario=$1 ward=$2
+[ "$(id -u)" = 0 ] || { echo "engines: root only"; exit 77; }
+tmp=$(mktemp -d /var/tmp/ward-docker.XXXXXX)
+image=ward-engine-test:latest
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+D() { /usr/bin/docker -H "unix://$tmp/docker.sock" "$@"; }
+dockerd_pid=""
+cleanup() {
+  D ps -aq 2>/dev/null | xargs -r /usr/bin/docker -H "unix://$tmp/docker.sock" rm -f >/dev/null 2>&1
+  [ -n "$dockerd_pid" ] && kill "$dockerd_pid" 2>/dev/null && wait "$dockerd_pid" 2>/dev/null
+  umount -R "$tmp/data" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+ln -s "$ward" "$tmp/ward-oci"
+cat > "$tmp/daemon.json" <<JSON
+{"runtimes": {"ward": {"path": "$tmp/ward-oci"}},
+ "default-ulimits": {"nofile": {"Name": "nofile", "Soft": 1024, "Hard": 1024},
+                     "nproc": {"Name": "nproc", "Soft": 1024, "Hard": 1024}},
+ "iptables": false, "bridge": "none", "data-root": "$tmp/data", "exec-root": "$tmp/exec",
+ "pidfile": "$tmp/docker.pid", "hosts": ["unix://$tmp/docker.sock"]}
+JSON
+dockerd --config-file "$tmp/daemon.json" > "$tmp/dockerd.log" 2>&1 &
+dockerd_pid=$!
+i=0
+until D version >/dev/null 2>&1; do
+  i=$((i + 1))
+  [ "$i" -lt 200 ] || { echo "FAIL: dockerd did not start: $(tail -5 "$tmp/dockerd.log")"; exit 1; }
+  sleep 0.1
+done
+
+mkdir -p "$tmp/rootfs/bin"
+cp /bin/busybox "$tmp/rootfs/bin/busybox"
+for c in sh true cat echo sleep hostname; do ln -s busybox "$tmp/rootfs/bin/$c"; done
+tar -C "$tmp/rootfs" -cf "$tmp/rootfs.tar" . && D import "$tmp/rootfs.tar" "$image" >/dev/null ||
+  { echo "FAIL: docker import"; exit 1; }
+
+ward_inits() { pgrep -x ward-init | wc -l; }
+inits_before=$(ward_inits)
+R() { D run --runtime ward --network none "$@"; }
+
+case $scenario in
+run)
+  out=$(R --rm "$image" sh -c 'echo hi; exit 3'); rc=$?
+  [ "$rc" = 125 ] && tail -20 "$tmp/dockerd.log"
+  [ "$rc" = 3 ] || fail "exit status $rc, not 3"
+  [ "$out" = hi ] || fail "output '$out', not hi"
+  out=$(R --rm --hostname box "$image" hostname)
+  [ "$out" = box ] || fail "hostname '$out', not box"
+  out=$(printf 'data\n' | R -i --rm "$image" cat)
+  [ "$out" = data ] || fail "stdin came back as '$out'"
+  ;;
+exec)
+  id=$(R -d "$image" sleep 100) || fail "run -d"
+  out=$(D exec "$id" sh -c 'echo in; exit 4'); rc=$?
+  [ "$rc" = 4 ] || fail "exec exited $rc, not 4"
+  [ "$out" = in ] || fail "exec's output '$out', not in"
+  out=$(printf 'data\n' | D exec -i "$id" cat)
+  [ "$out" = data ] || fail "exec's stdin came back as '$out'"
+  D exec "$id" /bin/nosuch >/dev/null 2>&1 && fail "a missing program ran"
+  D exec -d "$id" sleep 100 || fail "exec -d"
+  [ "$(D top "$id" | grep -c 'sleep 100')" = 2 ] || fail "top: $(D top "$id" 2>&1)"
+  D rm -f "$id" >/dev/null || fail "docker rm -f"
+  ;;
+kill_stop_rm)
+  id=$(R -d "$image" sleep 100) || fail "run -d"
+  D kill "$id" >/dev/null || fail "docker kill"
+  code=$(D wait "$id")
+  [ "$code" = 137 ] || fail "killed container exited $code, not 137"
+  D rm "$id" >/dev/null || fail "docker rm"
+  id=$(R -d "$image" sleep 100) || fail "run -d"
+  D stop -t 1 "$id" >/dev/null || fail "docker stop"
+  [ "$(D inspect -f '{{.State.Status}}' "$id")" = exited ] || fail "stopped container is not exited"
+  D rm "$id" >/dev/null
+  id=$(R -d "$image" sleep 100) || fail "run -d"
+  D rm -f "$id" >/dev/null || fail "docker rm -f"
+  D ps -aq --no-trunc | grep -q "^$id" && fail "rm -f left the container"
+  ;;
+*) echo "unknown scenario $scenario"; exit 2 ;;
+esac
+
+sleep 0.2
+[ "$(ward_inits)" -le "$inits_before" ] || fail "a ward-init was left running"
+[ "$failures" = 0 ] && echo "docker $scenario: as expected"
+[ "$failures" = 0 ]
