@@ -2,8 +2,8 @@
 // dockerd through containerd), docs/kubernetes.md. Errors go to stderr and, with --log, to that
 // file in the engine's format (--log-format text|json), as runc writes them.
 //
-// In progress (issue 38): `create`, `start`, `state`, `kill`, `delete`, `ps`, `exec`,
-// `features` and `check` are there; `pause`, `resume`, `update` and `events` are refused with
+// In progress (issue 38): `create`, `start`, `state`, `kill`, `delete`, `ps`, `exec`, `update`,
+// `events --stats`, `features` and `check` are there; `pause` and `resume` are refused with
 // their reason; a terminal and an engine's namespaces given by path are not there yet, so the
 // command stays out of `ward --help`.
 #include <signal.h>
@@ -22,6 +22,7 @@
 #include "oci/annotations.h"
 #include "oci/bundle.h"
 #include "oci/config.h"
+#include "oci/container_cgroup.h"
 #include "oci/exec.h"
 #include "oci/lifecycle.h"
 #include "oci/rlimits.h"
@@ -304,6 +305,70 @@ void AddExecCommand(CLI::App* oci, const std::shared_ptr<OciGlobals>& g, int* ex
   });
 }
 
+// `update --resources FILE ID` ("-" for stdin, as containerd's shim gives it): the limits of a
+// running container, written to the cgroup ward made for it.
+int Update(const OciGlobals& g, const std::string& file, const std::string& id) {
+  Result<std::string> root = RequireRoot(g);
+  if (!root.ok()) return Fail(g, root.status().ToString());
+  if (file.empty()) return Fail(g, "update: give the new limits with --resources FILE (or - for stdin)");
+  std::string text;
+  if (file == "-") {
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(0, buf, sizeof buf)) > 0 && text.size() <= oci::kMaxConfigBytes) {
+      text.append(buf, static_cast<size_t>(n));
+    }
+  } else {
+    UntrustedFileRules rules;
+    rules.max_bytes = oci::kMaxConfigBytes;
+    rules.owners = {0, geteuid()};
+    Result<std::string> read = ReadUntrustedFile(file, rules);
+    if (!read.ok()) return Fail(g, read.status().ToString());
+    text = std::move(read).value();
+  }
+  Result<oci::Resources> resources = oci::ParseResources(text);
+  if (!resources.ok()) return Fail(g, resources.status().ToString());
+  Result<oci::ContainerState> s = oci::LoadState(*root, id);
+  if (!s.ok()) return Fail(g, s.status().ToString());
+  Result<oci::ContainerCgroup> cg = oci::FindContainerCgroup(*s);
+  if (!cg.ok()) return Fail(g, cg.status().ToString());
+  Status updated = oci::UpdateResources(*cg, *resources, id);
+  return updated.ok() ? 0 : Fail(g, updated.ToString());
+}
+
+// `events --stats ID`: one snapshot of the container's use, as runc prints it. The stream of
+// events (without --stats) is not given.
+int Events(const OciGlobals& g, bool stats, const std::string& id) {
+  if (!stats) return Fail(g, "events: ward oci gives one snapshot (--stats), not a stream");
+  Result<std::string> root = RequireRoot(g);
+  if (!root.ok()) return Fail(g, root.status().ToString());
+  Result<oci::ContainerState> s = oci::LoadState(*root, id);
+  if (!s.ok()) return Fail(g, s.status().ToString());
+  Result<oci::ContainerCgroup> cg = oci::FindContainerCgroup(*s);
+  if (!cg.ok()) return Fail(g, cg.status().ToString());
+  Result<std::vector<pid_t>> pids = oci::ContainerPids(*root, id);
+  if (!pids.ok()) return Fail(g, pids.status().ToString());
+  std::printf("%s\n", oci::StatsSnapshot(*s, *cg, *pids).dump().c_str());
+  return 0;
+}
+
+void AddResourceCommands(CLI::App* oci, const std::shared_ptr<OciGlobals>& g, int* exit_code) {
+  auto id = std::make_shared<std::string>();
+  auto resources = std::make_shared<std::string>();
+  CLI::App* update = oci->add_subcommand("update", "Change a running container's limits");
+  update->add_option("-r,--resources", *resources, "linux.resources as JSON (- for stdin)");
+  update->add_option("id", *id, "Container id")->required();
+  update->callback([g, id, resources, exit_code] { *exit_code = Update(*g, *resources, *id); });
+
+  auto stats = std::make_shared<bool>(false);
+  auto interval = std::make_shared<std::string>();
+  CLI::App* events = oci->add_subcommand("events", "One snapshot of the container's use");
+  events->add_flag("--stats", *stats, "Print one snapshot and exit");
+  events->add_option("--interval", *interval, "Accepted; ward gives one snapshot");
+  events->add_option("id", *id, "Container id")->required();
+  events->callback([g, id, stats, exit_code] { *exit_code = Events(*g, *stats, *id); });
+}
+
 // What ward oci does not do (yet): an error the engines show as it is.
 int NotSupported(const OciGlobals& g, const std::string& what) {
   return Fail(g, what + " is not supported by ward oci");
@@ -418,10 +483,11 @@ void AddOciCommand(CLI::App& app, int* exit_code) {
   ps->callback([g, id, format, exit_code] { *exit_code = Ps(*g, *id, *format); });
 
   AddExecCommand(oci, g, exit_code);
+  AddResourceCommands(oci, g, exit_code);
 
   // What the engines may call and ward refuses with its reason: freezing a container (pause,
-  // resume), changing its limits while it runs (update), a stats stream (events).
-  for (const char* name : {"pause", "resume", "update", "events"}) {
+  // resume).
+  for (const char* name : {"pause", "resume"}) {
     CLI::App* sub = oci->add_subcommand(name, std::string("Not supported: ") + name);
     sub->allow_extras();
     sub->callback([g, name, exit_code] { *exit_code = NotSupported(*g, std::string("ward oci ") + name); });

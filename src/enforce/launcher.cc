@@ -612,7 +612,9 @@ SeccompProgram ReceiveSeccompProgram(int ctl, int kick) {
 }
 
 // Signals are handled synchronously through a signalfd (returned). pid 1 only receives signals
-// it has handlers for, so each gets a no-op handler and stays blocked.
+// it has handlers for, so each gets a no-op handler and stays blocked. Non-blocking: init reads
+// what is pending and goes back to waiting on both the signals and its control socket (a read
+// that blocked after reaping a child other than the command would miss the supervisor's end).
 int OpenSignalFd(int ctl) {
   sigset_t mask;
   sigemptyset(&mask);
@@ -623,7 +625,7 @@ int OpenSignalFd(int ctl) {
   for (int s : kForwardedSignals) sigaction(s, &sa, nullptr);
   sigaction(SIGCHLD, &sa, nullptr);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
-  int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) {
     ChildError err;
     err.Set("init", errno, "signalfd");

@@ -162,10 +162,16 @@ void AvoidBusyOwnCgroup(CgroupInfo* cg) {
   cg->v2_delegated = false;
 }
 
-void ProbeCgroups(CgroupInfo* cg) {
-  const std::string mountinfo = ReadSmallFile("/proc/self/mountinfo");
-  std::string v1_memory_mnt, v1_pids_mnt, v1_cpu_mnt;
-  ForEachLine(mountinfo, [&](std::string_view line) {
+// Where each hierarchy is mounted here (mountinfo): the mount point of cgroup2 and of the v1
+// memory, pids and cpu controllers, "" for what is not mounted (or mounted at a subtree, which
+// would shift every path).
+struct CgroupMounts {
+  std::string v2, v1_memory, v1_pids, v1_cpu;
+};
+
+CgroupMounts ReadCgroupMounts() {
+  CgroupMounts m;
+  ForEachLine(ReadSmallFile("/proc/self/mountinfo"), [&](std::string_view line) {
     auto dash = line.find(" - ");
     if (dash == std::string_view::npos) return;
     std::vector<std::string_view> pre = Fields(line.substr(0, dash));
@@ -173,30 +179,27 @@ void ProbeCgroups(CgroupInfo* cg) {
     if (pre.size() < 5 || post.size() < 3) return;
     const std::string_view root = pre[3], fstype = post[0];
     const std::string mnt(pre[4]), opts(post[2]);
-    // A hierarchy mounted at a subtree (root != "/") would shift every path: not used.
     if (root != "/") return;
-    if (fstype == "cgroup2" && !cg->v2_mounted) {
-      cg->v2_mounted = true;
-      cg->v2_path = mnt;
-      cg->v2_unified = (mnt == "/sys/fs/cgroup");
+    if (fstype == "cgroup2" && m.v2.empty()) {
+      m.v2 = mnt;
     } else if (fstype == "cgroup") {
-      if (HasOption(opts, "memory") && !cg->v1_memory) {
-        cg->v1_memory = true;
-        v1_memory_mnt = mnt;
-      }
-      if (HasOption(opts, "pids") && !cg->v1_pids) {
-        cg->v1_pids = true;
-        v1_pids_mnt = mnt;
-      }
-      if (HasOption(opts, "cpu") && !cg->v1_cpu) {
-        cg->v1_cpu = true;
-        v1_cpu_mnt = mnt;
-      }
+      if (HasOption(opts, "memory") && m.v1_memory.empty()) m.v1_memory = mnt;
+      if (HasOption(opts, "pids") && m.v1_pids.empty()) m.v1_pids = mnt;
+      if (HasOption(opts, "cpu") && m.v1_cpu.empty()) m.v1_cpu = mnt;
     }
   });
-  const std::string self = ReadSmallFile("/proc/self/cgroup");
-  std::string v1_memory_path, v1_pids_path, v1_cpu_path;
-  ForEachLine(self, [&](std::string_view line) {
+  return m;
+}
+
+// A process's cgroup in each hierarchy, from its /proc/PID/cgroup: paths relative to the
+// hierarchy's root ("" for the root itself); v2 is "/" for the root, "" when not listed.
+struct CgroupMembership {
+  std::string v2, v1_memory, v1_pids, v1_cpu;
+};
+
+CgroupMembership ReadCgroupMembership(const std::string& proc_cgroup) {
+  CgroupMembership m;
+  ForEachLine(ReadSmallFile(proc_cgroup), [&](std::string_view line) {
     // "0::/user.slice/..." for v2; "4:memory:/x" or "2:cpu,cpuacct:/" for v1.
     auto c1 = line.find(':');
     if (c1 == std::string_view::npos) return;
@@ -205,11 +208,28 @@ void ProbeCgroups(CgroupInfo* cg) {
     std::string ctrls(line.substr(c1 + 1, c2 - c1 - 1));
     std::string path(line.substr(c2 + 1));
     if (path == "/") path.clear();
-    if (ctrls.empty()) cg->v2_own = path.empty() ? "/" : path;
-    if (HasOption(ctrls, "memory")) v1_memory_path = path;
-    if (HasOption(ctrls, "pids")) v1_pids_path = path;
-    if (HasOption(ctrls, "cpu")) v1_cpu_path = path;
+    if (ctrls.empty()) m.v2 = path.empty() ? "/" : path;
+    if (HasOption(ctrls, "memory")) m.v1_memory = path;
+    if (HasOption(ctrls, "pids")) m.v1_pids = path;
+    if (HasOption(ctrls, "cpu")) m.v1_cpu = path;
   });
+  return m;
+}
+
+void ProbeCgroups(CgroupInfo* cg) {
+  const CgroupMounts mounts = ReadCgroupMounts();
+  cg->v2_mounted = !mounts.v2.empty();
+  cg->v2_path = mounts.v2;
+  cg->v2_unified = mounts.v2 == "/sys/fs/cgroup";
+  cg->v1_memory = !mounts.v1_memory.empty();
+  cg->v1_pids = !mounts.v1_pids.empty();
+  cg->v1_cpu = !mounts.v1_cpu.empty();
+  const std::string v1_memory_mnt = mounts.v1_memory, v1_pids_mnt = mounts.v1_pids,
+                    v1_cpu_mnt = mounts.v1_cpu;
+  const CgroupMembership self = ReadCgroupMembership("/proc/self/cgroup");
+  cg->v2_own = self.v2;
+  const std::string v1_memory_path = self.v1_memory, v1_pids_path = self.v1_pids,
+                    v1_cpu_path = self.v1_cpu;
   if (cg->v2_mounted && !cg->v2_own.empty()) {
     std::string own = cg->v2_path + (cg->v2_own == "/" ? "" : cg->v2_own);
     const char* root = getenv("WARD_CGROUP_ROOT");
@@ -289,6 +309,17 @@ void ProbeHostLimits(const std::string& release, HostLimits* h) {
 }
 
 }  // namespace
+
+CgroupDirs CgroupDirsOf(pid_t pid) {
+  const CgroupMounts mounts = ReadCgroupMounts();
+  const CgroupMembership m = ReadCgroupMembership("/proc/" + std::to_string(pid) + "/cgroup");
+  CgroupDirs d;
+  if (!mounts.v2.empty() && !m.v2.empty()) d.v2 = mounts.v2 + (m.v2 == "/" ? "" : m.v2);
+  if (!mounts.v1_memory.empty()) d.v1_memory = mounts.v1_memory + m.v1_memory;
+  if (!mounts.v1_pids.empty()) d.v1_pids = mounts.v1_pids + m.v1_pids;
+  if (!mounts.v1_cpu.empty()) d.v1_cpu = mounts.v1_cpu + m.v1_cpu;
+  return d;
+}
 
 bool CgroupInfo::V2Has(const std::string& controller) const {
   for (const auto& c : v2_controllers) {

@@ -2,6 +2,8 @@
 // headers: every layer ward applies is planned against these facts.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -38,6 +40,13 @@ struct CgroupInfo {
 
   bool V2Has(const std::string& controller) const;
 };
+
+// Where process `pid` is in each cgroup hierarchy mounted here, as absolute directories ("" for
+// a hierarchy not mounted, or, for v2, not listed for the process).
+struct CgroupDirs {
+  std::string v2, v1_memory, v1_pids, v1_cpu;
+};
+CgroupDirs CgroupDirsOf(pid_t pid);
 
 // Per-user kernel object caps and the process's own rlimits: what the limits planner derives
 // the sandbox's share from, so the sandbox cannot exhaust what the caller has outside.

@@ -249,6 +249,22 @@ Result<Config> ParseConfig(std::string_view text) {
   return c;
 }
 
+Result<Resources> ParseResources(std::string_view text) {
+  if (text.size() > kMaxConfigBytes) return InvalidArgument("resources: larger than 4 MiB");
+  Json resources = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (resources.is_discarded()) return InvalidArgument("resources: not valid JSON");
+  if (!resources.is_object()) return InvalidArgument("resources: not a JSON object");
+  Resources r;
+  const Json linux = {{"resources", std::move(resources)}};
+  if (Status read = ReadResources(linux, &r); !read.ok()) {
+    constexpr std::string_view kPrefix = "config.json: linux.resources.";
+    std::string message = read.message();
+    if (message.starts_with(kPrefix)) message = "resources: " + message.substr(kPrefix.size());
+    return InvalidArgument(message);
+  }
+  return r;
+}
+
 Result<Process> ParseProcess(std::string_view text) {
   if (text.size() > kMaxConfigBytes) return InvalidArgument("process: larger than 4 MiB");
   Json process = Json::parse(text, nullptr, /*allow_exceptions=*/false);

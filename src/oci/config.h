@@ -78,4 +78,8 @@ Result<Config> ParseConfig(std::string_view text);
 // the same fields and checks; the error names the field ("process: args: ...").
 Result<Process> ParseProcess(std::string_view text);
 
+// Parses `update --resources FILE`: a `linux.resources` object on its own, with the same checks;
+// the error names the field ("resources: memory.limit: ...").
+Result<Resources> ParseResources(std::string_view text);
+
 }  // namespace ward::oci

@@ -189,6 +189,56 @@ TEST_F(OciLifecycleTest, NoContainerReachesTheSocketThatStartsAnother) {
   EXPECT_EQ(Oci({"delete", "p1"}), 0) << Err();
 }
 
+// `events --stats` gives one snapshot of a running container's use, and `update` changes the
+// limits of the cgroup ward made for it (as root here; as another user without cgroup
+// delegation ward enforces the limits otherwise, and update says there is no cgroup to change).
+TEST_F(OciLifecycleTest, EventsShowsTheUseAndUpdateChangesTheLimits) {
+  Config("exec sleep 100",
+         {{"linux", {{"resources", {{"memory", {{"limit", 256 << 20}}}, {"pids", {{"limit", 100}}}}}}}});
+  const pid_t pid = Create("u1");
+  ASSERT_GT(pid, 0) << Err();
+  ASSERT_EQ(Oci({"start", "u1"}), 0) << Err();
+  auto stats = [&] {
+    RunResult r = RunWard({"oci", "--root", state_, "events", "--stats", "u1"}, Defaults());
+    EXPECT_EQ(r.status, 0) << r.err;
+    return Json::parse(r.out, nullptr, false);
+  };
+  Json s = stats();
+  EXPECT_EQ(s["type"], "stats") << s.dump();
+  EXPECT_EQ(s["id"], "u1");
+  EXPECT_GE(s["data"]["pids"]["current"].get<int>(), 2) << s.dump();
+  EXPECT_GT(s["data"]["memory"]["usage"]["usage"].get<uint64_t>(), 0u) << s.dump();
+  RunOptions in = Defaults();
+  in.stdin_data = R"({"pids": {"limit": 50}, "memory": {"limit": 134217728}})";
+  RunResult update = RunWard({"oci", "--root", state_, "update", "--resources", "-", "u1"}, in);
+  if (geteuid() == 0) {
+    EXPECT_EQ(update.status, 0) << update.err;
+    s = stats();
+    EXPECT_EQ(s["data"]["pids"]["limit"], 50) << s.dump();
+    EXPECT_EQ(s["data"]["memory"]["usage"]["limit"], 134217728) << s.dump();
+  } else {
+    EXPECT_NE(update.status, 0);
+    EXPECT_NE(update.err.find("no memory cgroup of ward's"), std::string::npos) << update.err;
+  }
+  // A limit it was created without, a malformed file, and a stream of events: refused, named.
+  in.stdin_data = R"({"cpu": {"quota": 50000, "period": 100000}})";
+  update = RunWard({"oci", "--root", state_, "update", "--resources", "-", "u1"}, in);
+  EXPECT_NE(update.status, 0);
+  EXPECT_NE(update.err.find("no cpu cgroup of ward's"), std::string::npos) << update.err;
+  in.stdin_data = R"({"memory": {"limit": "lots"}})";
+  update = RunWard({"oci", "--root", state_, "update", "--resources", "-", "u1"}, in);
+  EXPECT_NE(update.status, 0);
+  EXPECT_NE(update.err.find("resources: memory.limit"), std::string::npos) << update.err;
+  RunResult events = RunWard({"oci", "--root", state_, "events", "u1"}, Defaults());
+  EXPECT_NE(events.status, 0);
+  EXPECT_NE(events.err.find("one snapshot"), std::string::npos) << events.err;
+  ASSERT_EQ(Oci({"kill", "u1", "KILL"}), 0) << Err();
+  EXPECT_EQ(ReapInit(pid), 128 + SIGKILL);
+  // A stopped container has nothing to show.
+  EXPECT_NE(RunWard({"oci", "--root", state_, "events", "--stats", "u1"}, Defaults()).status, 0);
+  EXPECT_EQ(Oci({"delete", "u1"}), 0) << Err();
+}
+
 // The supervisor holds the container's proxy and audit trail: when it dies, nothing in the
 // container goes on unrecorded. Init ends everything inside and exits 137, which the engine
 // reads. (The supervisor is the test's child too: adopted, like init, when create exited.)
