@@ -457,7 +457,7 @@ void AddOciCommand(CLI::App& app, int* exit_code) {
   CLI::App* cr = oci->add_subcommand("create", "Create a container, its init waiting for start");
   cr->add_option("-b,--bundle", create->bundle, "The bundle directory (default: .)");
   cr->add_option("--pid-file", create->pid_file, "Write the init's pid here");
-  cr->add_option("--console-socket", create->console_socket, "Not supported yet (no terminal)");
+  cr->add_option("--console-socket", create->console_socket, "Where the terminal's master goes (process.terminal)");
   cr->add_flag("--no-pivot", create->no_pivot, "Accepted; ward's root is its own tmpfs");
   cr->add_flag("--no-new-keyring", create->no_new_keyring, "Accepted; ward keeps no keyring");
   cr->add_option("--preserve-fds", create->preserve_fds, "Only 0: no extra descriptors");

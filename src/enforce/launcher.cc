@@ -751,6 +751,10 @@ pid_t StartCommand(const LaunchPlan& plan, const std::vector<std::string>& env,
   SetGroupsAndHostname(plan, ctl);
   PendingSysctls sysctls = BuildRoot(*mount, ctl);
   const int pty_slave = OpenPty(plan, ctl);
+  // On a pty for all three, the command needs none of the caller's stdio, and an engine that
+  // gave `ward oci create` a pipe to read its output from waits for their end before it starts
+  // the container.
+  if (plan.tty[0] && plan.tty[1] && plan.tty[2]) ReleaseCallerStdio();
   JoinNetworkNamespace(plan, ctl, kick);
   if (plan.cgroup_after_clone) JoinV1Cgroups(ctl, kick);
   ChildError err;

@@ -8,7 +8,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <map>
 #include <cstring>
@@ -16,6 +18,7 @@
 
 #include "audit/record.h"
 #include "audit/session_log.h"
+#include "common/linux.h"
 #include "common/unique_fd.h"
 #include "common/unix_socket.h"
 #include "common/write_all.h"
@@ -43,9 +46,14 @@ Result<Prepared> Prepare(const CreateOptions& o) {
   WARD_TRY(CheckContainerId(o.id));
   WARD_ASSIGN_OR_RETURN(p.bundle, LoadBundle(o.bundle));
   const Process& proc = p.bundle.config.process;
-  if (proc.terminal || !o.console_socket.empty()) {
-    return InvalidArgument("config.json: process.terminal: ward oci gives no container a terminal "
-                           "yet; run it without one (no -t)");
+  // As runc: a terminal's master goes to the engine's console socket, which it needs then only.
+  if (proc.terminal && o.console_socket.empty()) {
+    return InvalidArgument("config.json: process.terminal: a terminal needs --console-socket, "
+                           "where its master goes");
+  }
+  if (!proc.terminal && !o.console_socket.empty()) {
+    return InvalidArgument("--console-socket " + o.console_socket +
+                           ": config.json's process.terminal is false: there is no terminal");
   }
   WARD_TRY(CheckProcessUser(proc, "config.json: process.user"));
   WARD_ASSIGN_OR_RETURN(std::vector<PlannedRlimit> rlimits, PlanRlimitsHere(proc.rlimits));
@@ -71,10 +79,25 @@ Result<Prepared> Prepare(const CreateOptions& o) {
   return p;
 }
 
+// The supervisor lives as long as the container: it keeps nothing the engine left open in
+// `create` but the container's stdio (an engine waits for the end of a pipe it gave create, and
+// nothing of the engine's is the supervisor's to hold).
+void CloseInheritedFds(std::vector<int> keep) {
+  std::sort(keep.begin(), keep.end());
+  unsigned next = 3;
+  for (int fd : keep) {
+    if (fd < static_cast<int>(next)) continue;
+    if (static_cast<unsigned>(fd) > next) sys::CloseRange(next, static_cast<unsigned>(fd) - 1, 0);
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  sys::CloseRange(next, UINT_MAX, 0);
+}
+
 // The container's supervisor: the run, from its plan to its audit trail's end. A run refused
 // before its init existed says why on `created` ("refused ...").
 [[noreturn]] void SupervisorMain(const CreateOptions& o, Prepared p, int created, int listener,
                                  int exec_listener) {
+  CloseInheritedFds({created, listener, exec_listener});
   setsid();
   if (chdir("/") != 0) _exit(125);
   supervisor::RunRequest req;
@@ -94,7 +117,8 @@ Result<Prepared> Prepare(const CreateOptions& o) {
     req.approvals.session = req.audit->session_id;
   }
   req.container = supervisor::ContainerLaunch{std::move(p.image), created, listener, exec_listener,
-                                              StateDir(o.root, o.id) + "/" + kExecSocket};
+                                              StateDir(o.root, o.id) + "/" + kExecSocket,
+                                              o.console_socket};
   const supervisor::Outcome out = supervisor::Run(req);
   if (out.kind == supervisor::Outcome::Kind::kRefused ||
       out.kind == supervisor::Outcome::Kind::kSetupFailed) {

@@ -37,7 +37,12 @@ bool IsStart(int conn) {
 }
 
 // Init ended before start: the reason it sent last, if any, among what it sent.
-Status InitEnded(const enforce::Sandbox& sb) {
+Status InitEnded(const enforce::Sandbox& sb, const std::vector<EarlyControl>& early = {}) {
+  for (const EarlyControl& c : early) {
+    if (c.msg.type == enforce::MsgType::kSetupError) {
+      return Error(Code::kInternal, "sandbox init: " + enforce::DescribeChildError(c.msg.error));
+    }
+  }
   enforce::ControlMsg m;
   UniqueFd fd;
   while (enforce::RecvControl(sb.control.get(), &m, &fd, MSG_DONTWAIT) == 1) {
@@ -48,9 +53,34 @@ Status InitEnded(const enforce::Sandbox& sb) {
   return Error(Code::kFailedPrecondition, "the container's init ended before it was started");
 }
 
+// The pty init opened for the container's process, sent to the engine's console socket. What
+// init sent before it is kept for the run, in order.
+Status HandOverConsole(const ContainerLaunch& launch, const enforce::Sandbox& sb,
+                       std::vector<EarlyControl>* early) {
+  while (true) {
+    EarlyControl c;
+    const int r = enforce::RecvControl(sb.control.get(), &c.msg, &c.fd);
+    if (r != 1) return InitEnded(sb, *early);
+    if (c.msg.type == enforce::MsgType::kFd && c.msg.fd_kind == enforce::FdKind::kPtyMaster && c.fd) {
+      WARD_ASSIGN_OR_RETURN(UniqueFd conn, ConnectUnix(launch.console_socket));
+      const char name[] = "ward-container-pty";
+      const int fd = c.fd.get();
+      if (SendWithFds(conn.get(), name, sizeof name - 1, &fd, 1) < 0) {
+        return Errno("handing the container's terminal to --console-socket " + launch.console_socket);
+      }
+      return Ok();
+    }
+    const bool failed = c.msg.type == enforce::MsgType::kSetupError;
+    early->push_back(std::move(c));
+    if (failed) return InitEnded(sb, *early);
+  }
+}
+
 }  // namespace
 
-Status AwaitContainerStart(const ContainerLaunch& launch, const enforce::Sandbox& sb) {
+Status AwaitContainerStart(const ContainerLaunch& launch, const enforce::Sandbox& sb,
+                           std::vector<EarlyControl>* early) {
+  if (!launch.console_socket.empty()) WARD_TRY(HandOverConsole(launch, sb, early));
   WARD_TRY(WriteAll(launch.created_fd, "created " + std::to_string(sb.pid) + "\n",
                     "telling ward oci create that the container exists"));
   ReleaseStdio();
@@ -60,7 +90,7 @@ Status AwaitContainerStart(const ContainerLaunch& launch, const enforce::Sandbox
       if (errno == EINTR) continue;
       return Errno("waiting for ward oci start");
     }
-    if (p[1].revents != 0) return InitEnded(sb);
+    if (p[1].revents != 0) return InitEnded(sb, *early);
     if (p[0].revents & POLLIN) {
       UniqueFd conn(accept4(launch.start_listener, nullptr, nullptr, SOCK_CLOEXEC));
       if (conn && IsStart(conn.get())) return Ok();

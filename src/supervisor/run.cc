@@ -103,6 +103,8 @@ class SandboxServer {
         signals_(ctx_) {}
 
   void StopOnAuditFailure(AuditStop* stop) { audit_stop_ = stop; }
+  // Init's messages the container's gate received (AwaitContainerStart), handled before the rest.
+  void HandleFirst(std::vector<EarlyControl> early) { early_ = std::move(early); }
   // A live sandbox: the check after each exec (ExecRelay::CheckAfterEachExec).
   void CheckAfterEachExec(std::function<nlohmann::json()> check) {
     check_after_exec_ = std::move(check);
@@ -126,6 +128,8 @@ class SandboxServer {
     if (req_.policy.approvals.enabled) StartApprovals();
     for (auto& [kind, fd] : sb_.egress_sockets) AwaitEgress(kind, std::move(fd));
     sb_.egress_sockets.clear();
+    for (EarlyControl& e : early_) Handle(e.msg, std::move(e.fd));
+    early_.clear();
     WaitControl();
     pidfd_.async_wait(asio::posix::descriptor_base::wait_read,
                       [this](const asio::error_code&) { OnInitExit(); });
@@ -746,6 +750,7 @@ class SandboxServer {
   std::unique_ptr<TerminalPrompter> prompter_;   // outlives the broker's terminal channel
   std::unique_ptr<ApprovalsRuntime> approvals_;  // before notifier_: it outlives it
   std::unique_ptr<Notifier> notifier_;
+  std::vector<EarlyControl> early_;
   std::unique_ptr<ContainerExecs> container_execs_;  // a container's exec socket
   std::unique_ptr<ExecRelay> exec_relay_;             // a live sandbox's execs, or a container's
   DenialTee* exec_denials_ = nullptr;
@@ -1015,6 +1020,11 @@ Result<enforce::LaunchPlan> PlanRun(const RunRequest& req, const enforce::Kernel
   input.env = req.env;
   input.exec_server = req.exec_channel >= 0;
   for (int fd = 0; fd < 3; ++fd) input.tty[fd] = term.is_tty(fd);
+  // A container's terminal is the engine's: a pty for all three, its master on the console
+  // socket.
+  if (req.container && !req.container->console_socket.empty()) {
+    for (bool& tty : input.tty) tty = true;
+  }
   if (enforce::LandlockLacksTruncate(features.landlock_abi)) {
     input.truncatable_stdio = enforce::TruncatableStdio(input.tty);
   }
@@ -1142,7 +1152,8 @@ void ClassifyDeniedWrites(const RunRequest& req, DenialTee* denials) {
 // starts the command): the network namespace, a v1 cgroup to join, the seccomp program. A
 // container waits for its start before the last.
 Status SendRestOfSetup(const RunRequest& req, enforce::Sandbox* sb, enforce::LaunchPlan* plan,
-                       std::unique_ptr<enforce::Cgroup>* cgroup, Outcome* out) {
+                       std::unique_ptr<enforce::Cgroup>* cgroup, Outcome* out,
+                       std::vector<EarlyControl>* early) {
   Status sent = enforce::StartSandboxNet(sb, *plan);
   if (!sent.ok()) return sent;
   TraceMark("network namespace made and sent");
@@ -1155,7 +1166,7 @@ Status SendRestOfSetup(const RunRequest& req, enforce::Sandbox* sb, enforce::Lau
     if (!made.ok()) return made;
     (*cgroup)->CloseSelfJoinFds();
   }
-  if (req.container) WARD_TRY(AwaitContainerStart(*req.container, *sb));
+  if (req.container) WARD_TRY(AwaitContainerStart(*req.container, *sb, early));
   if (plan->seccomp_enabled) {
     Status seccomp = PrepareAndSendSeccomp(*sb, plan);
     if (!seccomp.ok()) return seccomp;
@@ -1238,7 +1249,8 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
   EventSink* events = &denials;
   // The redactor knows every secret before the first record.
   for (const std::string& secret : creds.secrets) audit->AddSecret(secret);
-  if (Status sent = SendRestOfSetup(req, &*sb, &*plan, &cgroup, &out); !sent.ok()) {
+  std::vector<EarlyControl> early;
+  if (Status sent = SendRestOfSetup(req, &*sb, &*plan, &cgroup, &out, &early); !sent.ok()) {
     return RefuseAfterClone(*sb, std::move(out), sent);
   }
   // The supervisor has sent init all it needs and waits for it: the lookup's stats and the
@@ -1260,6 +1272,7 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
     SandboxServer server(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
                          &overrides, creds.broker.get(), events);
     server.StopOnAuditFailure(audit_stop.get());
+    server.HandleFirst(std::move(early));
     server.RecordCreationsIn(&journal);
     if (req.container) server.GatherExecDenialsIn(&denials);
     if (req.exec_channel >= 0) {

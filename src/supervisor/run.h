@@ -38,6 +38,9 @@ struct ContainerLaunch {
   int start_listener = -1;
   int exec_listener = -1;
   std::string exec_socket;
+  // The engine's socket for the container's terminal (process.terminal): the pty's master goes
+  // there before "created"; "" for none.
+  std::string console_socket;
 };
 
 struct RunRequest {

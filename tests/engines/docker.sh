@@ -40,7 +40,7 @@ done
 
 mkdir -p "$tmp/rootfs/bin"
 cp /bin/busybox "$tmp/rootfs/bin/busybox"
-for c in sh true cat echo sleep hostname; do ln -s busybox "$tmp/rootfs/bin/$c"; done
+for c in sh true cat echo sleep hostname tty; do ln -s busybox "$tmp/rootfs/bin/$c"; done
 tar -C "$tmp/rootfs" -cf "$tmp/rootfs.tar" . && D import "$tmp/rootfs.tar" "$image" >/dev/null ||
   { echo "FAIL: docker import"; exit 1; }
 
@@ -58,6 +58,13 @@ run)
   [ "$out" = box ] || fail "hostname '$out', not box"
   out=$(printf 'data\n' | R -i --rm "$image" cat)
   [ "$out" = data ] || fail "stdin came back as '$out'"
+  ;;
+tty)
+  # -t: the container's terminal is a pty whose master the engine got on its console socket.
+  R -t --rm "$image" sh -c 'tty; echo hi; exit 5' > "$tmp/tty.out"; rc=$?
+  [ "$rc" = 5 ] || fail "exit status $rc, not 5"
+  out=$(tr -d '\r' < "$tmp/tty.out" | tr '\n' ' ')
+  case $out in "/dev/pts/"*" hi ") ;; *) fail "terminal output '$out'" ;; esac
   ;;
 exec)
   id=$(R -d "$image" sleep 100) || fail "run -d"

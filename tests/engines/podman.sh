@@ -23,7 +23,7 @@ make_image() {
   root=$tmp/rootfs
   mkdir -p "$root/bin" "$root/etc"
   cp /bin/busybox "$root/bin/busybox"
-  for c in sh true cat echo ls sleep hostname ps; do ln -s busybox "$root/bin/$c"; done
+  for c in sh true cat echo ls sleep hostname ps tty; do ln -s busybox "$root/bin/$c"; done
   tar -C "$root" -cf "$tmp/rootfs.tar" . && podman import -q "$tmp/rootfs.tar" "$image" >/dev/null ||
     { echo "FAIL: podman import"; exit 1; }
 }
@@ -63,6 +63,13 @@ kill_stop_rm)
   id=$(R -d "$image" sleep 100) || fail "run -d"
   P rm -f "$id" >/dev/null || fail "podman rm -f"
   podman ps -aq --no-trunc | grep -q "^$id" && fail "rm -f left the container"
+  ;;
+tty)
+  # -t: the container's terminal is a pty whose master the engine got on its console socket.
+  R -t --rm "$image" sh -c 'tty; echo hi; exit 5' > "$tmp/tty.out"; rc=$?
+  [ "$rc" = 5 ] || fail "exit status $rc, not 5"
+  out=$(tr -d '\r' < "$tmp/tty.out" | tr '\n' ' ')
+  case $out in "/dev/pts/"*" hi ") ;; *) fail "terminal output '$out'" ;; esac
   ;;
 exec)
   id=$(R -d "$image" sleep 100) || fail "run -d"

@@ -1,12 +1,17 @@
 // `ward oci create/start/kill/delete` with a real container, the test standing where the
 // engine stands (oci_container.h).
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -187,6 +192,63 @@ TEST_F(OciLifecycleTest, NoContainerReachesTheSocketThatStartsAnother) {
   EXPECT_EQ(ReapInit(waiting), 0);
   EXPECT_EQ(Oci({"delete", "w1"}), 0) << Err();
   EXPECT_EQ(Oci({"delete", "p1"}), 0) << Err();
+}
+
+// A container with a terminal, as the engines ask for one: its pty's master reaches the
+// engine's console socket during create; the container's process has the slave as its
+// terminal (stdin, stdout, stderr) and its output comes through the master.
+TEST_F(OciLifecycleTest, ATerminalsMasterGoesToTheConsoleSocket) {
+  const std::string console = root_->path() + "/console.sock";
+  const int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr = {};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", console.c_str());
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  Config("tty; test -t 0 && test -t 2 && echo all-three; exit 4", {{"process", {{"terminal", true}}}});
+  ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid",
+                 "--console-socket", console, "t1"}),
+            0)
+      << Err();
+  const pid_t pid = PidFile();
+  // The master came during create: it waits in the listener's queue.
+  struct pollfd p = {listener, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 0), 1);
+  const int conn = accept(listener, nullptr, nullptr);
+  ASSERT_GE(conn, 0);
+  char data[64];
+  struct iovec iov = {data, sizeof data};
+  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+  struct msghdr mh = {};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cbuf;
+  mh.msg_controllen = sizeof cbuf;
+  ASSERT_GT(recvmsg(conn, &mh, 0), 0);
+  struct cmsghdr* c = CMSG_FIRSTHDR(&mh);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->cmsg_type, SCM_RIGHTS);
+  int master = -1;
+  std::memcpy(&master, CMSG_DATA(c), sizeof master);
+  close(conn);
+  close(listener);
+  ASSERT_EQ(Oci({"start", "t1"}), 0) << Err();
+  std::string out;
+  char buf[256];
+  ssize_t n;
+  while ((n = read(master, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  close(master);
+  EXPECT_EQ(ReapInit(pid), 4);
+  EXPECT_NE(out.find("/dev/pts/"), std::string::npos) << out;
+  EXPECT_NE(out.find("all-three"), std::string::npos) << out;
+  EXPECT_EQ(Out(), "");  // nothing went to the container's stdio
+  EXPECT_EQ(Oci({"delete", "t1"}), 0) << Err();
+  // A console socket without a terminal, and a terminal without one, are refused.
+  ClearOut();
+  Config("true");
+  EXPECT_NE(Oci({"create", "--bundle", bundle_, "--console-socket", console, "t2"}), 0);
+  EXPECT_NE(Err().find("process.terminal is false"), std::string::npos) << Err();
+  EXPECT_FALSE(StateDirExists("t2"));
 }
 
 // `events --stats` gives one snapshot of a running container's use, and `update` changes the
