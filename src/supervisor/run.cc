@@ -1274,9 +1274,8 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
     server.StopOnAuditFailure(audit_stop.get());
     server.HandleFirst(std::move(early));
     server.RecordCreationsIn(&journal);
-    if (req.container) server.GatherExecDenialsIn(&denials);
+    if (req.container || req.exec_channel >= 0) server.GatherExecDenialsIn(&denials);
     if (req.exec_channel >= 0) {
-      server.GatherExecDenialsIn(&denials);
       // Each exec's end: what the sandbox made so far is judged now, as after a run (the
       // sandbox's other processes go on, and the check at its close judges again).
       server.CheckAfterEachExec([&] {
