@@ -249,37 +249,36 @@ Result<Config> ParseConfig(std::string_view text) {
   return c;
 }
 
-Result<Resources> ParseResources(std::string_view text) {
-  if (text.size() > kMaxConfigBytes) return InvalidArgument("resources: larger than 4 MiB");
-  Json resources = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (resources.is_discarded()) return InvalidArgument("resources: not valid JSON");
-  if (!resources.is_object()) return InvalidArgument("resources: not a JSON object");
-  Resources r;
-  const Json linux = {{"resources", std::move(resources)}};
-  if (Status read = ReadResources(linux, &r); !read.ok()) {
-    constexpr std::string_view kPrefix = "config.json: linux.resources.";
-    std::string message = read.message();
-    if (message.starts_with(kPrefix)) message = "resources: " + message.substr(kPrefix.size());
+namespace {
+
+// A part of config.json given on its own (an exec's process, an update's resources), read with
+// that part's checks under `key`; an error names the field within it ("NAME: field: ...").
+template <typename T>
+Result<T> ParseAlone(std::string_view text, const std::string& name, const char* key,
+                     std::string_view field_prefix, Status (*read)(const Json&, T*)) {
+  if (text.size() > kMaxConfigBytes) return InvalidArgument(name + ": larger than 4 MiB");
+  Json part = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (part.is_discarded()) return InvalidArgument(name + ": not valid JSON");
+  if (!part.is_object()) return InvalidArgument(name + ": not a JSON object");
+  T out;
+  const Json holder = {{key, std::move(part)}};
+  if (Status status = read(holder, &out); !status.ok()) {
+    std::string message = status.message();
+    if (message.starts_with(field_prefix)) message = name + ": " + message.substr(field_prefix.size());
     return InvalidArgument(message);
   }
-  return r;
+  return out;
+}
+
+}  // namespace
+
+Result<Resources> ParseResources(std::string_view text) {
+  return ParseAlone<Resources>(text, "resources", "resources", "config.json: linux.resources.",
+                               ReadResources);
 }
 
 Result<Process> ParseProcess(std::string_view text) {
-  if (text.size() > kMaxConfigBytes) return InvalidArgument("process: larger than 4 MiB");
-  Json process = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (process.is_discarded()) return InvalidArgument("process: not valid JSON");
-  if (!process.is_object()) return InvalidArgument("process: not a JSON object");
-  Process p;
-  const Json root = {{"process", std::move(process)}};
-  if (Status read = ReadProcess(root, &p); !read.ok()) {
-    // The same checks as config.json's process; the message names the field in this file.
-    constexpr std::string_view kPrefix = "config.json: process.";
-    std::string message = read.message();
-    if (message.starts_with(kPrefix)) message = "process: " + message.substr(kPrefix.size());
-    return InvalidArgument(message);
-  }
-  return p;
+  return ParseAlone<Process>(text, "process", "process", "config.json: process.", ReadProcess);
 }
 
 }  // namespace ward::oci
