@@ -121,6 +121,26 @@ TEST(OciConfig, AnExecsProcessIsReadWithTheSameChecks) {
   }
 }
 
+// An update's resources (`ward oci update --resources`) are linux.resources on their own.
+TEST(OciConfig, AnUpdatesResourcesAreReadWithTheSameChecks) {
+  Result<Resources> r = ParseResources(
+      R"({"memory": {"limit": 1048576}, "pids": {"limit": 9}, "cpu": {"quota": 5000, "period": 10000}})");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r.status());
+  EXPECT_EQ(r->memory_limit, 1048576);
+  EXPECT_EQ(r->pids_limit, 9);
+  EXPECT_EQ(r->cpu_quota_us, 5000u);
+  EXPECT_EQ(r->cpu_period_us, 10000u);
+  EXPECT_FALSE(ParseResources("{}")->memory_limit.has_value());
+  for (const auto& [json, said] : std::vector<std::pair<std::string, std::string>>{
+           {"nope", "resources: not valid JSON"},
+           {R"({"memory": {"limit": "lots"}})", "resources: memory.limit:"},
+           {R"({"cpu": {"quota": 5, "period": 0}})", "resources: cpu.period:"}}) {
+    Result<Resources> bad = ParseResources(json);
+    ASSERT_FALSE(bad.ok()) << json;
+    EXPECT_NE(ErrorOf(bad.status()).find(said), std::string::npos) << ErrorOf(bad.status());
+  }
+}
+
 TEST(OciAnnotations, WardsKeysAreReadAndAnUnknownOneIsRefused) {
   Result<WardAnnotations> w = ParseAnnotations({{"run.ward/allow-net", "a.example, b.example:22,"},
                                                 {"run.ward/profile", "agent"},
