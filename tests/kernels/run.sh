@@ -64,7 +64,16 @@ chmod 755 "$job"
 truncate -s 16G "$job/disk.img"
 mkfs.ext4 -q -F -E nodiscard "$job/disk.img"
 
-if [ -w /dev/kvm ]; then accel="-accel kvm -cpu host"; else accel="-accel tcg,thread=multi -cpu max"; fi
+# KVM only where a guest starts with it: a /dev/kvm whose vCPU setup fails (seen in a nested VM:
+# "failed to set MSR") falls back to TCG. A paused guest still running when the probe's timeout
+# ends (124) started.
+kvm_starts() {
+  [ -w /dev/kvm ] || return 1
+  timeout 5 qemu-system-x86_64 -accel kvm -cpu host -m 64 -nodefaults -display none -monitor none \
+    -serial none -S < /dev/null > /dev/null 2>&1
+  [ $? = 124 ]
+}
+if kvm_starts; then accel="-accel kvm -cpu host"; else accel="-accel tcg,thread=multi -cpu max"; fi
 echo "run.sh: booting $id ($release) with ${accel%% -cpu*}, $cpus CPUs, $mem MiB" >&2
 start=$(date +%s)
 # The console from the guest's header line on (the firmware's and the kernel's chatter before it
