@@ -51,6 +51,7 @@ R() { D run --runtime ward --network none "$@"; }
 case $scenario in
 run)
   out=$(R --rm "$image" sh -c 'echo hi; exit 3'); rc=$?
+  # 125: the daemon refused to start it; its log says why.
   [ "$rc" = 125 ] && tail -20 "$tmp/dockerd.log"
   [ "$rc" = 3 ] || fail "exit status $rc, not 3"
   [ "$out" = hi ] || fail "output '$out', not hi"
