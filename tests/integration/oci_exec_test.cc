@@ -25,7 +25,7 @@ class OciExecTest : public OciContainerTest {
  protected:
   // A container that runs until it is killed, with a read-only bind and its trail in `audit`.
   pid_t StartLongRunning(const std::string& id) {
-    for (const char* applet : {"sleep", "true", "killall"}) {
+    for (const char* applet : {"sleep", "true", "killall", "pidof", "readlink"}) {
       symlink("busybox", (bundle_ + "/rootfs/bin/" + applet).c_str());
     }
     MakeDirs(root_->path() + "/data");
@@ -217,6 +217,17 @@ TEST_F(OciExecTest, NoContainerReachesAnExecSocketAndItsExecServerIsItsOwnToLose
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(Out(), "sock-unseen\nstarted\n");
+  // The exec server's descriptors (its socket to the supervisor among them) are out of reach of
+  // what runs inside (control: the exec's own are readable).
+  ClearOut();
+  ASSERT_EQ(Oci({"exec", "x2", "sh", "-c",
+                 "p=$(pidof ward-exec); [ -d /proc/$p/fd ] && echo found-server; "
+                 "readlink /proc/self/fd/1 >/dev/null && echo own-readable; "
+                 "for f in /proc/$p/fd/*; do readlink $f >/dev/null 2>&1 && echo server-fd-read; "
+                 "cat $f </dev/null >/dev/null 2>&1 && echo server-fd-opened; done; echo done"}),
+            0)
+      << Err();
+  EXPECT_EQ(Out(), "found-server\nown-readable\ndone\n");
   // Its end is not known: its server went first.
   EXPECT_NE(Oci({"exec", "x2", "sh", "-c", "killall -KILL ward-exec; sleep 1"}), 0);
   EXPECT_NE(Err().find("exec server ended"), std::string::npos) << Err();
