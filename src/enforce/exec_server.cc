@@ -14,6 +14,7 @@
 #include <climits>
 #include <map>
 
+#include "common/descriptors.h"
 #include "common/linux.h"
 #include "enforce/spawn.h"
 
@@ -189,12 +190,8 @@ class ExecServer {
 
 // Only the socket and stdio on /dev/null: the server holds nothing else of init's.
 void KeepOnlySocket(int sock) {
-  if (sock > 3) sys::CloseRange(3, static_cast<unsigned>(sock) - 1, 0);
-  sys::CloseRange(static_cast<unsigned>(sock) + 1, UINT_MAX, 0);
-  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null < 0) return;
-  for (int fd = 0; fd < 3; ++fd) dup2(null, fd);
-  close(null);
+  CloseAllFrom3Except({sock});
+  StdioToDevNull();
 }
 
 int ChildSignalFd() {

@@ -12,9 +12,11 @@
 #include <cstring>
 #include <string>
 
+#include "common/descriptors.h"
 #include "common/unique_fd.h"
 #include "common/unix_socket.h"
 #include "enforce/exec_wire.h"
+#include "enforce/launcher.h"
 #include "oci/lifecycle.h"
 #include "oci/state.h"
 
@@ -47,11 +49,10 @@ Status CheckExec(const ExecOptions& o) {
 // Why the exec did not start, as the exec server or the supervisor said it. A program that is
 // not there reads "No such file or directory", which the engines map to 127.
 Status Refused(const ExecMsg& m) {
-  const bool exec = std::strcmp(m.error.stage, "exec") == 0 && m.error.err != EPIPE;
-  std::string message = exec ? "cannot run '" + std::string(m.error.detail) + "'"
-                             : std::string(m.error.stage) +
-                                   (m.error.detail[0] ? std::string(": ") + m.error.detail : "");
-  if (m.error.err && m.error.err != EPIPE) message += std::string(": ") + std::strerror(m.error.err);
+  const std::string message =
+      std::strcmp(m.error.stage, "exec") == 0
+          ? "cannot run '" + std::string(m.error.detail) + "': " + std::strerror(m.error.err)
+          : enforce::DescribeChildError(m.error);
   return Error(Code::kFailedPrecondition, "exec: " + message);
 }
 
@@ -115,14 +116,6 @@ int Follow(int conn, std::string* why) {
   }
 }
 
-// The engine reads the exec's output until its last writer closes: the exec, not this process.
-void ReleaseStdio() {
-  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null < 0) return;
-  for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
-  if (null > 2) close(null);
-}
-
 }  // namespace
 
 Result<int> Exec(const ExecOptions& o) {
@@ -138,7 +131,8 @@ Result<int> Exec(const ExecOptions& o) {
   const pid_t child = fork();
   if (child < 0) return Errno("fork");
   if (child == 0) {
-    ReleaseStdio();
+    // The engine reads the exec's output until its last writer closes: the exec, not this process.
+    StdioToDevNull();
     std::string why;  // no one to tell: the engine reads the status
     ExitAs(Follow(conn.get(), &why));
   }

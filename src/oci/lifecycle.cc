@@ -8,9 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <climits>
 #include <cstdio>
 #include <map>
 #include <cstring>
@@ -18,7 +16,7 @@
 
 #include "audit/record.h"
 #include "audit/session_log.h"
-#include "common/linux.h"
+#include "common/descriptors.h"
 #include "common/unique_fd.h"
 #include "common/unix_socket.h"
 #include "common/write_all.h"
@@ -79,25 +77,13 @@ Result<Prepared> Prepare(const CreateOptions& o) {
   return p;
 }
 
-// The supervisor lives as long as the container: it keeps nothing the engine left open in
-// `create` but the container's stdio (an engine waits for the end of a pipe it gave create, and
-// nothing of the engine's is the supervisor's to hold).
-void CloseInheritedFds(std::vector<int> keep) {
-  std::sort(keep.begin(), keep.end());
-  unsigned next = 3;
-  for (int fd : keep) {
-    if (fd < static_cast<int>(next)) continue;
-    if (static_cast<unsigned>(fd) > next) sys::CloseRange(next, static_cast<unsigned>(fd) - 1, 0);
-    next = static_cast<unsigned>(fd) + 1;
-  }
-  sys::CloseRange(next, UINT_MAX, 0);
-}
-
 // The container's supervisor: the run, from its plan to its audit trail's end. A run refused
 // before its init existed says why on `created` ("refused ...").
 [[noreturn]] void SupervisorMain(const CreateOptions& o, Prepared p, int created, int listener,
                                  int exec_listener) {
-  CloseInheritedFds({created, listener, exec_listener});
+  // It lives as long as the container: it keeps nothing the engine left open in `create` but
+  // the container's stdio (an engine waits for the end of a pipe it gave create).
+  CloseAllFrom3Except({created, listener, exec_listener});
   setsid();
   if (chdir("/") != 0) _exit(125);
   supervisor::RunRequest req;

@@ -145,7 +145,7 @@ void ContainerExecs::Fail(int sock, const std::string& why) {
   ExecMsg out;
   out.type = ExecMsgType::kFailed;
   out.value = 125;
-  out.error.Set("exec", EPIPE, why.c_str());
+  out.error.Set("container", 0, why.c_str());
   enforce::SendExecMsg(sock, out);
 }
 

@@ -2,26 +2,19 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <string>
 
+#include "common/descriptors.h"
 #include "common/unix_socket.h"
 #include "common/write_all.h"
 #include "enforce/control.h"
 
 namespace ward::supervisor {
 namespace {
-
-// The engine reads the container's output until its last writer closes: that is init and the
-// command, never the supervisor, which may outlive them by its teardown.
-void ReleaseStdio() {
-  int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null < 0) return;
-  for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
-  if (null > 2) close(null);
-}
 
 // One connection: from this uid, saying "start". Answered "ok" when it does.
 bool IsStart(int conn) {
@@ -62,6 +55,11 @@ Status HandOverConsole(const ContainerLaunch& launch, const enforce::Sandbox& sb
     const int r = enforce::RecvControl(sb.control.get(), &c.msg, &c.fd);
     if (r != 1) return InitEnded(sb, *early);
     if (c.msg.type == enforce::MsgType::kFd && c.msg.fd_kind == enforce::FdKind::kPtyMaster && c.fd) {
+      // Only a pty's master goes to the engine.
+      int pty_number = 0;
+      if (ioctl(c.fd.get(), TIOCGPTN, &pty_number) != 0) {
+        return Error(Code::kInternal, "sandbox init sent a terminal that is not a pty's master");
+      }
       WARD_ASSIGN_OR_RETURN(UniqueFd conn, ConnectUnix(launch.console_socket));
       const char name[] = "ward-container-pty";
       const int fd = c.fd.get();
@@ -83,7 +81,9 @@ Status AwaitContainerStart(const ContainerLaunch& launch, const enforce::Sandbox
   if (!launch.console_socket.empty()) WARD_TRY(HandOverConsole(launch, sb, early));
   WARD_TRY(WriteAll(launch.created_fd, "created " + std::to_string(sb.pid) + "\n",
                     "telling ward oci create that the container exists"));
-  ReleaseStdio();
+  // The engine reads the container's output until its last writer closes: that is init and the
+  // command, never the supervisor, which may outlive them by its teardown.
+  StdioToDevNull();
   while (true) {
     struct pollfd p[2] = {{launch.start_listener, POLLIN, 0}, {sb.pidfd.get(), POLLIN, 0}};
     if (poll(p, 2, -1) < 0) {

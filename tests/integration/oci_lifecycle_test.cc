@@ -270,9 +270,13 @@ TEST_F(OciLifecycleTest, EventsShowsTheUseAndUpdateChangesTheLimits) {
   EXPECT_EQ(s["id"], "u1");
   EXPECT_GE(s["data"]["pids"]["current"].get<int>(), 2) << s.dump();
   EXPECT_GT(s["data"]["memory"]["usage"]["usage"].get<uint64_t>(), 0u) << s.dump();
-  RunOptions in = Defaults();
-  in.stdin_data = R"({"pids": {"limit": 50}, "memory": {"limit": 134217728}})";
-  RunResult update = RunWard({"oci", "--root", state_, "update", "--resources", "-", "u1"}, in);
+  // `update --resources -` with `json` on stdin, as containerd's shim gives it.
+  auto update_with = [&](const std::string& json) {
+    RunOptions in = Defaults();
+    in.stdin_data = json;
+    return RunWard({"oci", "--root", state_, "update", "--resources", "-", "u1"}, in);
+  };
+  RunResult update = update_with(R"({"pids": {"limit": 50}, "memory": {"limit": 134217728}})");
   if (geteuid() == 0) {
     EXPECT_EQ(update.status, 0) << update.err;
     s = stats();
@@ -283,12 +287,10 @@ TEST_F(OciLifecycleTest, EventsShowsTheUseAndUpdateChangesTheLimits) {
     EXPECT_NE(update.err.find("no memory cgroup of ward's"), std::string::npos) << update.err;
   }
   // A limit it was created without, a malformed file, and a stream of events: refused, named.
-  in.stdin_data = R"({"cpu": {"quota": 50000, "period": 100000}})";
-  update = RunWard({"oci", "--root", state_, "update", "--resources", "-", "u1"}, in);
+  update = update_with(R"({"cpu": {"quota": 50000, "period": 100000}})");
   EXPECT_NE(update.status, 0);
   EXPECT_NE(update.err.find("no cpu cgroup of ward's"), std::string::npos) << update.err;
-  in.stdin_data = R"({"memory": {"limit": "lots"}})";
-  update = RunWard({"oci", "--root", state_, "update", "--resources", "-", "u1"}, in);
+  update = update_with(R"({"memory": {"limit": "lots"}})");
   EXPECT_NE(update.status, 0);
   EXPECT_NE(update.err.find("resources: memory.limit"), std::string::npos) << update.err;
   RunResult events = RunWard({"oci", "--root", state_, "events", "u1"}, Defaults());

@@ -1,0 +1,33 @@
+#include "common/descriptors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+#include "common/linux.h"
+
+namespace ward {
+
+void CloseAllFrom3Except(std::initializer_list<int> keep) {
+  std::vector<int> sorted(keep);
+  std::sort(sorted.begin(), sorted.end());
+  unsigned next = 3;
+  for (int fd : sorted) {
+    if (fd < static_cast<int>(next)) continue;
+    if (static_cast<unsigned>(fd) > next) sys::CloseRange(next, static_cast<unsigned>(fd) - 1, 0);
+    next = static_cast<unsigned>(fd) + 1;
+  }
+  sys::CloseRange(next, UINT_MAX, 0);
+}
+
+void StdioToDevNull() {
+  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) return;
+  for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
+  if (null > 2) close(null);
+}
+
+}  // namespace ward

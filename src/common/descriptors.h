@@ -1,0 +1,18 @@
+// A process's own descriptors, for processes that outlive what started them (a container's
+// supervisor, an exec server, the process an engine holds for an exec): what they keep, and
+// stdio they let go of.
+#pragma once
+
+#include <initializer_list>
+
+namespace ward {
+
+// Closes every descriptor from 3 up but those in `keep`.
+void CloseAllFrom3Except(std::initializer_list<int> keep);
+
+// Points stdin, stdout and stderr at /dev/null: whoever reads what this process's stdio lead to
+// sees their end when the other writers close them. Nothing changes when /dev/null cannot be
+// opened.
+void StdioToDevNull();
+
+}  // namespace ward
