@@ -277,6 +277,11 @@ Status RefuseNonAsciiOutsideStrings(const Source& src, std::string_view text) {
       ++i;
     }
     i += close.size();
+    // A multi-line string may end in up to two quotes more than its delimiter ("""a""""" is
+    // a""): they are its own, not the start of another string.
+    for (int extra = 0; close.size() == 3 && extra < 2 && i < text.size() && text[i] == close[0];
+         ++extra)
+      ++i;
   };
   while (i < text.size()) {
     unsigned char c = static_cast<unsigned char>(text[i]);

@@ -273,6 +273,23 @@ TEST(WorkspaceFile, CharactersBeyondAsciiOutsideStringsAreRefusedBeforeParsing) 
   EXPECT_EQ(r->limits.memory_bytes, 2ull << 30);
 }
 
+// Found by tests/fuzz (workspace_file): a multi-line string may end in one or two quotes more
+// than its delimiter; the check took the extra quote for the start of another string and
+// skipped the next lines with it, so a character beyond ASCII there reached toml++'s table.
+TEST(WorkspaceFile, AMultiLineStringsExtraClosingQuotesAreItsOwn) {
+  for (const std::string quote : {"\"", "'"}) {
+    const std::string q3 = quote + quote + quote;
+    Result<Policy> r = WithWorkspaceFile("[limits]\nmemory = " + q3 + "2G" + q3 + quote +
+                                         "\n\xd0\xaa = 1\nb = " + quote + "y" + quote + "\n");
+    ASSERT_FALSE(r.ok()) << quote;
+    EXPECT_THAT(ErrorOf(r), HasSubstr(kFile + ":3: invalid TOML: a character beyond ASCII"));
+  }
+  // Positive control: the extra quotes are the string's, and the file parses.
+  Result<Policy> r = WithWorkspaceFile(
+      "[filesystem]\ndeny = [\"\"\"a\xd0\xaa\"\"\"\"\", '''b''''', \"c\xd0\xaa\"]\n");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+}
+
 // The reader refuses what is not a small regular file (cli: common/untrusted_file.h); its word,
 // which names what the file is and the fix, reaches the user after the file's path.
 TEST(WorkspaceFile, TheReadersRefusalIsTheErrorAfterThePath) {
