@@ -263,9 +263,9 @@ Status RefuseControlCharacters(const Source& src, std::string_view text) {
   return Ok();
 }
 
-// TOML allows characters beyond ASCII only in strings and comments, and toml++ 3.3 meets some
-// of them elsewhere with undefined behaviour (policy/toml.h): refused before parsing, with the
-// line. Strings and comments are skipped as TOML reads them: "..." and """...""" with
+// TOML allows characters beyond ASCII only in strings and comments: refused elsewhere before
+// parsing, with the line and the fix (toml++'s own word for some of them is a lookup in its
+// character tables, policy/toml.h). Strings and comments are skipped as TOML reads them: "..." and """...""" with
 // backslash escapes, '...' and '''...''' without, # to the end of the line.
 Status RefuseNonAsciiOutsideStrings(const Source& src, std::string_view text) {
   int line = 1;
