@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <optional>
 #include <utility>
 
@@ -146,12 +147,21 @@ Result<std::pair<dev_t, ino_t>> NamespaceOf(int dirfd, const std::string& path) 
   return std::make_pair(st.st_dev, st.st_ino);
 }
 
+// The namespaces kept by KeepHomeNamespaces(), in kNamespaces' order; empty: none kept.
+std::vector<std::pair<dev_t, ino_t>>& KeptHome() {
+  static std::vector<std::pair<dev_t, ino_t>> kept;
+  return kept;
+}
+
 // Compares the peer's pid, user and mount namespaces (through its /proc directory `proc`) with
 // ours; fills `differs`. A reason to refuse, or nothing when they are all ours.
 std::optional<std::string> CompareNamespaces(int proc, std::vector<std::string>* differs) {
-  for (const char* ns : kNamespaces) {
+  for (size_t i = 0; i < std::size(kNamespaces); ++i) {
+    const char* ns = kNamespaces[i];
     const std::string rel = std::string("ns/") + ns;
-    Result<std::pair<dev_t, ino_t>> ours = NamespaceOf(AT_FDCWD, "/proc/self/" + rel);
+    Result<std::pair<dev_t, ino_t>> ours = KeptHome().empty()
+                                               ? NamespaceOf(AT_FDCWD, "/proc/self/" + rel)
+                                               : Result<std::pair<dev_t, ino_t>>(KeptHome()[i]);
     if (!ours.ok()) return "cannot read our own namespaces: " + ours.status().ToString();
     Result<std::pair<dev_t, ino_t>> theirs = NamespaceOf(proc, rel);
     if (!theirs.ok()) {
@@ -201,6 +211,16 @@ std::optional<std::string> ProveHolder(int fd, int pidfd, int proc, bool* hung_u
 }
 
 }  // namespace
+
+Status KeepHomeNamespaces() {
+  std::vector<std::pair<dev_t, ino_t>> kept;
+  for (const char* ns : kNamespaces) {
+    WARD_ASSIGN_OR_RETURN(auto id, NamespaceOf(AT_FDCWD, std::string("/proc/self/ns/") + ns));
+    kept.push_back(id);
+  }
+  KeptHome() = std::move(kept);
+  return Ok();
+}
 
 PeerVerdict CheckSocketPeer(int fd, PeerPinning pinning) {
   // A peer's /proc/<pid>/ns and fd entries are checked against the reader's effective

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/events.h"
+#include "common/status.h"
 
 namespace ward {
 
@@ -33,6 +34,12 @@ enum class PeerPinning {
   kBest,         // SO_PEERPIDFD where the kernel has it, else kHoldsSocket
   kHoldsSocket,  // pidfd_open(pid), then prove that process holds the connection's other end
 };
+
+// Keeps the namespaces this process is in now as those peers are compared with from then on,
+// for a process that is about to move into a mount namespace of its own (a container's
+// supervisor in a pod's network, oci/pod_network.h) and still answers peers of the one it
+// came from. Call it before any thread checks a peer.
+Status KeepHomeNamespaces();
 
 // Checks the peer of the connected unix stream socket `fd` against our uid and our own
 // namespaces. Never throws; anything that cannot be told refuses.

@@ -22,6 +22,7 @@
 #include "common/write_all.h"
 #include "oci/bundle.h"
 #include "oci/container_view.h"
+#include "oci/pod_network.h"
 #include "oci/rlimits.h"
 #include "oci/run_flags.h"
 #include "oci/state.h"
@@ -36,6 +37,7 @@ struct Prepared {
   ContainerChoices choices;
   policy::Policy policy;
   enforce::ImageRoot image;
+  PodNetwork pod;
   std::vector<std::string> warnings;
 };
 
@@ -66,13 +68,15 @@ Result<Prepared> Prepare(const CreateOptions& o) {
     p.warnings.push_back("linux.seccomp: the container's own filter is not applied yet; ward's "
                          "filter applies (docs/kubernetes.md)");
   }
-  // Narrower than asked, never wider: the engine's namespaces (a pod's network, shared ipc)
-  // are not joined yet; each is said.
+  // A pod's network is where the container's supervisor connects from; the container keeps
+  // its own (pod_network.h).
+  WARD_ASSIGN_OR_RETURN(p.pod, OpenPodNetwork(p.bundle.config));
+  // Narrower than asked, never wider: the engine's other namespaces (a pod's shared ipc) are
+  // not joined; each is said.
   for (const Namespace& ns : p.bundle.config.namespaces) {
-    if (ns.path.empty()) continue;
+    if (ns.path.empty() || ns.type == "network") continue;
     p.warnings.push_back("linux.namespaces: the " + ns.type + " namespace at " + ns.path +
-                         " is not joined: the container has its own" +
-                         (ns.type == "network" ? " (nothing but ward's proxy and DNS stub)" : ""));
+                         " is not joined: the container has its own");
   }
   return p;
 }
@@ -81,6 +85,12 @@ Result<Prepared> Prepare(const CreateOptions& o) {
 // before its init existed says why on `created` ("refused ...").
 [[noreturn]] void SupervisorMain(const CreateOptions& o, Prepared p, int created, int listener,
                                  int exec_listener) {
+  if (Status joined = EnterPodNetwork(p.pod, StateDir(o.root, o.id)); !joined.ok()) {
+    const std::string line = "refused " + joined.ToString() + "\n";
+    (void)!write(created, line.data(), line.size());
+    _exit(0);
+  }
+  (void)p.pod.netns.release();  // closed with the rest below
   // It lives as long as the container: it keeps nothing the engine left open in `create` but
   // the container's stdio (an engine waits for the end of a pipe it gave create).
   CloseAllFrom3Except({created, listener, exec_listener});

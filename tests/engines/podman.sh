@@ -29,6 +29,21 @@ make_image() {
 }
 make_image
 
+# The image again, with curl and what it loads and the CA bundle; $host: the registry's host.
+with_curl() {
+  root=$tmp/rootfs
+  cp /usr/bin/curl "$root/bin/curl"
+  for lib in $(ldd /usr/bin/curl | awk '$2 == "=>" {print $3}') \
+             $(readelf -l /usr/bin/curl | sed -n 's/.*interpreter: \(.*\)]/\1/p'); do
+    cp --parents -L "$lib" "$root/"
+  done
+  mkdir -p "$root/etc/ssl/certs"
+  cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+  tar -C "$root" -cf "$tmp/rootfs.tar" . && podman import -q "$tmp/rootfs.tar" "$image" >/dev/null
+  host=$(npm config get registry 2>/dev/null | sed -E 's#^[a-z]+://([^/:]+).*#\1#')
+  [ -n "$host" ] || { echo "FAIL: no registry host from npm config"; exit 1; }
+}
+
 ward_inits() { pgrep -x ward-init | wc -l; }
 inits_before=$(ward_inits)
 
@@ -102,19 +117,9 @@ unseen" ] || fail "binds: '$out'"
   [ -e "$tmp/given/new" ] && fail "a read-only bind was written"
   ;;
 egress)
-  # curl and what it loads, and the CA bundle: the allowed registry host answers over TLS
-  # through ward's proxy, another host is refused there, and the trail says so.
-  root=$tmp/rootfs
-  cp /usr/bin/curl "$root/bin/curl"
-  for lib in $(ldd /usr/bin/curl | awk '$2 == "=>" {print $3}') \
-             $(readelf -l /usr/bin/curl | sed -n 's/.*interpreter: \(.*\)]/\1/p'); do
-    cp --parents -L "$lib" "$root/"
-  done
-  mkdir -p "$root/etc/ssl/certs"
-  cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
-  tar -C "$root" -cf "$tmp/rootfs.tar" . && podman import -q "$tmp/rootfs.tar" "$image" >/dev/null
-  host=$(npm config get registry 2>/dev/null | sed -E 's#^[a-z]+://([^/:]+).*#\1#')
-  [ -n "$host" ] || { echo "FAIL: no registry host from npm config"; exit 1; }
+  # The allowed registry host answers over TLS through ward's proxy, another host is refused
+  # there, and the trail says so.
+  with_curl
   mkdir -m 0700 "$tmp/audit"
   out=$(R --rm --annotation "run.ward/allow-net=$host" --annotation "run.ward/audit-dir=$tmp/audit" \
     "$image" sh -c "curl -sS -o /dev/null -w '%{http_code}\n' https://$host/; \
@@ -125,6 +130,25 @@ refused" ] || fail "egress: '$out'"
   "$ward" audit --state-dir "$tmp/audit" verify "$session" >/dev/null || fail "the trail does not verify"
   "$ward" audit --state-dir "$tmp/audit" show "$session" | grep -q 'net.deny.*example.org' ||
     fail "the refused host is not in the trail: $("$ward" audit --state-dir "$tmp/audit" show "$session")"
+  ;;
+pod_network)
+  # The engine's own network (its bridge here, a pod's on Kubernetes), given to ward by path:
+  # the container's supervisor is in it and connects from it, the container is not.
+  with_curl
+  id=$(P run -d --label ward-engine-test --annotation "run.ward/allow-net=$host" "$image" \
+    sleep 100) || fail "run -d on the engine's network"
+  sandbox=$(podman inspect --format '{{.NetworkSettings.SandboxKey}}' "$id")
+  [ -n "$sandbox" ] || fail "podman gave the container no network namespace"
+  want="net:[$(stat -L -c %i "$sandbox")]"
+  init=$(podman inspect --format '{{.State.Pid}}' "$id")
+  supervisor=$(pgrep -f "create.* $id\$" | head -n1)
+  [ -n "$supervisor" ] || fail "no supervisor for $id"
+  [ "$(readlink "/proc/$supervisor/ns/net")" = "$want" ] ||
+    fail "the supervisor is in $(readlink "/proc/$supervisor/ns/net"), not the engine's $want"
+  [ "$(readlink "/proc/$init/ns/net")" != "$want" ] || fail "the container is in the engine's network"
+  out=$(P exec "$id" curl -sS -o /dev/null -w '%{http_code}' "https://$host/")
+  [ "$out" = 200 ] || fail "egress from the engine's network: '$out'"
+  P rm -f "$id" >/dev/null || fail "podman rm -f"
   ;;
 refused)
   out=$(R --rm --annotation run.ward/bogus=1 "$image" true 2>&1) && fail "an unknown run.ward/ annotation was accepted"

@@ -1,0 +1,110 @@
+#include "oci/pod_network.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "common/socket_peer.h"
+#include "common/untrusted_file.h"
+#include "common/write_all.h"
+#include "policy/paths.h"
+
+namespace ward::oci {
+namespace {
+
+// The content of the engine's bind at `destination`, when config.json has one.
+Result<std::optional<std::string>> EngineFile(const Config& config, const std::string& destination) {
+  for (size_t i = 0; i < config.mounts.size(); ++i) {
+    const Mount& m = config.mounts[i];
+    if (!m.bind() || policy::NormalizePath(m.destination) != destination) continue;
+    const std::string where = "config.json: mounts[" + std::to_string(i) + "] (" + destination + ")";
+    char real[PATH_MAX];
+    if (realpath(m.source.c_str(), real) == nullptr) return ErrnoError(where + ": " + m.source, errno);
+    UntrustedFileRules rules;
+    rules.max_bytes = size_t{64} * 1024;
+    rules.owners = {0, geteuid()};
+    Result<std::string> text = ReadUntrustedFile(real, rules);
+    if (!text.ok()) return Error(text.status().code(), where + ": " + real + ": " + text.status().message());
+    return std::optional<std::string>(std::move(text).value());
+  }
+  return std::optional<std::string>();
+}
+
+// The node's nsswitch.conf with host names looked up in files and DNS only; nothing when the
+// node has none (glibc then does the same).
+std::optional<std::string> FilesAndDnsNsswitch() {
+  std::ifstream in("/etc/nsswitch.conf");
+  if (!in) return std::nullopt;
+  std::ostringstream out;
+  std::string line;
+  while (std::getline(in, line)) {
+    out << (line.starts_with("hosts:") ? "hosts: files dns" : line) << '\n';
+  }
+  return out.str();
+}
+
+// Binds a file holding `content` over `target` (in the caller's own mount namespace). The file
+// is made in `dir` and unlinked once bound (neither a memfd nor an unnamed file can be bound).
+Status BindContent(const std::string& content, const std::string& dir, const char* target) {
+  const std::string file = dir + "/pod" + std::string(std::strrchr(target, '/')).replace(0, 1, "-");
+  UniqueFd fd(open(file.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!fd) return ErrnoError(file + " for the pod's " + target, errno);
+  Status made = WriteAll(fd.get(), content, file);
+  if (made.ok() && mount(file.c_str(), target, nullptr, MS_BIND, nullptr) != 0) {
+    made = ErrnoError(std::string("binding the pod's file over ") + target, errno);
+  }
+  unlink(file.c_str());
+  return made;
+}
+
+}  // namespace
+
+Result<PodNetwork> OpenPodNetwork(const Config& config) {
+  PodNetwork pod;
+  for (const Namespace& ns : config.namespaces) {
+    if (ns.type == "network" && !ns.path.empty()) pod.path = ns.path;
+  }
+  if (pod.path.empty()) return pod;
+  const std::string field = "config.json: linux.namespaces[network].path " + pod.path;
+  pod.netns.reset(open(pod.path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!pod.netns) return ErrnoError(field, errno);
+  const int type = ioctl(pod.netns.get(), NS_GET_NSTYPE);
+  if (type != CLONE_NEWNET) {
+    return InvalidArgument(field + ": not a network namespace (a pod's is named by a file such "
+                           "as /proc/PID/ns/net or one under /run/netns)");
+  }
+  WARD_ASSIGN_OR_RETURN(pod.resolv_conf, EngineFile(config, "/etc/resolv.conf"));
+  WARD_ASSIGN_OR_RETURN(pod.hosts, EngineFile(config, "/etc/hosts"));
+  return pod;
+}
+
+Status EnterPodNetwork(const PodNetwork& pod, const std::string& dir) {
+  if (!pod.netns) return Ok();
+  WARD_TRY(KeepHomeNamespaces());  // the engine's, where `ward oci exec` comes from
+  if (setns(pod.netns.get(), CLONE_NEWNET) != 0) {
+    return ErrnoError("joining the pod's network namespace at " + pod.path +
+                      " (ward oci needs CAP_SYS_ADMIN over it, as the engine that made it has)",
+                      errno);
+  }
+  if (unshare(CLONE_NEWNS) != 0) return Errno("a mount namespace for the pod's resolver files");
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
+    return Errno("keeping the pod's resolver files from the node");
+  }
+  if (pod.resolv_conf) WARD_TRY(BindContent(*pod.resolv_conf, dir, "/etc/resolv.conf"));
+  if (pod.hosts) WARD_TRY(BindContent(*pod.hosts, dir, "/etc/hosts"));
+  if (std::optional<std::string> ns = FilesAndDnsNsswitch()) {
+    WARD_TRY(BindContent(*ns, dir, "/etc/nsswitch.conf"));
+  }
+  return Ok();
+}
+
+}  // namespace ward::oci
