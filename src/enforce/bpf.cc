@@ -341,6 +341,15 @@ void BpfBuilder::LoadArgLow(int index) {
       static_cast<uint32_t>(offsetof(seccomp_data, args) + 8 * static_cast<size_t>(index))));
 }
 
+void BpfBuilder::LoadArgHigh(int index) {
+  WARD_CHECK(index >= 0 && index < 6);
+  insns_.push_back(BPF_STMT(
+      BPF_LD | BPF_W | BPF_ABS,
+      static_cast<uint32_t>(offsetof(seccomp_data, args) + 8 * static_cast<size_t>(index) + 4)));
+}
+
+void BpfBuilder::And(uint32_t k) { insns_.push_back(BPF_STMT(BPF_ALU | BPF_AND | BPF_K, k)); }
+
 void BpfBuilder::Ret(uint32_t value) { insns_.push_back(BPF_STMT(BPF_RET | BPF_K, value)); }
 
 void BpfBuilder::Jump(uint16_t op, uint32_t k, Label jt, Label jf) {

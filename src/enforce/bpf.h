@@ -47,7 +47,9 @@ class BpfBuilder {
 
   void LoadArch();             // A = seccomp_data.arch
   void LoadNr();               // A = seccomp_data.nr
-  void LoadArgLow(int index);  // A = low 32 bits of seccomp_data.args[index] (little endian)
+  void LoadArgLow(int index);   // A = low 32 bits of seccomp_data.args[index] (little endian)
+  void LoadArgHigh(int index);  // A = high 32 bits of seccomp_data.args[index]
+  void And(uint32_t k);         // A &= k
   void Ret(uint32_t value);
   // if (A <op> k) goto jt; else goto jf.  op is BPF_JEQ, BPF_JGE, BPF_JGT or BPF_JSET.
   void Jump(uint16_t op, uint32_t k, Label jt, Label jf);

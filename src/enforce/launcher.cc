@@ -158,6 +158,11 @@ void StartExecServerBeside(const LaunchPlan& plan, const std::vector<std::string
       if (rc != 0) fail("seccomp", -rc, "passing the listener");
     }
   }
+  // A container's own filter, on top of ward's: it can refuse more, never allow more.
+  if (!plan.process.container_seccomp.empty()) {
+    rc = ApplyFurtherSeccomp(plan.process.container_seccomp);
+    if (rc != 0) fail("seccomp", -rc, "the container's filter");
+  }
   if (plan.exec_server) ExecServerMain(plan, env, exec_server, ctl, exec_pipe);
   if (exec_server >= 0) StartExecServerBeside(plan, env, exec_server, ctl, exec_pipe);
   TraceMark("command: layers applied, exec");

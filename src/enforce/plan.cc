@@ -853,10 +853,11 @@ void NarrowRlimits(const std::vector<ProcessSpec::Rlimit>& asked,
   }
 }
 
-// A container starts where its bundle says, with its hostname and rlimits; its tmpfs mounts
-// are writable.
+// A container starts where its bundle says, with its hostname, rlimits and seccomp filter; its
+// tmpfs mounts are writable.
 void PlanContainerProcess(const ImageRoot& image, LaunchPlan* plan) {
   NarrowRlimits(image.rlimits, &plan->process.rlimits);
+  plan->process.container_seccomp = image.seccomp;
   plan->mount.workdir = image.workdir;
   plan->process.workdir = image.workdir;
   if (!image.hostname.empty()) plan->mount.hostname = image.hostname;

@@ -49,6 +49,8 @@ struct ImageRoot {
   std::string hostname;  // "" keeps ward's
   // The bundle's rlimits: they only narrow, each taking the lower of its own and ward's.
   std::vector<ProcessSpec::Rlimit> rlimits;
+  // The bundle's seccomp filter (oci/seccomp_filter.h), loaded on the command after ward's.
+  std::vector<sock_filter> seccomp;
 };
 
 struct PlanInput {

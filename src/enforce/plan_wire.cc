@@ -135,6 +135,12 @@ void PutProcess(Writer& w, const ProcessSpec& p) {
     w.Raw<uint64_t>(rl.soft);
     w.Raw<uint64_t>(rl.hard);
   });
+  w.Vec(p.container_seccomp, [&](const sock_filter& f) {
+    w.Raw<uint16_t>(f.code);
+    w.Raw<uint8_t>(f.jt);
+    w.Raw<uint8_t>(f.jf);
+    w.Raw<uint32_t>(f.k);
+  });
 }
 
 bool GetProcess(Reader& r, ProcessSpec* p) {
@@ -149,6 +155,12 @@ bool GetProcess(Reader& r, ProcessSpec* p) {
            }
            rl = {resource, static_cast<rlim_t>(soft), static_cast<rlim_t>(hard)};
            return true;
+         }) &&
+         r.Vec("process.container_seccomp", 8, &p->container_seccomp, [&](sock_filter& f) {
+           return r.Raw("process.container_seccomp", &f.code) &&
+                  r.Raw("process.container_seccomp", &f.jt) &&
+                  r.Raw("process.container_seccomp", &f.jf) &&
+                  r.Raw("process.container_seccomp", &f.k);
          });
 }
 

@@ -110,6 +110,12 @@ bool SeccompNeedsListener(const SeccompProgram& program) {
   return false;
 }
 
+int ApplyFurtherSeccomp(const std::vector<struct sock_filter>& insns) {
+  sock_fprog prog = {static_cast<unsigned short>(insns.size()),
+                     const_cast<sock_filter*>(insns.data())};
+  return LoadFilter(0, &prog) == 0 ? 0 : -errno;
+}
+
 int ApplySeccomp(const SeccompProgram& program, int* listener) {
   if (listener != nullptr) {
     *listener = -1;

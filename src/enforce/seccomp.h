@@ -81,6 +81,10 @@ bool SeccompNeedsListener(const SeccompProgram& program);
 // before execve) is stored in *listener; else *listener = -1. Returns 0 or -errno.
 int ApplySeccomp(const SeccompProgram& program, int* listener);
 
+// Child side, async-signal-safe: loads a further (checked) filter on top of those loaded, with
+// no flags. Returns 0 or -errno.
+int ApplyFurtherSeccomp(const std::vector<struct sock_filter>& insns);
+
 // Pure: runs the classic-BPF program on a seccomp_data, returns the SECCOMP_RET_* value.
 // A program the kernel would refuse to load yields SECCOMP_RET_KILL_PROCESS.
 uint32_t EvaluateSeccomp(const SeccompProgram& program, const struct seccomp_data& data);

@@ -2,6 +2,8 @@
 // in the parent; each Apply* function in the child takes only its own spec.
 #pragma once
 
+#include <linux/filter.h>
+
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -109,6 +111,8 @@ struct ProcessSpec {
     rlim_t soft, hard;
   };
   std::vector<Rlimit> rlimits;  // RLIMIT_CORE 0 always; others from the limits policy
+  // A container's own seccomp filter (checked), loaded after ward's; empty: none.
+  std::vector<sock_filter> container_seccomp;
 };
 
 // Which mechanism enforces the resource limits of a run (best available, chosen per host).

@@ -179,6 +179,91 @@ Status ReadResources(const Json& linux, Resources* r) {
   return Ok();
 }
 
+bool Known(const std::vector<std::string>& known, const std::string& s) {
+  return std::find(known.begin(), known.end(), s) != known.end();
+}
+
+const std::vector<std::string> kSeccompActions = {
+    "SCMP_ACT_KILL",  "SCMP_ACT_KILL_THREAD", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_TRAP",
+    "SCMP_ACT_ERRNO", "SCMP_ACT_TRACE",       "SCMP_ACT_ALLOW",        "SCMP_ACT_LOG"};
+
+Status ReadSeccompAction(const Json& obj, const char* key, const std::string& field,
+                         std::string* out) {
+  WARD_TRY(ReadString(obj, key, field, out));
+  if (*out == "SCMP_ACT_NOTIFY") {
+    return Bad(field, "SCMP_ACT_NOTIFY is not supported: ward's supervisor holds the container's "
+                      "only seccomp listener");
+  }
+  if (!Known(kSeccompActions, *out)) return Bad(field, "\"" + *out + "\" is not a seccomp action");
+  return Ok();
+}
+
+Status ReadErrnoRet(const Json& obj, const char* key, const std::string& field,
+                    std::optional<uint32_t>* out) {
+  const Json* v = Member(obj, key);
+  if (v == nullptr) return Ok();
+  uint32_t e = 0;
+  WARD_TRY(ReadUnsigned(*v, field, &e));
+  if (e > 4095) return Bad(field, "must be an errno (at most 4095)");
+  *out = e;
+  return Ok();
+}
+
+Status ReadSeccompRule(const Json& r, const std::string& field, SeccompRule* rule) {
+  if (!r.is_object()) return Bad(field, "must be an object");
+  WARD_TRY(ReadStrings(r, "names", field + ".names", &rule->names));
+  WARD_TRY(ReadSeccompAction(r, "action", field + ".action", &rule->action));
+  WARD_TRY(ReadErrnoRet(r, "errnoRet", field + ".errnoRet", &rule->errno_ret));
+  const Json* args = Member(r, "args");
+  if (args == nullptr) return Ok();
+  if (!args->is_array()) return Bad(field + ".args", "must be an array");
+  static const std::vector<std::string> kOps = {"SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE",
+                                                "SCMP_CMP_EQ", "SCMP_CMP_GE", "SCMP_CMP_GT",
+                                                "SCMP_CMP_MASKED_EQ"};
+  for (const Json& a : *args) {
+    const std::string f = field + ".args[]";
+    if (!a.is_object()) return Bad(f, "must be an object");
+    SeccompArg arg;
+    if (const Json* i = Member(a, "index")) WARD_TRY(ReadUnsigned(*i, f + ".index", &arg.index));
+    if (arg.index > 5) return Bad(f + ".index", "must be 0 to 5");
+    if (const Json* v = Member(a, "value")) WARD_TRY(ReadUnsigned(*v, f + ".value", &arg.value));
+    if (const Json* v = Member(a, "valueTwo")) {
+      WARD_TRY(ReadUnsigned(*v, f + ".valueTwo", &arg.value_two));
+    }
+    WARD_TRY(ReadString(a, "op", f + ".op", &arg.op));
+    if (!Known(kOps, arg.op)) return Bad(f + ".op", "\"" + arg.op + "\" is not a comparison");
+    rule->args.push_back(arg);
+  }
+  return Ok();
+}
+
+Status ReadSeccomp(const Json& linux, Config* c) {
+  const Json* v = Member(linux, "seccomp");
+  if (v == nullptr) return Ok();
+  if (!v->is_object()) return Bad("linux.seccomp", "must be an object");
+  Seccomp s;
+  WARD_TRY(ReadSeccompAction(*v, "defaultAction", "linux.seccomp.defaultAction", &s.default_action));
+  WARD_TRY(ReadErrnoRet(*v, "defaultErrnoRet", "linux.seccomp.defaultErrnoRet",
+                        &s.default_errno_ret));
+  WARD_TRY(ReadStrings(*v, "architectures", "linux.seccomp.architectures", &s.architectures));
+  WARD_TRY(ReadStrings(*v, "flags", "linux.seccomp.flags", &s.flags));
+  if (Member(*v, "listenerPath") != nullptr) {
+    return Bad("linux.seccomp.listenerPath", "is not supported: ward's supervisor holds the "
+                                             "container's only seccomp listener");
+  }
+  if (const Json* rules = Member(*v, "syscalls")) {
+    if (!rules->is_array()) return Bad("linux.seccomp.syscalls", "must be an array");
+    for (size_t i = 0; i < rules->size(); ++i) {
+      SeccompRule rule;
+      WARD_TRY(ReadSeccompRule((*rules)[i], "linux.seccomp.syscalls[" + std::to_string(i) + "]",
+                               &rule));
+      s.syscalls.push_back(std::move(rule));
+    }
+  }
+  c->seccomp = std::move(s);
+  return Ok();
+}
+
 Status ReadLinux(const Json& root, Config* c) {
   const Json* linux = Member(root, "linux");
   if (linux == nullptr) return Ok();
@@ -202,8 +287,7 @@ Status ReadLinux(const Json& root, Config* c) {
     }
   }
   WARD_TRY(ReadResources(*linux, &c->resources));
-  c->has_seccomp = Member(*linux, "seccomp") != nullptr;
-  return Ok();
+  return ReadSeccomp(*linux, c);
 }
 
 Status ReadRootAndNames(const Json& root, Config* c) {

@@ -58,6 +58,27 @@ struct Resources {
   std::optional<uint64_t> cpu_quota_us, cpu_period_us;
 };
 
+// linux.seccomp: the container's own filter, applied on top of ward's (oci/seccomp_filter.h).
+struct SeccompArg {
+  uint32_t index = 0;  // 0-5
+  uint64_t value = 0, value_two = 0;
+  std::string op;  // "SCMP_CMP_EQ", "SCMP_CMP_NE", "SCMP_CMP_LT", ..., "SCMP_CMP_MASKED_EQ"
+};
+
+struct SeccompRule {
+  std::vector<std::string> names;
+  std::string action;                 // "SCMP_ACT_ERRNO", "SCMP_ACT_ALLOW", ...
+  std::optional<uint32_t> errno_ret;  // for SCMP_ACT_ERRNO and SCMP_ACT_TRACE
+  std::vector<SeccompArg> args;       // all must hold
+};
+
+struct Seccomp {
+  std::string default_action;
+  std::optional<uint32_t> default_errno_ret;
+  std::vector<std::string> architectures, flags;
+  std::vector<SeccompRule> syscalls;
+};
+
 struct Config {
   std::string oci_version;
   Process process;
@@ -67,7 +88,7 @@ struct Config {
   std::vector<Mount> mounts;
   std::vector<Namespace> namespaces;
   Resources resources;
-  bool has_seccomp = false;  // linux.seccomp present: applied on top of ward's own filter
+  std::optional<Seccomp> seccomp;
   std::map<std::string, std::string> annotations;
 };
 

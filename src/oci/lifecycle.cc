@@ -23,6 +23,7 @@
 #include "oci/bundle.h"
 #include "oci/container_view.h"
 #include "oci/pod_network.h"
+#include "oci/seccomp_filter.h"
 #include "oci/rlimits.h"
 #include "oci/run_flags.h"
 #include "oci/state.h"
@@ -64,9 +65,8 @@ Result<Prepared> Prepare(const CreateOptions& o) {
     p.image.rlimits.push_back({r.resource, r.soft, r.hard});
     if (r.clamped) p.warnings.push_back(DescribeClamp(r));
   }
-  if (p.bundle.config.has_seccomp) {
-    p.warnings.push_back("linux.seccomp: the container's own filter is not applied yet; ward's "
-                         "filter applies (docs/kubernetes.md)");
+  if (p.bundle.config.seccomp) {
+    WARD_ASSIGN_OR_RETURN(p.image.seccomp, CompileContainerSeccomp(*p.bundle.config.seccomp));
   }
   // A pod's network is where the container's supervisor connects from; the container keeps
   // its own (pod_network.h).

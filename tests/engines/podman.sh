@@ -23,7 +23,7 @@ make_image() {
   root=$tmp/rootfs
   mkdir -p "$root/bin" "$root/etc"
   cp /bin/busybox "$root/bin/busybox"
-  for c in sh true cat echo ls sleep hostname ps tty; do ln -s busybox "$root/bin/$c"; done
+  for c in sh true cat echo ls sleep hostname ps tty mkdir; do ln -s busybox "$root/bin/$c"; done
   tar -C "$root" -cf "$tmp/rootfs.tar" . && podman import -q "$tmp/rootfs.tar" "$image" >/dev/null ||
     { echo "FAIL: podman import"; exit 1; }
 }
@@ -149,6 +149,21 @@ pod_network)
   out=$(P exec "$id" curl -sS -o /dev/null -w '%{http_code}' "https://$host/")
   [ "$out" = 200 ] || fail "egress from the engine's network: '$out'"
   P rm -f "$id" >/dev/null || fail "podman rm -f"
+  ;;
+seccomp)
+  # The engine's default profile is on in every other scenario; a profile of the test's own
+  # refuses mkdir, and ward's own filter still refuses mount that the profile allows.
+  cat > "$tmp/profile.json" <<'JSON'
+{"defaultAction": "SCMP_ACT_ALLOW",
+ "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13},
+              {"names": ["mount"], "action": "SCMP_ACT_ALLOW"}]}
+JSON
+  out=$(R --rm --security-opt "seccomp=$tmp/profile.json" "$image" sh -c \
+    'mkdir /tmp/d 2>/dev/null || echo mkdir refused; busybox mount -t tmpfs none /tmp 2>/dev/null || echo mount refused')
+  [ "$out" = "mkdir refused
+mount refused" ] || fail "seccomp: '$out'"
+  out=$(R --rm "$image" sh -c 'mkdir /tmp/d && echo made')
+  [ "$out" = made ] || fail "without the profile: '$out'"
   ;;
 refused)
   out=$(R --rm --annotation run.ward/bogus=1 "$image" true 2>&1) && fail "an unknown run.ward/ annotation was accepted"

@@ -58,7 +58,8 @@ TEST(OciConfig, TheFieldsWardUsesAreRead) {
   EXPECT_EQ(c->resources.memory_limit, 268435456);
   EXPECT_EQ(c->resources.pids_limit, 64);
   EXPECT_EQ(c->resources.cpu_quota_us, 50000u);
-  EXPECT_TRUE(c->has_seccomp);
+  ASSERT_TRUE(c->seccomp.has_value());
+  EXPECT_EQ(c->seccomp->default_action, "SCMP_ACT_ALLOW");
   EXPECT_EQ(c->annotations.at("io.kubernetes.pod.name"), "agent");
 }
 
@@ -86,6 +87,29 @@ TEST(OciConfig, EachErrorNamesItsField) {
        "linux.namespaces[].type"},
       {R"({"root": {"path": "r"}, "process": {"args": ["x"]}, "annotations": {"a": 1}})",
        "annotations.a"},
+      {R"({"root": {"path": "r"}, "process": {"args": ["x"]},
+          "linux": {"seccomp": {"defaultAction": "SCMP_ACT_BOGUS"}}})",
+       "linux.seccomp.defaultAction"},
+      {R"({"root": {"path": "r"}, "process": {"args": ["x"]},
+          "linux": {"seccomp": {"defaultAction": "SCMP_ACT_NOTIFY"}}})",
+       "linux.seccomp.defaultAction"},
+      {R"({"root": {"path": "r"}, "process": {"args": ["x"]},
+          "linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "listenerPath": "/x"}}})",
+       "linux.seccomp.listenerPath"},
+      {R"({"root": {"path": "r"}, "process": {"args": ["x"]},
+          "linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+            {"names": ["kill"], "action": "SCMP_ACT_ERRNO", "errnoRet": 5000}]}}})",
+       "linux.seccomp.syscalls[0].errnoRet"},
+      {R"({"root": {"path": "r"}, "process": {"args": ["x"]},
+          "linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+            {"names": ["kill"], "action": "SCMP_ACT_ERRNO",
+             "args": [{"index": 6, "value": 1, "op": "SCMP_CMP_EQ"}]}]}}})",
+       "linux.seccomp.syscalls[0].args[].index"},
+      {R"({"root": {"path": "r"}, "process": {"args": ["x"]},
+          "linux": {"seccomp": {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [
+            {"names": ["kill"], "action": "SCMP_ACT_ERRNO",
+             "args": [{"index": 1, "value": 1, "op": "SCMP_CMP_SOMETIMES"}]}]}}})",
+       "linux.seccomp.syscalls[0].args[].op"},
   };
   for (const Case& c : cases) {
     Result<Config> r = ParseConfig(c.json);
