@@ -51,6 +51,8 @@ struct ImageRoot {
   std::vector<ProcessSpec::Rlimit> rlimits;
   // The bundle's seccomp filter (oci/seccomp_filter.h), loaded on the command after ward's.
   std::vector<sock_filter> seccomp;
+  // Where the credential broker's CA bundle goes in the image ("" when no credential needs it).
+  std::string ca_bundle;
 };
 
 struct PlanInput {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "enforce/bpf.h"
 #include "enforce/wire.h"
 
 namespace ward::enforce {
@@ -161,7 +162,8 @@ bool GetProcess(Reader& r, ProcessSpec* p) {
                   r.Raw("process.container_seccomp", &f.jt) &&
                   r.Raw("process.container_seccomp", &f.jf) &&
                   r.Raw("process.container_seccomp", &f.k);
-         });
+         }) &&
+         p->container_seccomp.size() <= kBpfMaxInsns;
 }
 
 }  // namespace

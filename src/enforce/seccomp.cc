@@ -111,6 +111,7 @@ bool SeccompNeedsListener(const SeccompProgram& program) {
 }
 
 int ApplyFurtherSeccomp(const std::vector<struct sock_filter>& insns) {
+  if (insns.empty() || insns.size() > kBpfMaxInsns) return -EINVAL;
   sock_fprog prog = {static_cast<unsigned short>(insns.size()),
                      const_cast<sock_filter*>(insns.data())};
   return LoadFilter(0, &prog) == 0 ? 0 : -errno;

@@ -220,6 +220,7 @@ Status ReadSeccompRule(const Json& r, const std::string& field, SeccompRule* rul
   static const std::vector<std::string> kOps = {"SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE",
                                                 "SCMP_CMP_EQ", "SCMP_CMP_GE", "SCMP_CMP_GT",
                                                 "SCMP_CMP_MASKED_EQ"};
+  if (args->size() > 6) return Bad(field + ".args", "more than 6 comparisons in one rule");
   for (const Json& a : *args) {
     const std::string f = field + ".args[]";
     if (!a.is_object()) return Bad(f, "must be an object");

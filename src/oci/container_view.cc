@@ -6,9 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "common/unique_fd.h"
 #include "common/untrusted_file.h"
 #include "enforce/beneath.h"
+#include "net/broker/setup.h"
 #include "policy/loader.h"
 #include "policy/paths.h"
 
@@ -70,6 +73,18 @@ Result<enforce::ContainerBind> BindOf(const Mount& m, const std::string& where) 
   return b;
 }
 
+// Whether `rel` (normalised, relative) beneath the rootfs is a regular file, reached with no
+// symlink followed.
+bool RegularFileBeneath(int rootfs, const std::string& rel) {
+  UniqueFd cur(fcntl(rootfs, F_DUPFD_CLOEXEC, 3));
+  for (const std::string& part : policy::PathComponents("/" + rel)) {
+    cur.reset(enforce::OpenComponentNoFollow(cur.get(), part.c_str(), O_PATH));
+    if (!cur) return false;
+  }
+  struct stat st;
+  return fstat(cur.get(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 }  // namespace
 
 Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices,
@@ -104,6 +119,16 @@ Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices,
   return pol;
 }
 
+// In a pod's network the supervisor resolves names with the engine's hosts and resolv.conf
+// (pod_network.h): no container under ward may write them, or one could steer where the
+// supervisor of the next (or a restarted) container connects.
+bool ResolverFileOfAPod(const Config& config, const std::string& dest) {
+  if (dest != "/etc/hosts" && dest != "/etc/resolv.conf") return false;
+  return std::any_of(config.namespaces.begin(), config.namespaces.end(), [](const Namespace& ns) {
+    return ns.type == "network" && !ns.path.empty();
+  });
+}
+
 Result<enforce::ImageRoot> ContainerRoot(const Bundle& bundle) {
   enforce::ImageRoot root;
   root.rootfs = bundle.rootfs;
@@ -119,6 +144,7 @@ Result<enforce::ImageRoot> ContainerRoot(const Bundle& bundle) {
     if (WardOwns(dest)) continue;
     if (m.bind()) {
       WARD_ASSIGN_OR_RETURN(enforce::ContainerBind b, BindOf(m, Where(i)));
+      if (ResolverFileOfAPod(bundle.config, dest)) b.writable = false;
       struct stat st;
       if (stat(b.source.c_str(), &st) != 0) return ErrnoError(Where(i) + ": " + b.source, errno);
       WARD_TRY(MakeMountPoint(rootfs.get(), dest.substr(1), S_ISDIR(st.st_mode), Where(i)));
@@ -133,6 +159,18 @@ Result<enforce::ImageRoot> ContainerRoot(const Bundle& bundle) {
     }
   }
   return root;
+}
+
+Result<std::string> CaBundleInImage(const Bundle& bundle) {
+  UniqueFd rootfs(open(bundle.rootfs.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!rootfs) return ErrnoError("rootfs " + bundle.rootfs, errno);
+  const std::vector<std::string> paths = net::CaBundlePaths();
+  for (const std::string& path : paths) {
+    if (RegularFileBeneath(rootfs.get(), path.substr(1))) return path;
+  }
+  WARD_TRY(MakeMountPoint(rootfs.get(), paths[0].substr(1), false,
+                          "the credential broker's CA bundle"));
+  return paths[0];
 }
 
 }  // namespace ward::oci

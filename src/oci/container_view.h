@@ -31,4 +31,9 @@ Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices,
 // through a symlink of the image is refused.
 Result<enforce::ImageRoot> ContainerRoot(const Bundle& bundle);
 
+// Where the credential broker's CA bundle goes in the image: the first usual bundle path that
+// is a regular file there (reached with no symlink), else Debian's, made in the image as a
+// bind's mount point is.
+Result<std::string> CaBundleInImage(const Bundle& bundle);
+
 }  // namespace ward::oci

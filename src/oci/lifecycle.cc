@@ -61,6 +61,9 @@ Result<Prepared> Prepare(const CreateOptions& o) {
   p.choices = ChoicesFor(p.bundle, o.node);
   WARD_ASSIGN_OR_RETURN(p.policy, ContainerPolicy(p.choices, o.node.credentials_dir));
   WARD_ASSIGN_OR_RETURN(p.image, ContainerRoot(p.bundle));
+  if (policy::AnyCredentialEnabled(p.policy)) {
+    WARD_ASSIGN_OR_RETURN(p.image.ca_bundle, CaBundleInImage(p.bundle));
+  }
   for (const PlannedRlimit& r : rlimits) {
     p.image.rlimits.push_back({r.resource, r.soft, r.hard});
     if (r.clamped) p.warnings.push_back(DescribeClamp(r));
@@ -102,6 +105,7 @@ Result<Prepared> Prepare(const CreateOptions& o) {
   req.env = p.bundle.config.process.env;
   req.quiet = true;
   req.approvals.approver = p.choices.approver;
+  req.upstream_ca = o.node.upstream_ca;
   if (req.policy.audit) {
     supervisor::RunAuditOptions a;
     a.state_dir = p.choices.audit_dir.empty() ? audit::DefaultStateDir() : p.choices.audit_dir;

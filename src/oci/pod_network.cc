@@ -6,7 +6,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <linux/magic.h>
 #include <sys/mount.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -47,19 +49,24 @@ std::optional<std::string> FilesAndDnsNsswitch() {
   std::ostringstream out;
   std::string line;
   while (std::getline(in, line)) {
-    out << (line.starts_with("hosts:") ? "hosts: files dns" : line) << '\n';
+    const size_t start = line.find_first_not_of(" \t");
+    const bool hosts = start != std::string::npos && line.compare(start, 6, "hosts:") == 0;
+    out << (hosts ? "hosts: files dns" : line) << '\n';
   }
   return out.str();
 }
 
 // Binds a file holding `content` over `target` (in the caller's own mount namespace). The file
-// is made in `dir` and unlinked once bound (neither a memfd nor an unnamed file can be bound).
+// is made in `dir`, bound by its descriptor (nothing is looked up by name again), then unlinked
+// (neither a memfd nor an unlinked file can be bound).
 Status BindContent(const std::string& content, const std::string& dir, const char* target) {
   const std::string file = dir + "/pod" + std::string(std::strrchr(target, '/')).replace(0, 1, "-");
+  unlink(file.c_str());  // one a killed supervisor left
   UniqueFd fd(open(file.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return ErrnoError(file + " for the pod's " + target, errno);
   Status made = WriteAll(fd.get(), content, file);
-  if (made.ok() && mount(file.c_str(), target, nullptr, MS_BIND, nullptr) != 0) {
+  const std::string self = "/proc/self/fd/" + std::to_string(fd.get());
+  if (made.ok() && mount(self.c_str(), target, nullptr, MS_BIND, nullptr) != 0) {
     made = ErrnoError(std::string("binding the pod's file over ") + target, errno);
   }
   unlink(file.c_str());
@@ -75,10 +82,15 @@ Result<PodNetwork> OpenPodNetwork(const Config& config) {
   }
   if (pod.path.empty()) return pod;
   const std::string field = "config.json: linux.namespaces[network].path " + pod.path;
-  pod.netns.reset(open(pod.path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!pod.netns) return ErrnoError(field, errno);
-  const int type = ioctl(pod.netns.get(), NS_GET_NSTYPE);
-  if (type != CLONE_NEWNET) {
+  // Whatever is at the path is looked at before it is opened for reading (a FIFO would hang a
+  // read-only open, a device could act on it).
+  UniqueFd at(open(pod.path.c_str(), O_PATH | O_CLOEXEC));
+  if (!at) return ErrnoError(field, errno);
+  struct statfs fs;
+  if (fstatfs(at.get(), &fs) == 0 && fs.f_type == NSFS_MAGIC) {
+    pod.netns.reset(open(("/proc/self/fd/" + std::to_string(at.get())).c_str(), O_RDONLY | O_CLOEXEC));
+  }
+  if (!pod.netns || ioctl(pod.netns.get(), NS_GET_NSTYPE) != CLONE_NEWNET) {
     return InvalidArgument(field + ": not a network namespace (a pod's is named by a file such "
                            "as /proc/PID/ns/net or one under /run/netns)");
   }

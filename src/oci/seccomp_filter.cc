@@ -65,6 +65,19 @@ void Compare(BpfBuilder& b, const SeccompArg& arg, Label fail) {
   b.Bind(ok);
 }
 
+// The sets of comparisons of which one must hold entirely. As runc reads a rule: all of its
+// comparisons together, unless two compare the same argument, when each is a rule of its own.
+std::vector<std::vector<SeccompArg>> Alternatives(const SeccompRule& rule) {
+  bool repeated = false;
+  for (size_t i = 0; i < rule.args.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) repeated = repeated || rule.args[i].index == rule.args[j].index;
+  }
+  if (!repeated) return {rule.args};
+  std::vector<std::vector<SeccompArg>> each;
+  for (const SeccompArg& a : rule.args) each.push_back({a});
+  return each;
+}
+
 }  // namespace
 
 Result<std::vector<sock_filter>> CompileContainerSeccomp(const Seccomp& profile) {
@@ -79,13 +92,15 @@ Result<std::vector<sock_filter>> CompileContainerSeccomp(const Seccomp& profile)
     for (const std::string& name : rule.names) {
       const int nr = enforce::NativeSyscallNumber(name);
       if (nr < 0) continue;
-      Label next = b.NewLabel();
-      if (!a_is_nr) b.LoadNr();
-      a_is_nr = rule.args.empty();
-      b.Jump(BPF_JEQ, static_cast<uint32_t>(nr), BpfBuilder::kNext, next);
-      for (const SeccompArg& arg : rule.args) Compare(b, arg, next);
-      b.Ret(Verdict(rule.action, rule.errno_ret));
-      b.Bind(next);
+      for (const std::vector<SeccompArg>& all_of : Alternatives(rule)) {
+        Label next = b.NewLabel();
+        if (!a_is_nr) b.LoadNr();
+        a_is_nr = all_of.empty();
+        b.Jump(BPF_JEQ, static_cast<uint32_t>(nr), BpfBuilder::kNext, next);
+        for (const SeccompArg& arg : all_of) Compare(b, arg, next);
+        b.Ret(Verdict(rule.action, rule.errno_ret));
+        b.Bind(next);
+      }
     }
   }
   b.Ret(Verdict(profile.default_action, profile.default_errno_ret));

@@ -5,7 +5,8 @@
 //
 // The rules are tried in the profile's order, the first that matches the syscall and all of its
 // argument comparisons deciding (the engines' profiles list one action per syscall and
-// argument set, so their meaning does not depend on the order). Names this architecture does
+// argument set, so their meaning does not depend on the order). As runc reads a rule, two
+// comparisons of the same argument make one rule each. Names this architecture does
 // not have are skipped, as runc skips them. Only the native ABI is filtered here: ward's own
 // filter refuses every other. `flags` are accepted and not applied (the filter is loaded by one
 // thread, and ward's own filter sets the process's speculation mitigations first).

@@ -15,7 +15,8 @@ namespace {
 
 const std::vector<std::string> kConfigTables = {"audit", "oci"};
 const std::vector<std::string> kAuditKeys = {"keep_days", "keep_sessions"};
-const std::vector<std::string> kOciKeys = {"profile", "audit_dir", "credentials_dir", "approver"};
+const std::vector<std::string> kOciKeys = {"profile", "audit_dir", "credentials_dir", "approver",
+                                           "upstream_ca"};
 
 Status ConfigError(const std::string& path, const toml::source_region& at, std::string_view key,
                    std::string_view what) {
@@ -109,6 +110,15 @@ Status ApplyOci(const toml::node& node, const std::string& path, OciDefaults* ou
       if (!out->approver.starts_with("https://") && !out->approver.starts_with("http://")) {
         return ConfigError(path, v.source(), key,
                            "expected a webhook URL (https://...): a node has no terminal");
+      }
+    } else if (k.str() == "upstream_ca") {
+      const toml::array* files = v.as_array();
+      if (files == nullptr) {
+        return ConfigError(path, v.source(), key, "expected an array of CA files (absolute paths)");
+      }
+      for (const toml::node& f : *files) {
+        WARD_ASSIGN_OR_RETURN(std::string file, Text(f, path, key, true));
+        out->upstream_ca.push_back(std::move(file));
       }
     } else {
       return ConfigError(path, k.source(), key,

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -26,6 +27,9 @@ struct OciDefaults {
   std::string audit_dir;        // absolute; "" = ward's state directory
   std::string credentials_dir;  // absolute: where the node keeps credential sources
   std::string approver;         // a webhook URL; "" = no approvals unless annotated
+  // CA files the credential broker trusts for upstreams besides the system's (a corporate CA),
+  // as `ward run --upstream-ca`.
+  std::vector<std::string> upstream_ca;
 };
 
 struct UserConfig {

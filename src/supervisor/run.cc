@@ -1211,6 +1211,7 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
   TraceMark("planned");
   RunCredentialsOptions creds_options;
   creds_options.upstream_ca_files = req.upstream_ca;
+  if (req.container) creds_options.bundle_target = req.container->image.ca_bundle;
   if (std::string refused = CompletePlan(req, creds_options, term, &*plan); !refused.empty()) {
     return Refused(std::move(out), std::move(refused));
   }

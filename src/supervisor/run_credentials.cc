@@ -93,7 +93,8 @@ Status PlanRunCredentials(const policy::Policy& policy, const RunCredentialsOpti
   }
   // Interception is always on for a run's credentials: their CA's bundle is bound inside.
   return enforce::PlanLateFile(
-      CaBundleTarget(net::CaBundleTarget(options.system_bundle_path)),
+      options.bundle_target.empty() ? CaBundleTarget(net::CaBundleTarget(options.system_bundle_path))
+                                    : options.bundle_target,
       "credential broker: system CA bundle + this session's CA (certificate only)", plan);
   return Ok();
 }

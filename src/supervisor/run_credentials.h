@@ -23,6 +23,9 @@ namespace ward::supervisor {
 struct RunCredentialsOptions {
   std::vector<std::string> upstream_ca_files;  // --upstream-ca FILE
   std::string system_bundle_path;              // "" = the host's usual bundle
+  // Where the merged bundle goes inside: "" = where the system bundle is; a container's is
+  // the path in its image (enforce::ImageRoot::ca_bundle).
+  std::string bundle_target;
   net::SecretSourceOptions sources;            // tests replace getenv
 };
 

@@ -1,6 +1,7 @@
 // `ward oci` with a pod's network namespace given by path (oci/pod_network.h): the container
 // keeps its own, and its supervisor connects and resolves from the pod's.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -11,10 +12,16 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <memory>
+#include <thread>
 #include <string>
 
+#include "common/unique_fd.h"
 #include "harness.h"
 #include "local_http.h"
+#include "net/idna.h"
+#include "net/tls_authority.h"
+#include "tls_origin.h"
 #include "oci_container.h"
 
 namespace ward::test {
@@ -139,41 +146,38 @@ TEST_F(OciPodNetworkTest, TheSupervisorConnectsFromThePodsNetwork) {
   EXPECT_EQ(Oci({"delete", "p1"}), 0) << Err();
 }
 
-// The supervisor resolves with the hosts file as it was at create: a container that rewrites
-// the engine's file (bound writable, as engines bind it) does not steer where its supervisor
-// connects. Control: the file on the node did change.
-TEST_F(OciPodNetworkTest, AContainerThatRewritesItsHostsFileDoesNotSteerItsSupervisor) {
-  if (geteuid() != 0) GTEST_SKIP() << "joining a pod's network needs root (the test above)";
+// The supervisor resolves with the engine's hosts file: no container under ward may write it,
+// though the engine binds it writable (Kubernetes shares one among a pod's containers), or one
+// could steer the supervisor of the next container, or of itself restarted. The write fails,
+// the file on the node is unchanged, and the supervisor resolves as the engine wrote it.
+// Control: the same bind outside a pod's network stays writable.
+TEST_F(OciPodNetworkTest, NoContainerRewritesTheHostsFileItsSupervisorResolvesWith) {
+  if (geteuid() != 0) GTEST_SKIP() << "joining a pod's network needs root (the first test)";
   Pod pod;
   ASSERT_GT(pod.port(), 0);
   LocalHttp node("node-net\n");
-  PodConfig(pod, node.port(), "echo '127.0.0.9 pod.test' > /etc/hosts", {"rbind"});
+  PodConfig(pod, node.port(), "(echo '127.0.0.9 pod.test' > /etc/hosts) 2>/dev/null || echo read-only",
+            {"rbind"});
   const pid_t pid = Create("p3");
   ASSERT_GT(pid, 0) << Err();
   ASSERT_EQ(Oci({"start", "p3"}), 0) << Err();
   EXPECT_EQ(ReapInit(pid), 0);
-  EXPECT_EQ(Out(), "pod-net\nunreached\ndirect unreached\n") << Err();
-  EXPECT_EQ(ReadFileOrEmpty(root_->path() + "/pod-hosts"), "127.0.0.9 pod.test\n");
+  EXPECT_EQ(Out(), "read-only\npod-net\nunreached\ndirect unreached\n") << Err();
+  EXPECT_EQ(ReadFileOrEmpty(root_->path() + "/pod-hosts"), "127.0.0.1 pod.test node.test\n");
   EXPECT_EQ(Oci({"delete", "p3"}), 0) << Err();
-}
-
-// Positive control for the test above: without the pod's namespace the same addresses reach
-// the node's server and not the pod's.
-TEST_F(OciPodNetworkTest, WithoutAPodTheSupervisorConnectsFromItsOwnNetwork) {
-  Pod pod;
-  ASSERT_GT(pod.port(), 0);
-  LocalHttp node("node-net\n");
-  const std::string p = std::to_string(pod.port()), n = std::to_string(node.port());
-  Config("busybox wget -q -O - http://127.0.0.1:" + n + "/; busybox wget -q -O - http://127.0.0.1:" +
-             p + "/ 2>/dev/null || echo unreached",
-         {{"annotations", {{"run.ward/allow-net", "127.0.0.1:" + p + ", 127.0.0.1:" + n}}}});
-  const pid_t pid = Create("p2");
-  ASSERT_GT(pid, 0) << Err();
-  ASSERT_EQ(Oci({"start", "p2"}), 0) << Err();
-  EXPECT_EQ(ReapInit(pid), 0);
-  EXPECT_EQ(Out(), "node-net\nunreached\n") << Err();
-  EXPECT_EQ(node.hits(), 1);
-  EXPECT_EQ(Oci({"delete", "p2"}), 0) << Err();
+  // Control: without the pod's network the engine's hosts file is the container's to write.
+  ClearOut();
+  Config("echo '127.0.0.9 pod.test' > /etc/hosts && echo written",
+         {{"mounts",
+           {{{"destination", "/etc/hosts"}, {"type", "bind"},
+             {"source", root_->path() + "/pod-hosts"}, {"options", {"rbind"}}}}}});
+  const pid_t again = Create("p3b");
+  ASSERT_GT(again, 0) << Err();
+  ASSERT_EQ(Oci({"start", "p3b"}), 0) << Err();
+  EXPECT_EQ(ReapInit(again), 0);
+  EXPECT_EQ(Out(), "written\n") << Err();
+  EXPECT_EQ(ReadFileOrEmpty(root_->path() + "/pod-hosts"), "127.0.0.9 pod.test\n");
+  EXPECT_EQ(Oci({"delete", "p3b"}), 0) << Err();
 }
 
 // The supervisor, moved into a mount namespace of its own for the pod's files, still admits
@@ -196,6 +200,66 @@ TEST_F(OciPodNetworkTest, AnExecReachesTheMovedSupervisorAndConnectsFromThePod) 
   EXPECT_EQ(Oci({"kill", "p4", "KILL"}), 0) << Err();
   EXPECT_EQ(ReapInit(pid), 137);
   EXPECT_EQ(Oci({"delete", "p4"}), 0) << Err();
+}
+
+// A credential through ward oci: the node's credentials_dir holds the secret and its
+// upstream_ca the origin's CA; the container enables the profile's credential by annotation.
+// The origin (on the pod's loopback, by the pod's hosts file) gets the real secret through the
+// credential's route; the container holds only the phantom.
+TEST_F(OciPodNetworkTest, ACredentialReachesItsHostAndTheContainerHoldsOnlyThePhantom) {
+  if (geteuid() != 0) GTEST_SKIP() << "joining a pod's network needs root (the first test)";
+  signal(SIGPIPE, SIG_IGN);
+  Pod pod;
+  ASSERT_GT(pod.port(), 0);
+  auto ca = net::TlsAuthority::Create({.common_name = "ward oci test upstream CA"});
+  ASSERT_TRUE(ca.ok()) << ca.status().ToString();
+  auto ctx = (*ca)->ServerContext(*net::ParseHost("api.test"));
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  std::unique_ptr<Origin> origin;
+  std::thread([&] {  // the origin's sockets and thread in the pod's network
+    UniqueFd netns(open(pod.netns().c_str(), O_RDONLY | O_CLOEXEC));
+    if (netns && setns(netns.get(), CLONE_NEWNET) == 0) origin = std::make_unique<Origin>(*ctx);
+  }).join();
+  ASSERT_TRUE(origin && origin->port() > 0);
+  const std::string port = std::to_string(origin->port());
+  const std::string secret = "sk-oci-test-0123456789abcdef0123456789abcdef";
+  MakeDirs(root_->path() + "/creds");
+  WriteFile(root_->path() + "/creds/testapi", secret);
+  WriteFile(root_->path() + "/ca.pem", (*ca)->ca_pem());
+  WriteFile(root_->path() + "/none.toml", "[oci]\ncredentials_dir = \"" + root_->path() +
+                                              "/creds\"\nupstream_ca = [\"" + root_->path() +
+                                              "/ca.pem\"]\n");
+  const std::string profile = root_->path() + "/creds.toml";
+  WriteFile(profile, "extends = \"default\"\n[credentials.testapi]\nfrom = \"env:UNUSED\"\n"
+                     "hosts = [\"api.test:" + port + "\"]\nenv = \"TEST_API_KEY\"\n"
+                     "route = \"testapi\"\nroute_env = { TEST_API_BASE_URL = \"{route_url}\" }\n");
+  const std::string hosts = root_->path() + "/pod-hosts";
+  WriteFile(hosts, "127.0.0.1 api.test\n");
+  Config("busybox wget -q -O - --header \"Authorization: Bearer $TEST_API_KEY\" "
+         "\"$TEST_API_BASE_URL/v1/route\"; echo; echo \"phantom=$TEST_API_KEY\"",
+         {{"linux", {{"namespaces", {{{"type", "network"}, {"path", pod.netns()}}}}}},
+          {"mounts",
+           {{{"destination", "/etc/hosts"}, {"type", "bind"}, {"source", hosts},
+             {"options", {"rbind", "ro"}}}}},
+          {"annotations",
+           {{"run.ward/profile", profile},
+            {"run.ward/credentials", "testapi"},
+            {"run.ward/allow-net", "api.test:" + port + ", 127.0.0.1:" + port}}}});
+  const pid_t pid = Create("c1");
+  ASSERT_GT(pid, 0) << Err();
+  ASSERT_EQ(Oci({"start", "c1"}), 0) << Err();
+  EXPECT_EQ(ReapInit(pid), 0);
+  const std::string out = Out();
+  EXPECT_NE(out.find("upstream-ok GET /v1/route HTTP/1.1"), std::string::npos) << out << Err();
+  ASSERT_EQ(origin->heads().size(), 1u) << origin->AllHeads();
+  EXPECT_NE(origin->heads()[0].find("Bearer " + secret), std::string::npos) << origin->AllHeads();
+  const size_t at = out.find("phantom=");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string phantom = out.substr(at + 8, out.find('\n', at) - at - 8);
+  EXPECT_EQ(phantom.size(), secret.size());
+  EXPECT_NE(phantom, secret);
+  EXPECT_EQ(out.find(secret), std::string::npos);
+  EXPECT_EQ(Oci({"delete", "c1"}), 0) << Err();
 }
 
 // A path that is not a network namespace is refused before anything exists, naming the field.

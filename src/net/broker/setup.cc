@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <iterator>
 #include <map>
 
 #include "common/unique_fd.h"
@@ -42,6 +43,8 @@ Result<std::string> ReadSmallFile(const std::string& path) {
 }
 
 }  // namespace
+
+std::vector<std::string> CaBundlePaths() { return {std::begin(kBundlePaths), std::end(kBundlePaths)}; }
 
 std::string FindSystemCaBundle() {
   for (const char* p : kBundlePaths) {

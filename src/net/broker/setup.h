@@ -50,7 +50,10 @@ struct CredentialSetup {
 Result<CredentialSetup> PrepareCredentials(const policy::Policy& policy,
                                            const CredentialSetupOptions& options);
 
-// The usual CA bundle paths (Debian/Ubuntu, Fedora/RHEL, openSUSE, Alpine); "" when none exists.
+// The usual CA bundle paths (Debian/Ubuntu, Fedora/RHEL, openSUSE, Alpine), Debian's first.
+std::vector<std::string> CaBundlePaths();
+
+// The first of CaBundlePaths() that exists here; "" when none does.
 std::string FindSystemCaBundle();
 
 // Where the merged bundle is bound inside: the given system bundle path, else the host's usual

@@ -100,6 +100,18 @@ TEST(ContainerSeccomp, AllComparisonsHoldAndTheFirstMatchDecides) {
   EXPECT_EQ(Verdict(p, SYS_getpid), SECCOMP_RET_ERRNO | EPERM);
 }
 
+// Two comparisons of the same argument are a rule each, as runc reads them: either refuses.
+TEST(ContainerSeccomp, TwoComparisonsOfOneArgumentAreEitherOf) {
+  Seccomp s;
+  s.default_action = "SCMP_ACT_ALLOW";
+  s.syscalls = {{{"personality"}, "SCMP_ACT_ERRNO", EACCES,
+                 {{0, 8, 0, "SCMP_CMP_EQ"}, {0, 0x20000, 0, "SCMP_CMP_EQ"}}}};
+  const std::vector<sock_filter> p = Compile(s);
+  EXPECT_EQ(Verdict(p, SYS_personality, {8}), SECCOMP_RET_ERRNO | EACCES);
+  EXPECT_EQ(Verdict(p, SYS_personality, {0x20000}), SECCOMP_RET_ERRNO | EACCES);
+  EXPECT_EQ(Verdict(p, SYS_personality, {0}), SECCOMP_RET_ALLOW);
+}
+
 // A profile longer than one program may be is refused, naming the field.
 TEST(ContainerSeccomp, AProfileTooLongForOneProgramIsRefused) {
   Seccomp s;

@@ -53,20 +53,26 @@ TEST(UserConfigTest, OciKeysSetTheNodesDefaults) {
   EXPECT_EQ(none->oci.approver, "");
   Result<UserConfig> c = ParseUserConfig(
       "[oci]\nprofile = \"agent\"\naudit_dir = \"/var/log/ward\"\n"
-      "credentials_dir = \"/etc/ward/credentials\"\napprover = \"https://approve.example.org/\"\n",
+      "credentials_dir = \"/etc/ward/credentials\"\napprover = \"https://approve.example.org/\"\n"
+      "upstream_ca = [\"/etc/ward/corp-ca.pem\"]\n",
       kPath);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->oci.profile, "agent");
   EXPECT_EQ(c->oci.audit_dir, "/var/log/ward");
   EXPECT_EQ(c->oci.credentials_dir, "/etc/ward/credentials");
   EXPECT_EQ(c->oci.approver, "https://approve.example.org/");
+  EXPECT_EQ(c->oci.upstream_ca, std::vector<std::string>{"/etc/ward/corp-ca.pem"});
+  EXPECT_EQ(ParseUserConfig("[oci]\nupstream_ca = \"/ca.pem\"\n", kPath).status().ToString(),
+            kPath + ":2: oci.upstream_ca: expected an array of CA files (absolute paths)");
+  EXPECT_EQ(ParseUserConfig("[oci]\nupstream_ca = [\"ca.pem\"]\n", kPath).status().ToString(),
+            kPath + ":2: oci.upstream_ca: expected an absolute path");
   EXPECT_EQ(ParseUserConfig("[oci]\naudit_dir = \"logs\"\n", kPath).status().ToString(),
             kPath + ":2: oci.audit_dir: expected an absolute path");
   EXPECT_EQ(ParseUserConfig("[oci]\napprover = \"terminal\"\n", kPath).status().ToString(),
             kPath + ":2: oci.approver: expected a webhook URL (https://...): a node has no terminal");
   EXPECT_EQ(ParseUserConfig("[oci]\nprofiel = \"x\"\n", kPath).status().ToString(),
             kPath + ":2: oci.profiel: unknown key (did you mean 'profile'?) (known: profile, "
-                    "audit_dir, credentials_dir, approver)");
+                    "audit_dir, credentials_dir, approver, upstream_ca)");
 }
 
 }  // namespace
