@@ -78,17 +78,18 @@ TEST_F(OciLifecycleTest, AContainerSeesItsImageAndItsBindsOnly) {
 }
 
 // A read-only root stays so. What ward does not honour of a bundle it says in the engine's log
-// (here the bundle's own seccomp filter).
+// (here a pod's ipc namespace, which it does not join).
 TEST_F(OciLifecycleTest, AReadOnlyRootIsReadOnly) {
   Config("echo w > /etc/made 2>/dev/null && echo wrote || echo read-only",
          {{"root", {{"path", "rootfs"}, {"readonly", true}}},
-          {"linux", {{"seccomp", {{"defaultAction", "SCMP_ACT_ALLOW"}}}}}});
+          {"linux", {{"namespaces", {{{"type", "ipc"}, {"path", "/proc/self/ns/ipc"}}}}}}});
   const std::string log = root_->path() + "/oci.log";
   ASSERT_EQ(Oci({"--log", log, "create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid",
                  "c3"}),
             0)
       << Err();
-  EXPECT_NE(ReadFileOrEmpty(log).find("linux.seccomp: the container's own filter is not applied"),
+  EXPECT_NE(ReadFileOrEmpty(log).find("linux.namespaces: the ipc namespace at /proc/self/ns/ipc "
+                                      "is not joined"),
             std::string::npos)
       << ReadFileOrEmpty(log);
   const pid_t pid = PidFile();
