@@ -23,9 +23,9 @@
 #include "oci/bundle.h"
 #include "oci/container_view.h"
 #include "oci/pod_network.h"
-#include "oci/seccomp_filter.h"
 #include "oci/rlimits.h"
 #include "oci/run_flags.h"
+#include "oci/seccomp_filter.h"
 #include "oci/state.h"
 #include "supervisor/run.h"
 

@@ -2,11 +2,11 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <linux/nsfs.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
-#include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -24,18 +24,22 @@ namespace ward::oci {
 namespace {
 
 // The content of the engine's bind at `destination`, when config.json has one.
-Result<std::optional<std::string>> EngineFile(const Config& config, const std::string& destination) {
+Result<std::optional<std::string>> EngineFile(const Config& config,
+                                              const std::string& destination) {
   for (size_t i = 0; i < config.mounts.size(); ++i) {
     const Mount& m = config.mounts[i];
     if (!m.bind() || policy::NormalizePath(m.destination) != destination) continue;
-    const std::string where = "config.json: mounts[" + std::to_string(i) + "] (" + destination + ")";
+    const std::string where =
+        "config.json: mounts[" + std::to_string(i) + "] (" + destination + ")";
     char real[PATH_MAX];
-    if (realpath(m.source.c_str(), real) == nullptr) return ErrnoError(where + ": " + m.source, errno);
+    if (realpath(m.source.c_str(), real) == nullptr)
+      return ErrnoError(where + ": " + m.source, errno);
     UntrustedFileRules rules;
     rules.max_bytes = size_t{64} * 1024;
     rules.owners = {0, geteuid()};
     Result<std::string> text = ReadUntrustedFile(real, rules);
-    if (!text.ok()) return Error(text.status().code(), where + ": " + real + ": " + text.status().message());
+    if (!text.ok())
+      return Error(text.status().code(), where + ": " + real + ": " + text.status().message());
     return std::optional<std::string>(std::move(text).value());
   }
   return std::optional<std::string>();
@@ -88,10 +92,12 @@ Result<PodNetwork> OpenPodNetwork(const Config& config) {
   if (!at) return ErrnoError(field, errno);
   struct statfs fs;
   if (fstatfs(at.get(), &fs) == 0 && fs.f_type == NSFS_MAGIC) {
-    pod.netns.reset(open(("/proc/self/fd/" + std::to_string(at.get())).c_str(), O_RDONLY | O_CLOEXEC));
+    pod.netns.reset(
+        open(("/proc/self/fd/" + std::to_string(at.get())).c_str(), O_RDONLY | O_CLOEXEC));
   }
   if (!pod.netns || ioctl(pod.netns.get(), NS_GET_NSTYPE) != CLONE_NEWNET) {
-    return InvalidArgument(field + ": not a network namespace (a pod's is named by a file such "
+    return InvalidArgument(field +
+                           ": not a network namespace (a pod's is named by a file such "
                            "as /proc/PID/ns/net or one under /run/netns)");
   }
   WARD_ASSIGN_OR_RETURN(pod.resolv_conf, EngineFile(config, "/etc/resolv.conf"));
@@ -104,7 +110,7 @@ Status EnterPodNetwork(const PodNetwork& pod, const std::string& dir) {
   WARD_TRY(KeepHomeNamespaces());  // the engine's, where `ward oci exec` comes from
   if (setns(pod.netns.get(), CLONE_NEWNET) != 0) {
     return ErrnoError("joining the pod's network namespace at " + pod.path +
-                      " (ward oci needs CAP_SYS_ADMIN over it, as the engine that made it has)",
+                          " (ward oci needs CAP_SYS_ADMIN over it, as the engine that made it has)",
                       errno);
   }
   if (unshare(CLONE_NEWNS) != 0) return Errno("a mount namespace for the pod's resolver files");

@@ -13,16 +13,16 @@
 
 #include <cstring>
 #include <memory>
-#include <thread>
 #include <string>
+#include <thread>
 
 #include "common/unique_fd.h"
 #include "harness.h"
 #include "local_http.h"
 #include "net/idna.h"
 #include "net/tls_authority.h"
-#include "tls_origin.h"
 #include "oci_container.h"
+#include "tls_origin.h"
 
 namespace ward::test {
 namespace {
@@ -105,16 +105,21 @@ class OciPodNetworkTest : public OciContainerTest {
     Config(first + "; busybox wget -q -O - http://pod.test:" + p +
                "/; busybox wget -q -O - http://node.test:" + n +
                "/ 2>/dev/null || echo unreached; http_proxy= busybox wget -q -O - "
-               "http://127.0.0.1:" + p + "/ 2>/dev/null || echo direct unreached",
+               "http://127.0.0.1:" +
+               p + "/ 2>/dev/null || echo direct unreached",
            {{"linux", {{"namespaces", {{{"type", "network"}, {"path", pod.netns()}}}}}},
             {"mounts",
-             {{{"destination", "/etc/hosts"}, {"type", "bind"}, {"source", hosts},
+             {{{"destination", "/etc/hosts"},
+               {"type", "bind"},
+               {"source", hosts},
                {"options", hosts_options}},
-              {{"destination", "/etc/resolv.conf"}, {"type", "bind"}, {"source", resolv},
+              {{"destination", "/etc/resolv.conf"},
+               {"type", "bind"},
+               {"source", resolv},
                {"options", {"rbind", "ro"}}}}},
             {"annotations",
-             {{"run.ward/allow-net", "pod.test:" + p + ", node.test:" + n + ", 127.0.0.1:" + p +
-                                         ", 127.0.0.1:" + n}}}});
+             {{"run.ward/allow-net",
+               "pod.test:" + p + ", node.test:" + n + ", 127.0.0.1:" + p + ", 127.0.0.1:" + n}}}});
   }
 };
 
@@ -133,7 +138,8 @@ TEST_F(OciPodNetworkTest, TheSupervisorConnectsFromThePodsNetwork) {
   if (geteuid() != 0) {
     EXPECT_EQ(pid, -1);
     EXPECT_NE(Err().find("joining the pod's network namespace at " + pod.netns()),
-              std::string::npos) << Err();
+              std::string::npos)
+        << Err();
     EXPECT_NE(Err().find("CAP_SYS_ADMIN"), std::string::npos) << Err();
     EXPECT_FALSE(StateDirExists("p1"));
     return;
@@ -156,8 +162,8 @@ TEST_F(OciPodNetworkTest, NoContainerRewritesTheHostsFileItsSupervisorResolvesWi
   Pod pod;
   ASSERT_GT(pod.port(), 0);
   LocalHttp node("node-net\n");
-  PodConfig(pod, node.port(), "(echo '127.0.0.9 pod.test' > /etc/hosts) 2>/dev/null || echo read-only",
-            {"rbind"});
+  PodConfig(pod, node.port(),
+            "(echo '127.0.0.9 pod.test' > /etc/hosts) 2>/dev/null || echo read-only", {"rbind"});
   const pid_t pid = Create("p3");
   ASSERT_GT(pid, 0) << Err();
   ASSERT_EQ(Oci({"start", "p3"}), 0) << Err();
@@ -169,8 +175,10 @@ TEST_F(OciPodNetworkTest, NoContainerRewritesTheHostsFileItsSupervisorResolvesWi
   ClearOut();
   Config("echo '127.0.0.9 pod.test' > /etc/hosts && echo written",
          {{"mounts",
-           {{{"destination", "/etc/hosts"}, {"type", "bind"},
-             {"source", root_->path() + "/pod-hosts"}, {"options", {"rbind"}}}}}});
+           {{{"destination", "/etc/hosts"},
+             {"type", "bind"},
+             {"source", root_->path() + "/pod-hosts"},
+             {"options", {"rbind"}}}}}});
   const pid_t again = Create("p3b");
   ASSERT_GT(again, 0) << Err();
   ASSERT_EQ(Oci({"start", "p3b"}), 0) << Err();
@@ -219,7 +227,8 @@ TEST_F(OciPodNetworkTest, ACredentialReachesItsHostAndTheContainerHoldsOnlyThePh
   std::thread([&] {  // the origin's sockets and thread in the pod's network
     UniqueFd netns(open(pod.netns().c_str(), O_RDONLY | O_CLOEXEC));
     if (netns && setns(netns.get(), CLONE_NEWNET) == 0) origin = std::make_unique<Origin>(*ctx);
-  }).join();
+  })
+      .join();
   ASSERT_TRUE(origin && origin->port() > 0);
   const std::string port = std::to_string(origin->port());
   const std::string secret = "sk-oci-test-0123456789abcdef0123456789abcdef";
@@ -230,21 +239,27 @@ TEST_F(OciPodNetworkTest, ACredentialReachesItsHostAndTheContainerHoldsOnlyThePh
                                               "/creds\"\nupstream_ca = [\"" + root_->path() +
                                               "/ca.pem\"]\n");
   const std::string profile = root_->path() + "/creds.toml";
-  WriteFile(profile, "extends = \"default\"\n[credentials.testapi]\nfrom = \"env:UNUSED\"\n"
-                     "hosts = [\"api.test:" + port + "\"]\nenv = \"TEST_API_KEY\"\n"
-                     "route = \"testapi\"\nroute_env = { TEST_API_BASE_URL = \"{route_url}\" }\n");
+  WriteFile(profile,
+            "extends = \"default\"\n[credentials.testapi]\nfrom = \"env:UNUSED\"\n"
+            "hosts = [\"api.test:" +
+                port +
+                "\"]\nenv = \"TEST_API_KEY\"\n"
+                "route = \"testapi\"\nroute_env = { TEST_API_BASE_URL = \"{route_url}\" }\n");
   const std::string hosts = root_->path() + "/pod-hosts";
   WriteFile(hosts, "127.0.0.1 api.test\n");
-  Config("busybox wget -q -O - --header \"Authorization: Bearer $TEST_API_KEY\" "
-         "\"$TEST_API_BASE_URL/v1/route\"; echo; echo \"phantom=$TEST_API_KEY\"",
-         {{"linux", {{"namespaces", {{{"type", "network"}, {"path", pod.netns()}}}}}},
-          {"mounts",
-           {{{"destination", "/etc/hosts"}, {"type", "bind"}, {"source", hosts},
-             {"options", {"rbind", "ro"}}}}},
-          {"annotations",
-           {{"run.ward/profile", profile},
-            {"run.ward/credentials", "testapi"},
-            {"run.ward/allow-net", "api.test:" + port + ", 127.0.0.1:" + port}}}});
+  Config(
+      "busybox wget -q -O - --header \"Authorization: Bearer $TEST_API_KEY\" "
+      "\"$TEST_API_BASE_URL/v1/route\"; echo; echo \"phantom=$TEST_API_KEY\"",
+      {{"linux", {{"namespaces", {{{"type", "network"}, {"path", pod.netns()}}}}}},
+       {"mounts",
+        {{{"destination", "/etc/hosts"},
+          {"type", "bind"},
+          {"source", hosts},
+          {"options", {"rbind", "ro"}}}}},
+       {"annotations",
+        {{"run.ward/profile", profile},
+         {"run.ward/credentials", "testapi"},
+         {"run.ward/allow-net", "api.test:" + port + ", 127.0.0.1:" + port}}}});
   const pid_t pid = Create("c1");
   ASSERT_GT(pid, 0) << Err();
   ASSERT_EQ(Oci({"start", "c1"}), 0) << Err();

@@ -44,7 +44,8 @@ TEST_F(OciSeccompTest, TheBundlesFilterRefusesMoreAndNeverAllowsMore) {
   for (int i = 0; i < 300 && Out().find("done") == std::string::npos; ++i) usleep(10000);
   const std::string out = Out();
   EXPECT_NE(out.find("mkdir: can't create directory '/tmp/d': Permission denied"),
-            std::string::npos) << out;
+            std::string::npos)
+      << out;
   EXPECT_NE(out.find("usr1 refused\nkill0 ok\nmount refused\ndone\n"), std::string::npos) << out;
   ClearOut();
   // An exec is under the same filter.
@@ -72,7 +73,8 @@ TEST_F(OciSeccompTest, AProfileWardCannotApplyIsRefused) {
   Config("true", {{"linux", {{"seccomp", {{"defaultAction", "SCMP_ACT_NOTIFY"}}}}}});
   EXPECT_EQ(Create("s3"), -1);
   EXPECT_NE(Err().find("linux.seccomp.defaultAction: SCMP_ACT_NOTIFY is not supported"),
-            std::string::npos) << Err();
+            std::string::npos)
+      << Err();
   EXPECT_FALSE(StateDirExists("s3"));
 }
 

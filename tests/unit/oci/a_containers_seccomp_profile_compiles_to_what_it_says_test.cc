@@ -19,7 +19,7 @@ namespace ward::oci {
 namespace {
 
 uint32_t Verdict(const std::vector<sock_filter>& prog, int nr, std::vector<uint64_t> args = {},
-             uint32_t arch = enforce::NativeAuditArch()) {
+                 uint32_t arch = enforce::NativeAuditArch()) {
   seccomp_data d = {};
   d.nr = nr;
   d.arch = arch;
@@ -63,15 +63,21 @@ TEST(ContainerSeccomp, ArgumentComparisonsTakeAll64Bits) {
   const std::vector<Case> cases = {
       {"SCMP_CMP_EQ", big, 0, {{big, true}, {5, false}, {big + 1, false}}},
       {"SCMP_CMP_NE", big, 0, {{big, false}, {5, true}, {0x200000005ull, true}}},
-      {"SCMP_CMP_GT", big, 0, {{big, false}, {big + 1, true}, {0xffffffffull, false},
-                               {0x200000000ull, true}}},
+      {"SCMP_CMP_GT",
+       big,
+       0,
+       {{big, false}, {big + 1, true}, {0xffffffffull, false}, {0x200000000ull, true}}},
       {"SCMP_CMP_GE", big, 0, {{big, true}, {big - 1, false}, {0x200000000ull, true}}},
-      {"SCMP_CMP_LT", big, 0, {{big, false}, {big - 1, true}, {0xffffffffull, true},
-                               {0x200000000ull, false}}},
+      {"SCMP_CMP_LT",
+       big,
+       0,
+       {{big, false}, {big - 1, true}, {0xffffffffull, true}, {0x200000000ull, false}}},
       {"SCMP_CMP_LE", big, 0, {{big, true}, {big + 1, false}, {7, true}}},
       // (arg & 0x10000000) == 0: clone without CLONE_NEWUSER, as the engines' profiles write it.
-      {"SCMP_CMP_MASKED_EQ", 0x10000000, 0, {{0x11, true}, {0x10000011, false},
-                                             {0x100000000ull, true}}},
+      {"SCMP_CMP_MASKED_EQ",
+       0x10000000,
+       0,
+       {{0x11, true}, {0x10000011, false}, {0x100000000ull, true}}},
   };
   for (const Case& c : cases) {
     Seccomp s;
@@ -79,7 +85,8 @@ TEST(ContainerSeccomp, ArgumentComparisonsTakeAll64Bits) {
     s.syscalls = {{{"clone"}, "SCMP_ACT_ERRNO", EINVAL, {{1, c.value, c.value_two, c.op}}}};
     const std::vector<sock_filter> p = Compile(s);
     for (const auto& [arg, match] : c.args) {
-      EXPECT_EQ(Verdict(p, SYS_clone, {0, arg}), match ? SECCOMP_RET_ERRNO | EINVAL : SECCOMP_RET_ALLOW)
+      EXPECT_EQ(Verdict(p, SYS_clone, {0, arg}),
+                match ? SECCOMP_RET_ERRNO | EINVAL : SECCOMP_RET_ALLOW)
           << c.op << " " << c.value << " against " << arg;
     }
   }
@@ -90,9 +97,9 @@ TEST(ContainerSeccomp, ArgumentComparisonsTakeAll64Bits) {
 TEST(ContainerSeccomp, AllComparisonsHoldAndTheFirstMatchDecides) {
   Seccomp s;
   s.default_action = "SCMP_ACT_ERRNO";
-  s.syscalls = {{{"kill"}, "SCMP_ACT_ERRNO", EACCES,
-                 {{0, 1, 0, "SCMP_CMP_EQ"}, {1, 9, 0, "SCMP_CMP_EQ"}}},
-                {{"kill"}, "SCMP_ACT_ALLOW", {}, {}}};
+  s.syscalls = {
+      {{"kill"}, "SCMP_ACT_ERRNO", EACCES, {{0, 1, 0, "SCMP_CMP_EQ"}, {1, 9, 0, "SCMP_CMP_EQ"}}},
+      {{"kill"}, "SCMP_ACT_ALLOW", {}, {}}};
   const std::vector<sock_filter> p = Compile(s);
   EXPECT_EQ(Verdict(p, SYS_kill, {1, 9}), SECCOMP_RET_ERRNO | EACCES);
   EXPECT_EQ(Verdict(p, SYS_kill, {1, 15}), SECCOMP_RET_ALLOW);
@@ -104,7 +111,9 @@ TEST(ContainerSeccomp, AllComparisonsHoldAndTheFirstMatchDecides) {
 TEST(ContainerSeccomp, TwoComparisonsOfOneArgumentAreEitherOf) {
   Seccomp s;
   s.default_action = "SCMP_ACT_ALLOW";
-  s.syscalls = {{{"personality"}, "SCMP_ACT_ERRNO", EACCES,
+  s.syscalls = {{{"personality"},
+                 "SCMP_ACT_ERRNO",
+                 EACCES,
                  {{0, 8, 0, "SCMP_CMP_EQ"}, {0, 0x20000, 0, "SCMP_CMP_EQ"}}}};
   const std::vector<sock_filter> p = Compile(s);
   EXPECT_EQ(Verdict(p, SYS_personality, {8}), SECCOMP_RET_ERRNO | EACCES);

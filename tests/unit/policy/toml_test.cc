@@ -13,11 +13,12 @@ namespace {
 // tests/fuzz): after a value, at a line's start, and in a multi-line string after a line-ending
 // backslash. Each is now a parse error or text, never undefined behaviour or an abort.
 TEST(Toml, CharactersItsTablesDoNotListAreNoneOfTheirs) {
-  for (const char* text : {"a = \"2G\"\xd0\xaa\n", "\xd0\xaa = 1\n", "a = 1\xe2\xb4\x80\n",
-                           "a = 1\xef\xbc\x80\n"}) {
+  for (const char* text :
+       {"a = \"2G\"\xd0\xaa\n", "\xd0\xaa = 1\n", "a = 1\xe2\xb4\x80\n", "a = 1\xef\xbc\x80\n"}) {
     EXPECT_THROW((void)toml::parse(std::string_view(text)), toml::parse_error) << text;
   }
-  for (const char* text : {"a = \"\"\"x\\\n\xd0\xaa\"\"\"\n", "a = \"\"\"x\\  \n  \xd0\xaa\"\"\"\n"}) {
+  for (const char* text :
+       {"a = \"\"\"x\\\n\xd0\xaa\"\"\"\n", "a = \"\"\"x\\  \n  \xd0\xaa\"\"\"\n"}) {
     toml::table t = toml::parse(std::string_view(text));
     EXPECT_EQ(t["a"].value_or(std::string()), "x\xd0\xaa") << text;
   }
