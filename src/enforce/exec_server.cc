@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -27,6 +29,7 @@ struct ExecChildStart {
   const ExecRequest* req;
   const ExecArgs* args;
   int stdio[3];
+  bool tty;        // stdio is a terminal's slave: it becomes the session's controlling terminal
   int error_pipe;  // a ChildError is written here when the exec does not happen
 };
 
@@ -55,6 +58,7 @@ int ExecChildEntry(void* arg) {
   for (int fd = 0; fd < 3; ++fd) {
     if (s.stdio[fd] >= 0 && dup2(s.stdio[fd], fd) < 0) ExecChildFail(s, "stdio", errno);
   }
+  if (s.tty && ioctl(0, TIOCSCTTY, 0) != 0) ExecChildFail(s, "pty", errno, "TIOCSCTTY");
   const std::string& cwd = s.req->cwd.empty() ? s.plan->process.workdir : s.req->cwd;
   if (chdir(cwd.c_str()) != 0) ExecChildFail(s, "chdir", errno, cwd.c_str());
   if (const char* limit = ApplyRlimits(s.plan->process.rlimits)) {
@@ -65,6 +69,17 @@ int ExecChildEntry(void* arg) {
   ChildError err;
   err.Set("exec", e, s.req->argv[0].c_str());
   ExecChildReport(s, err, e == ENOENT ? 127 : 126);
+}
+
+// A terminal from the sandbox's own devpts, for an exec that asks for one.
+Status OpenTerminal(UniqueFd* master, UniqueFd* slave) {
+  master->reset(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!*master || unlockpt(master->get()) != 0) return Errno("/dev/ptmx");
+  char name[64];
+  if (ptsname_r(master->get(), name, sizeof name) != 0) return Errno("ptsname");
+  slave->reset(open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!*slave) return Errno(name);
+  return Ok();
 }
 
 class ExecServer {
@@ -104,11 +119,23 @@ class ExecServer {
     }
     const std::vector<std::string> env = MergeEnvironment(env_, req.env);
     const ExecArgs args = PrepareExec(req.argv, env);
+    UniqueFd pty_master, pty_slave;
+    if (req.tty) {
+      if (Status opened = OpenTerminal(&pty_master, &pty_slave); !opened.ok()) {
+        return Fail(m.id, 125, "pty", EIO, opened.message().c_str());
+      }
+    }
     int pipe_fds[2];
     if (pipe2(pipe_fds, O_CLOEXEC) != 0) return Fail(m.id, 125, "pipe", errno);
     UniqueFd error_read(pipe_fds[0]), error_write(pipe_fds[1]);
-    ExecChildStart start{
-        &plan_, &req, &args, {fds[1].get(), fds[2].get(), fds[3].get()}, error_write.get()};
+    const int slave = pty_slave.get();
+    ExecChildStart start{&plan_,
+                         &req,
+                         &args,
+                         {req.tty ? slave : fds[1].get(), req.tty ? slave : fds[2].get(),
+                          req.tty ? slave : fds[3].get()},
+                         req.tty,
+                         error_write.get()};
     const pid_t pid = SpawnOnOwnStack(&ExecChildEntry, &start);
     if (pid < 0) return Fail(m.id, 125, "fork", errno);
     error_write.reset();
@@ -134,7 +161,8 @@ class ExecServer {
     out.type = ExecMsgType::kStarted;
     out.id = m.id;
     out.value = pid;
-    SendExecMsg(sock_, out);
+    const int master = pty_master.get();
+    SendExecMsg(sock_, out, pty_master ? &master : nullptr, pty_master ? 1 : 0);
   }
 
   void Fail(uint64_t id, int code, const char* stage, int e, const char* detail = "") {

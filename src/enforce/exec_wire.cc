@@ -22,6 +22,7 @@ std::string EncodeExecRequest(const ExecRequest& req) {
   w.Strs(req.argv);
   w.Strs(req.env);
   w.Str(req.cwd);
+  w.Bool(req.tty);
   return w.Take();
 }
 
@@ -30,7 +31,8 @@ Status DecodeExecRequest(std::string_view bytes, ExecRequest* req) {
   uint32_t magic = 0;
   if (r.Raw("magic", &magic) && magic != kMagic) r.Fail("magic", "not an exec request");
   const bool read =
-      r.Strs("argv", &req->argv) && r.Strs("env", &req->env) && r.Str("cwd", &req->cwd);
+      r.Strs("argv", &req->argv) && r.Strs("env", &req->env) && r.Str("cwd", &req->cwd) &&
+      r.Bool("tty", &req->tty);
   if (read && !r.AtEnd()) r.Fail("end", "trailing bytes");
   if (r.error().empty() && req->argv.empty()) r.Fail("argv", "empty");
   if (!r.error().empty()) return InvalidArgument("exec request: " + r.error());

@@ -43,6 +43,9 @@ struct ExecRequest {
   std::vector<std::string> argv;
   std::vector<std::string> env;  // "NAME=VALUE"
   std::string cwd;
+  // A terminal of the sandbox's own for the exec's stdin, stdout and stderr (the stdio sent
+  // with the request are not used); its master comes back attached to kStarted.
+  bool tty = false;
   // No narrowing: an exec narrowed by its own policy runs in a sandbox of its own. Inside a
   // live sandbox a narrowing would bind the exec's own system calls only: the creation guard
   // creates with the sandbox's authority, and any other process of the sandbox can act for it.

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -32,9 +33,13 @@ constexpr int kForwardedSignals[] = {SIGHUP,  SIGINT,   SIGQUIT, SIGTERM, SIGUSR
 
 Status CheckExec(const ExecOptions& o) {
   WARD_TRY(CheckContainerId(o.id));
-  if (o.process.terminal) {
-    return InvalidArgument("process.terminal: ward oci gives no exec a terminal yet; run it without "
-                           "one (no -t)");
+  if (o.process.terminal && o.console_socket.empty()) {
+    return InvalidArgument("process.terminal: a terminal needs --console-socket, where its master "
+                           "goes");
+  }
+  if (!o.process.terminal && !o.console_socket.empty()) {
+    return InvalidArgument("--console-socket " + o.console_socket +
+                           ": the exec asks for no terminal (-t)");
   }
   WARD_TRY(CheckProcessUser(o.process, "process.user"));
   WARD_ASSIGN_OR_RETURN(ContainerState s, LoadState(o.root, o.id));
@@ -56,6 +61,21 @@ Status Refused(const ExecMsg& m) {
   return Error(Code::kFailedPrecondition, "exec: " + message);
 }
 
+// The exec's terminal to the engine's console socket, as runc hands it over. It came from inside
+// the container: only a pty's master goes on.
+Status HandOverTerminal(int master, const std::string& console_socket) {
+  int pty_number = 0;
+  if (master < 0 || ioctl(master, TIOCGPTN, &pty_number) != 0) {
+    return Error(Code::kInternal, "exec: the container sent no terminal's master for the exec");
+  }
+  WARD_ASSIGN_OR_RETURN(UniqueFd conn, ConnectUnix(console_socket));
+  const char name[] = "ward-exec-pty";
+  if (SendWithFds(conn.get(), name, sizeof name - 1, &master, 1) < 0) {
+    return Errno("handing the exec's terminal to --console-socket " + console_socket);
+  }
+  return Ok();
+}
+
 // Asks the container's supervisor for the exec, with this process's stdin, stdout and stderr;
 // the connection once the exec runs.
 Result<UniqueFd> Ask(const ExecOptions& o) {
@@ -65,6 +85,7 @@ Result<UniqueFd> Ask(const ExecOptions& o) {
   req.argv = o.process.args;
   req.env = o.process.env;
   req.cwd = o.process.cwd;
+  req.tty = o.process.terminal;
   const std::string encoded = enforce::EncodeExecRequest(req);
   WARD_ASSIGN_OR_RETURN(UniqueFd memfd, enforce::ExecRequestMemfd(encoded));
   ExecMsg m;
@@ -76,7 +97,10 @@ Result<UniqueFd> Ask(const ExecOptions& o) {
   }
   UniqueFd back[4];
   const int r = enforce::RecvExecMsg(conn.get(), &m, back);
-  if (r == 1 && m.type == ExecMsgType::kStarted) return conn;
+  if (r == 1 && m.type == ExecMsgType::kStarted) {
+    if (req.tty) WARD_TRY(HandOverTerminal(back[0].get(), o.console_socket));
+    return conn;
+  }
   if (r == 1 && m.type == ExecMsgType::kFailed) return Refused(m);
   return Error(Code::kUnavailable, "container " + o.id + ": its supervisor ended before the exec started");
 }

@@ -9,6 +9,8 @@
 // ends with the exec's status (exit code, or the same signal). Its pid is what --pid-file
 // says; with --detach it is a child left to the engine's subreaper once it started the exec,
 // as runc leaves the exec'd process. When it is killed, the supervisor kills the exec.
+// With a terminal (process.terminal, `-t`), the exec server makes it in the container's own
+// devpts and its master comes back with the start, to go to the engine's --console-socket.
 #pragma once
 
 #include <string>
@@ -23,7 +25,8 @@ struct ExecOptions {
   std::string id;
   Process process;
   bool detach = false;
-  std::string pid_file;  // "" for none
+  std::string pid_file;        // "" for none
+  std::string console_socket;  // process.terminal: where the terminal's master goes
 };
 
 // Detached: Ok once the exec runs (0). Else waits for its end and returns its wait status.

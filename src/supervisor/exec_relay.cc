@@ -83,12 +83,15 @@ void ExecRelay::Refuse(uint64_t id, const std::string& why) {
 // The exec server's answers, recorded and passed on. False when the server is gone.
 bool ExecRelay::OnServerMessage() {
   const bool open = enforce::ForEachExecMsg(
-      server_.native_handle(), [this](const ExecMsg& m, UniqueFd*) {
+      server_.native_handle(), [this](const ExecMsg& m, UniqueFd* fds) {
         if (!running_.count(m.id)) return true;
         if (m.type == ExecMsgType::kFailed || m.type == ExecMsgType::kExited) {
           PassEnd(m, RecordEnd(m));
         } else if (m.type == ExecMsgType::kStarted) {
-          enforce::SendExecMsg(client_.native_handle(), m);
+          // An exec's terminal comes attached (ExecRequest::tty); the client checks what it is.
+          const int attached = fds[0].get();
+          enforce::SendExecMsg(client_.native_handle(), m, fds[0] ? &attached : nullptr,
+                               fds[0] ? 1 : 0);
         }
         return true;
       });

@@ -66,6 +66,13 @@ tty)
   [ "$rc" = 5 ] || fail "exit status $rc, not 5"
   out=$(tr -d '\r' < "$tmp/tty.out" | tr '\n' ' ')
   case $out in "/dev/pts/"*" hi ") ;; *) fail "terminal output '$out'" ;; esac
+  # exec -t: the exec's own terminal, from the container's devpts, its master to the engine.
+  id=$(R -d "$image" sleep 100) || fail "run -d"
+  D exec -t "$id" sh -c 'tty; echo in; exit 6' > "$tmp/exec-tty.out"; rc=$?
+  [ "$rc" = 6 ] || fail "exec -t exited $rc, not 6"
+  out=$(tr -d '\r' < "$tmp/exec-tty.out" | tr '\n' ' ')
+  case $out in "/dev/pts/"*" in ") ;; *) fail "exec terminal output '$out'" ;; esac
+  D rm -f "$id" >/dev/null || fail "rm -f"
   ;;
 exec)
   id=$(R -d "$image" sleep 100) || fail "run -d"

@@ -6,10 +6,14 @@
 
 #include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -25,7 +29,6 @@ namespace ward::test {
 class OciContainerTest : public SandboxTest {
  public:
   using Json = nlohmann::json;
-
 
  protected:
   void SetUp() override {
@@ -57,8 +60,8 @@ class OciContainerTest : public SandboxTest {
   // `ward oci ARGS` with the container's stdio: stdout and stderr go to files (an engine's
   // pipes would be held open by the container), so `create` returns while init waits.
   int Oci(const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {WardBin(), "oci", "--root", state_, "--config",
-                                     root_->path() + "/none.toml"};
+    std::vector<std::string> argv = {WardBin(), "oci",      "--root",
+                                     state_,    "--config", root_->path() + "/none.toml"};
     argv.insert(argv.end(), args.begin(), args.end());
     const std::map<std::string, std::string> env = BaseEnv(home_);
     pid_t pid = fork();
@@ -107,7 +110,8 @@ class OciContainerTest : public SandboxTest {
   // `create` of the bundle as `id`, as an engine runs it: init's pid from the pid file, -1 when
   // create failed.
   pid_t Create(const std::string& id) {
-    if (Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", id}) != 0) return -1;
+    if (Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid", id}) != 0)
+      return -1;
     return PidFile();
   }
 
@@ -132,6 +136,53 @@ class OciContainerTest : public SandboxTest {
       if (line.rfind("PPid:", 0) == 0) return static_cast<pid_t>(std::stol(line.substr(5)));
     }
     return -1;
+  }
+
+  // An engine's console socket at `path`: listening, its fd.
+  static int ConsoleSocket(const std::string& path) {
+    const int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr = {};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        listen(listener, 1) != 0) {
+      close(listener);
+      return -1;
+    }
+    return listener;
+  }
+
+  // The terminal's master the runtime hands the console socket `listener` (one connection,
+  // one descriptor), -1 when none came.
+  static int ReceiveMaster(int listener) {
+    const int conn = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+    if (conn < 0) return -1;
+    char data[64];
+    struct iovec iov = {data, sizeof data};
+    alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
+    struct msghdr mh = {};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    mh.msg_control = cbuf;
+    mh.msg_controllen = sizeof cbuf;
+    int master = -1;
+    if (recvmsg(conn, &mh, 0) > 0) {
+      struct cmsghdr* c = CMSG_FIRSTHDR(&mh);
+      if (c != nullptr && c->cmsg_type == SCM_RIGHTS)
+        std::memcpy(&master, CMSG_DATA(c), sizeof master);
+    }
+    close(conn);
+    return master;
+  }
+
+  // Everything the terminal's other side wrote until it closed.
+  static std::string ReadMaster(int master) {
+    std::string out;
+    char buf[256];
+    ssize_t n;
+    while ((n = read(master, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+    close(master);
+    return out;
   }
 
   bool StateDirExists(const std::string& id) {

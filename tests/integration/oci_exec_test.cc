@@ -150,8 +150,34 @@ TEST_F(OciExecTest, ADetachedExecIsTheEnginesToWaitForAndSignal) {
   End("e2", pid);
 }
 
+// An exec's terminal (`exec -t`, as `docker exec -it` and `kubectl exec -it` ask): made in the
+// container's own devpts by the exec server, the exec's session's controlling terminal, its
+// master handed to the engine's console socket; nothing goes to the exec's own stdio.
+TEST_F(OciExecTest, AnExecsTerminalGoesToTheConsoleSocket) {
+  const pid_t pid = StartLongRunning("e4");
+  ASSERT_GT(pid, 0) << Err();
+  const std::string console = root_->path() + "/console.sock";
+  const int listener = ConsoleSocket(console);
+  ASSERT_GE(listener, 0);
+  std::string tty_out;
+  std::thread engine([&] { tty_out = ReadMaster(ReceiveMaster(listener)); });
+  ClearOut();
+  EXPECT_EQ(Oci({"exec", "-t", "--console-socket", console, "e4", "sh", "-c",
+                 "busybox tty; test -t 0 && test -t 1 && test -t 2 && echo all-three; "
+                 "(: < /dev/tty) 2>/dev/null && echo controlling; exit 5"}),
+            5)
+      << Err();
+  engine.join();
+  close(listener);
+  EXPECT_NE(tty_out.find("/dev/pts/"), std::string::npos) << tty_out;
+  EXPECT_NE(tty_out.find("all-three"), std::string::npos) << tty_out;
+  EXPECT_NE(tty_out.find("controlling"), std::string::npos) << tty_out;
+  EXPECT_EQ(Out(), "");
+  End("e4", pid);
+}
+
 // What exec refuses, with its reason: a container not running (created, stopped, unknown), a
-// terminal, another user, a program that is not there (the engines map the text to 127).
+// terminal without a console socket and one without a terminal, another user, a program that is not there (the engines map the text to 127).
 TEST_F(OciExecTest, RefusedExecsSayWhy) {
   Config("true");
   const pid_t created = Create("r1");
@@ -172,7 +198,10 @@ TEST_F(OciExecTest, RefusedExecsSayWhy) {
   ASSERT_GT(pid, 0) << Err();
   ClearOut();
   EXPECT_NE(Oci({"exec", "-t", "r2", "true"}), 0);
-  EXPECT_NE(Err().find("terminal"), std::string::npos) << Err();
+  EXPECT_NE(Err().find("a terminal needs --console-socket"), std::string::npos) << Err();
+  ClearOut();
+  EXPECT_NE(Oci({"exec", "--console-socket", root_->path() + "/c.sock", "r2", "true"}), 0);
+  EXPECT_NE(Err().find("asks for no terminal"), std::string::npos) << Err();
   ClearOut();
   EXPECT_NE(Oci({"exec", "--user", std::to_string(getuid() + 1), "r2", "true"}), 0);
   EXPECT_NE(Err().find("the engine's user"), std::string::npos) << Err();

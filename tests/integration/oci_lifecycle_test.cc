@@ -200,12 +200,8 @@ TEST_F(OciLifecycleTest, NoContainerReachesTheSocketThatStartsAnother) {
 // terminal (stdin, stdout, stderr) and its output comes through the master.
 TEST_F(OciLifecycleTest, ATerminalsMasterGoesToTheConsoleSocket) {
   const std::string console = root_->path() + "/console.sock";
-  const int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr = {};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", console.c_str());
-  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(listen(listener, 1), 0);
+  const int listener = ConsoleSocket(console);
+  ASSERT_GE(listener, 0);
   Config("tty; test -t 0 && test -t 2 && echo all-three; exit 4", {{"process", {{"terminal", true}}}});
   ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid",
                  "--console-socket", console, "t1"}),
@@ -215,30 +211,11 @@ TEST_F(OciLifecycleTest, ATerminalsMasterGoesToTheConsoleSocket) {
   // The master came during create: it waits in the listener's queue.
   struct pollfd p = {listener, POLLIN, 0};
   ASSERT_EQ(poll(&p, 1, 0), 1);
-  const int conn = accept(listener, nullptr, nullptr);
-  ASSERT_GE(conn, 0);
-  char data[64];
-  struct iovec iov = {data, sizeof data};
-  alignas(struct cmsghdr) char cbuf[CMSG_SPACE(sizeof(int))];
-  struct msghdr mh = {};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = cbuf;
-  mh.msg_controllen = sizeof cbuf;
-  ASSERT_GT(recvmsg(conn, &mh, 0), 0);
-  struct cmsghdr* c = CMSG_FIRSTHDR(&mh);
-  ASSERT_NE(c, nullptr);
-  ASSERT_EQ(c->cmsg_type, SCM_RIGHTS);
-  int master = -1;
-  std::memcpy(&master, CMSG_DATA(c), sizeof master);
-  close(conn);
+  const int master = ReceiveMaster(listener);
+  ASSERT_GE(master, 0);
   close(listener);
   ASSERT_EQ(Oci({"start", "t1"}), 0) << Err();
-  std::string out;
-  char buf[256];
-  ssize_t n;
-  while ((n = read(master, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(master);
+  const std::string out = ReadMaster(master);
   EXPECT_EQ(ReapInit(pid), 4);
   EXPECT_NE(out.find("/dev/pts/"), std::string::npos) << out;
   EXPECT_NE(out.find("all-three"), std::string::npos) << out;
