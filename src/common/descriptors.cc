@@ -1,6 +1,9 @@
 #include "common/descriptors.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +31,17 @@ void StdioToDevNull() {
   if (null < 0) return;
   for (int fd = 0; fd <= 2; ++fd) dup2(null, fd);
   if (null > 2) close(null);
+}
+
+bool IsPtyMaster(int fd) {
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode) || major(st.st_rdev) != 5 ||
+      minor(st.st_rdev) != 2) {
+    return false;
+  }
+  const int flags = fcntl(fd, F_GETFL);
+  int number = 0;
+  return flags >= 0 && (flags & O_ACCMODE) == O_RDWR && ioctl(fd, TIOCGPTN, &number) == 0;
 }
 
 }  // namespace ward

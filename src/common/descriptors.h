@@ -15,4 +15,9 @@ void CloseAllFrom3Except(std::initializer_list<int> keep);
 // opened.
 void StdioToDevNull();
 
+// Whether `fd` is a pty's master (a terminal a sandbox hands out for its engine): the ptmx
+// character device, open for reading and writing, that answers TIOCGPTN. The ioctl is asked
+// only of that device (another file's driver could answer it, or never answer).
+bool IsPtyMaster(int fd);
+
 }  // namespace ward

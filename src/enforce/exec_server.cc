@@ -75,10 +75,9 @@ int ExecChildEntry(void* arg) {
 Status OpenTerminal(UniqueFd* master, UniqueFd* slave) {
   master->reset(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (!*master || unlockpt(master->get()) != 0) return Errno("/dev/ptmx");
-  char name[64];
-  if (ptsname_r(master->get(), name, sizeof name) != 0) return Errno("ptsname");
-  slave->reset(open(name, O_RDWR | O_NOCTTY | O_CLOEXEC));
-  if (!*slave) return Errno(name);
+  // The slave by its master, not by a path through the container's /dev.
+  slave->reset(ioctl(master->get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  if (!*slave) return Errno("TIOCGPTPEER");
   return Ok();
 }
 

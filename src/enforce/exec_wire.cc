@@ -22,7 +22,9 @@ std::string EncodeExecRequest(const ExecRequest& req) {
   w.Strs(req.argv);
   w.Strs(req.env);
   w.Str(req.cwd);
-  w.Bool(req.tty);
+  // Only when asked, so a request without a terminal reads as before (a supervisor of an older
+  // ward still running a container takes it).
+  if (req.tty) w.Bool(true);
   return w.Take();
 }
 
@@ -32,7 +34,7 @@ Status DecodeExecRequest(std::string_view bytes, ExecRequest* req) {
   if (r.Raw("magic", &magic) && magic != kMagic) r.Fail("magic", "not an exec request");
   const bool read =
       r.Strs("argv", &req->argv) && r.Strs("env", &req->env) && r.Str("cwd", &req->cwd) &&
-      r.Bool("tty", &req->tty);
+      (r.AtEnd() || r.Bool("tty", &req->tty));
   if (read && !r.AtEnd()) r.Fail("end", "trailing bytes");
   if (r.error().empty() && req->argv.empty()) r.Fail("argv", "empty");
   if (!r.error().empty()) return InvalidArgument("exec request: " + r.error());

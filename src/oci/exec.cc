@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -64,8 +63,7 @@ Status Refused(const ExecMsg& m) {
 // The exec's terminal to the engine's console socket, as runc hands it over. It came from inside
 // the container: only a pty's master goes on.
 Status HandOverTerminal(int master, const std::string& console_socket) {
-  int pty_number = 0;
-  if (master < 0 || ioctl(master, TIOCGPTN, &pty_number) != 0) {
+  if (!IsPtyMaster(master)) {
     return Error(Code::kInternal, "exec: the container sent no terminal's master for the exec");
   }
   WARD_ASSIGN_OR_RETURN(UniqueFd conn, ConnectUnix(console_socket));
@@ -91,7 +89,12 @@ Result<UniqueFd> Ask(const ExecOptions& o) {
   ExecMsg m;
   m.type = ExecMsgType::kStart;
   m.length = static_cast<uint32_t>(encoded.size());
-  const int fds[4] = {memfd.get(), 0, 1, 2};
+  // With a terminal the exec's stdio is its slave: the engine's own stay out of the container.
+  UniqueFd null(req.tty ? open("/dev/null", O_RDWR | O_CLOEXEC) : -1);
+  if (req.tty && !null) return Errno("/dev/null");
+  const int in = req.tty ? null.get() : 0, out = req.tty ? null.get() : 1,
+            err = req.tty ? null.get() : 2;
+  const int fds[4] = {memfd.get(), in, out, err};
   if (int rc = enforce::SendExecMsg(conn.get(), m, fds, 4); rc != 0) {
     return ErrnoError("asking container " + o.id + " for the exec", -rc);
   }

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -56,8 +55,7 @@ Status HandOverConsole(const ContainerLaunch& launch, const enforce::Sandbox& sb
     if (r != 1) return InitEnded(sb, *early);
     if (c.msg.type == enforce::MsgType::kFd && c.msg.fd_kind == enforce::FdKind::kPtyMaster && c.fd) {
       // Only a pty's master goes to the engine.
-      int pty_number = 0;
-      if (ioctl(c.fd.get(), TIOCGPTN, &pty_number) != 0) {
+      if (!IsPtyMaster(c.fd.get())) {
         return Error(Code::kInternal, "sandbox init sent a terminal that is not a pty's master");
       }
       WARD_ASSIGN_OR_RETURN(UniqueFd conn, ConnectUnix(launch.console_socket));

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/descriptors.h"
+
 
 namespace ward::supervisor {
 
@@ -67,7 +69,7 @@ void ExecRelay::StartExec(const ExecMsg& m, UniqueFd fds[4]) {
     if (denials_) (void)denials_->CloseWindow(m.id, 0);
     return Refuse(m.id, std::string("the exec server did not take it: ") + std::strerror(-rc));
   }
-  running_[m.id] = {std::move(req.argv), std::chrono::steady_clock::now()};
+  running_[m.id] = {std::move(req.argv), std::chrono::steady_clock::now(), req.tty};
 }
 
 void ExecRelay::Refuse(uint64_t id, const std::string& why) {
@@ -88,10 +90,13 @@ bool ExecRelay::OnServerMessage() {
         if (m.type == ExecMsgType::kFailed || m.type == ExecMsgType::kExited) {
           PassEnd(m, RecordEnd(m));
         } else if (m.type == ExecMsgType::kStarted) {
-          // An exec's terminal comes attached (ExecRequest::tty); the client checks what it is.
-          const int attached = fds[0].get();
-          enforce::SendExecMsg(client_.native_handle(), m, fds[0] ? &attached : nullptr,
-                               fds[0] ? 1 : 0);
+          // A descriptor from inside goes on only as the terminal a tty exec asked for, once,
+          // and only a pty's master (ExecRequest::tty); the client checks it again.
+          Running& r = running_.at(m.id);
+          const int attached = r.awaits_terminal && IsPtyMaster(fds[0].get()) ? fds[0].get() : -1;
+          r.awaits_terminal = false;
+          enforce::SendExecMsg(client_.native_handle(), m, attached >= 0 ? &attached : nullptr,
+                               attached >= 0 ? 1 : 0);
         }
         return true;
       });

@@ -42,6 +42,7 @@ class ExecRelay {
   struct Running {
     std::vector<std::string> argv;
     std::chrono::steady_clock::time_point started;
+    bool awaits_terminal = false;  // a tty exec whose start (with its master) has not come
   };
   void Wait(asio::posix::stream_descriptor* d, bool client);
   bool OnClientMessage();

@@ -1,6 +1,8 @@
 #include "common/descriptors.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,6 +41,24 @@ TEST(Descriptors, OnlyTheKeptOnesStayAndStdioGoesToDevNull) {
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Only a pty's master passes: not its slave, a pipe, /dev/null or a file; the master does.
+TEST(Descriptors, IsPtyMasterTakesOnlyAPtysMaster) {
+  const int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(master, 0);
+  ASSERT_EQ(unlockpt(master), 0);
+  const int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(slave, 0);
+  EXPECT_TRUE(IsPtyMaster(master));
+  EXPECT_FALSE(IsPtyMaster(slave));
+  int pipe_fds[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  EXPECT_FALSE(IsPtyMaster(pipe_fds[0]));
+  const int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+  EXPECT_FALSE(IsPtyMaster(null));
+  EXPECT_FALSE(IsPtyMaster(-1));
+  for (int fd : {master, slave, pipe_fds[0], pipe_fds[1], null}) close(fd);
 }
 
 }  // namespace
