@@ -5,12 +5,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "common/descriptors.h"
 #include "common/unix_socket.h"
 #include "common/write_all.h"
 #include "enforce/control.h"
+#include "enforce/probe.h"
 
 namespace ward::supervisor {
 namespace {
@@ -94,6 +96,20 @@ Status AwaitContainerStart(const ContainerLaunch& launch, const enforce::Sandbox
       if (conn && IsStart(conn.get())) return Ok();
     }
   }
+}
+
+Status AwaitInitInCgroup(const enforce::Sandbox& sb, const enforce::Cgroup& cgroup) {
+  const std::vector<std::string> want = cgroup.paths();
+  for (int waited_ms = 0; waited_ms < 30000; ++waited_ms) {
+    const enforce::CgroupDirs in = enforce::CgroupDirsOf(sb.pid);
+    const bool all = std::all_of(want.begin(), want.end(), [&](const std::string& p) {
+      return p == in.v2 || p == in.v1_memory || p == in.v1_pids || p == in.v1_cpu;
+    });
+    if (all) return Ok();
+    struct pollfd p = {sb.pidfd.get(), POLLIN, 0};
+    if (poll(&p, 1, 1) > 0) return InitEnded(sb);
+  }
+  return Error(Code::kInternal, "the container's init did not join its cgroup");
 }
 
 }  // namespace ward::supervisor

@@ -7,6 +7,7 @@
 
 #include "common/status.h"
 #include "common/unique_fd.h"
+#include "enforce/cgroup.h"
 #include "enforce/launcher.h"
 #include "supervisor/run.h"
 
@@ -26,5 +27,10 @@ struct EarlyControl {
 // init's own reason where it gave one.
 Status AwaitContainerStart(const ContainerLaunch& launch, const enforce::Sandbox& sb,
                            std::vector<EarlyControl>* early);
+
+// Waits until the container's init is in every directory of the run's cgroup (it joins v1
+// cgroups itself, told so while it builds the root), so that once `create` has said the pid,
+// the engine's statistics and `update` find it there, as under runc. Fails when init ends first.
+Status AwaitInitInCgroup(const enforce::Sandbox& sb, const enforce::Cgroup& cgroup);
 
 }  // namespace ward::supervisor

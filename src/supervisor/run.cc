@@ -1165,6 +1165,7 @@ Status SendRestOfSetup(const RunRequest& req, enforce::Sandbox* sb, enforce::Lau
     }
     if (!made.ok()) return made;
     (*cgroup)->CloseSelfJoinFds();
+    if (req.container) WARD_TRY(AwaitInitInCgroup(*sb, **cgroup));
   }
   if (req.container) WARD_TRY(AwaitContainerStart(*req.container, *sb, early));
   if (plan->seccomp_enabled) {

@@ -243,7 +243,13 @@ TEST_F(OciLifecycleTest, EventsShowsTheUseAndUpdateChangesTheLimits) {
     EXPECT_EQ(r.status, 0) << r.err;
     return Json::parse(r.out, nullptr, false);
   };
+  // Init is in the container's cgroup from create on; the command joins it once init forks it,
+  // just after start.
   Json s = stats();
+  for (int i = 0; i < 500 && s["data"]["pids"]["current"].get<int>() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    s = stats();
+  }
   EXPECT_EQ(s["type"], "stats") << s.dump();
   EXPECT_EQ(s["id"], "u1");
   EXPECT_GE(s["data"]["pids"]["current"].get<int>(), 2) << s.dump();
