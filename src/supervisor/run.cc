@@ -1185,6 +1185,15 @@ void WriteStartRecord(const RunRequest& req, const enforce::LaunchPlan& plan,
   audit->WriteStart([&req, plan, notes, features] { return StartRecord(req, plan, notes, features); });
 }
 
+// The credential broker's options: the upstream CAs, and where a container's image keeps its CA
+// bundle (the merged one goes there).
+RunCredentialsOptions CredentialsOptionsFor(const RunRequest& req) {
+  RunCredentialsOptions o;
+  o.upstream_ca_files = req.upstream_ca;
+  if (req.container) o.bundle_target = req.container->image.ca_bundle;
+  return o;
+}
+
 // The run from its plan to the end of everything inside; the audit trail is opened on the way.
 Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* command) {
   Outcome out;
@@ -1210,9 +1219,7 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
   Result<enforce::LaunchPlan> plan = PlanRun(req, features, term, &out.notes);
   if (!plan.ok()) return Refused(std::move(out), plan.status().ToString());
   TraceMark("planned");
-  RunCredentialsOptions creds_options;
-  creds_options.upstream_ca_files = req.upstream_ca;
-  if (req.container) creds_options.bundle_target = req.container->image.ca_bundle;
+  const RunCredentialsOptions creds_options = CredentialsOptionsFor(req);
   if (std::string refused = CompletePlan(req, creds_options, term, &*plan); !refused.empty()) {
     return Refused(std::move(out), std::move(refused));
   }
