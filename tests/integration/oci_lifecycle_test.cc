@@ -3,9 +3,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,8 +30,9 @@ class OciLifecycleTest : public OciContainerTest {};
 
 TEST_F(OciLifecycleTest, CreateWaitsStartRunsAndTheEngineReapsTheExitStatus) {
   // The bundle's rlimits apply where they are lower than ward's own.
-  Config("echo started; hostname; ulimit -n; ulimit -Hn; exit 7",
-         {{"process", {{"rlimits", {{{"type", "RLIMIT_NOFILE"}, {"soft", 512}, {"hard", 1024}}}}}}});
+  Config(
+      "echo started; hostname; ulimit -n; ulimit -Hn; exit 7",
+      {{"process", {{"rlimits", {{{"type", "RLIMIT_NOFILE"}, {"soft", 512}, {"hard", 1024}}}}}}});
   const pid_t pid = Create("c1");
   ASSERT_GT(pid, 0) << Err();
   Json s = State("c1");
@@ -59,13 +60,15 @@ TEST_F(OciLifecycleTest, AContainerSeesItsImageAndItsBindsOnly) {
   WriteFile(root_->path() + "/data/given", "given\n");
   const std::string secret = root_->path() + "/secret";
   WriteFile(secret, "secret\n");
-  Config("cat /data/given; (echo x > /data/new) 2>/dev/null && echo wrote || echo read-only; "
-         "cat " + secret + " 2>/dev/null || echo unseen; echo w > /etc/made && echo image-writable",
-         {{"mounts",
-           {{{"destination", "/data"},
-             {"type", "bind"},
-             {"source", root_->path() + "/data"},
-             {"options", {"rbind", "ro"}}}}}});
+  Config(
+      "cat /data/given; (echo x > /data/new) 2>/dev/null && echo wrote || echo read-only; "
+      "cat " +
+          secret + " 2>/dev/null || echo unseen; echo w > /etc/made && echo image-writable",
+      {{"mounts",
+        {{{"destination", "/data"},
+          {"type", "bind"},
+          {"source", root_->path() + "/data"},
+          {"options", {"rbind", "ro"}}}}}});
   const pid_t pid = Create("c2");
   ASSERT_GT(pid, 0) << Err();
   ASSERT_EQ(Oci({"start", "c2"}), 0) << Err();
@@ -110,16 +113,18 @@ TEST_F(OciLifecycleTest, TheImagesSymlinksResolveInsideTheContainer) {
   ASSERT_EQ(symlink("../../../../../../etc", (bundle_ + "/rootfs/a/b/up").c_str()), 0);
   // And a /proc magic link: its root is the container's.
   ASSERT_EQ(symlink("/proc/self/root", (bundle_ + "/rootfs/pr").c_str()), 0);
-  Config("cat /hostetc/hosts /a/b/up/hosts /pr/etc/hosts; "
-         "cat /hostetc/debian_version 2>/dev/null || echo absent; "
-         "cat /a/b/up/debian_version 2>/dev/null || echo absent; "
-         "cat /pr/etc/debian_version 2>/dev/null || echo absent");
+  Config(
+      "cat /hostetc/hosts /a/b/up/hosts /pr/etc/hosts; "
+      "cat /hostetc/debian_version 2>/dev/null || echo absent; "
+      "cat /a/b/up/debian_version 2>/dev/null || echo absent; "
+      "cat /pr/etc/debian_version 2>/dev/null || echo absent");
   const pid_t pid = Create("s1");
   ASSERT_GT(pid, 0) << Err();
   ASSERT_EQ(Oci({"start", "s1"}), 0) << Err();
   EXPECT_EQ(ReapInit(pid), 0);
-  EXPECT_EQ(Out(), "127.0.0.1 localhost\n127.0.0.1 localhost\n127.0.0.1 localhost\n"
-                   "absent\nabsent\nabsent\n");
+  EXPECT_EQ(Out(),
+            "127.0.0.1 localhost\n127.0.0.1 localhost\n127.0.0.1 localhost\n"
+            "absent\nabsent\nabsent\n");
   EXPECT_EQ(Oci({"delete", "s1"}), 0) << Err();
 }
 
@@ -181,8 +186,10 @@ TEST_F(OciLifecycleTest, NoContainerReachesTheSocketThatStartsAnother) {
   ASSERT_GT(waiting, 0) << Err();
   const std::string sock = state_ + "/w1/start.sock";
   ASSERT_EQ(access(sock.c_str(), F_OK), 0);
-  Config("ls " + sock + " >/dev/null 2>&1 && echo sock-seen || echo sock-unseen; "
-         "ls " + state_ + " >/dev/null 2>&1 && echo state-seen || echo state-unseen");
+  Config("ls " + sock +
+         " >/dev/null 2>&1 && echo sock-seen || echo sock-unseen; "
+         "ls " +
+         state_ + " >/dev/null 2>&1 && echo state-seen || echo state-unseen");
   const pid_t pid = Create("p1");
   ASSERT_GT(pid, 0) << Err();
   ASSERT_EQ(Oci({"start", "p1"}), 0) << Err();
@@ -202,7 +209,8 @@ TEST_F(OciLifecycleTest, ATerminalsMasterGoesToTheConsoleSocket) {
   const std::string console = root_->path() + "/console.sock";
   const int listener = ConsoleSocket(console);
   ASSERT_GE(listener, 0);
-  Config("tty; test -t 0 && test -t 2 && echo all-three; exit 4", {{"process", {{"terminal", true}}}});
+  Config("tty; test -t 0 && test -t 2 && echo all-three; exit 4",
+         {{"process", {{"terminal", true}}}});
   ASSERT_EQ(Oci({"create", "--bundle", bundle_, "--pid-file", root_->path() + "/pid",
                  "--console-socket", console, "t1"}),
             0)
@@ -234,7 +242,8 @@ TEST_F(OciLifecycleTest, ATerminalsMasterGoesToTheConsoleSocket) {
 // delegation ward enforces the limits otherwise, and update says there is no cgroup to change).
 TEST_F(OciLifecycleTest, EventsShowsTheUseAndUpdateChangesTheLimits) {
   Config("exec sleep 100",
-         {{"linux", {{"resources", {{"memory", {{"limit", 256 << 20}}}, {"pids", {{"limit", 100}}}}}}}});
+         {{"linux",
+           {{"resources", {{"memory", {{"limit", 256 << 20}}}, {"pids", {{"limit", 100}}}}}}}});
   const pid_t pid = Create("u1");
   ASSERT_GT(pid, 0) << Err();
   ASSERT_EQ(Oci({"start", "u1"}), 0) << Err();
@@ -308,6 +317,66 @@ TEST_F(OciLifecycleTest, AContainerEndsWithItsSupervisor) {
   EXPECT_EQ(ReapInit(pid), 137);
   EXPECT_EQ(State("d1")["status"], "stopped");
   EXPECT_EQ(Oci({"delete", "d1"}), 0) << Err();
+}
+
+// The credential broker's CA bundle goes where the image keeps its own (oci/container_view.h):
+// a path the image chooses. Symlinks on the way (absolute, a relative chain, a /proc magic
+// link) are never followed out of the image: create is refused and nothing is made on the
+// host. Control: the same credential in an image without links has the bundle inside.
+TEST_F(OciLifecycleTest, TheCaBundlesPlaceInTheImageIsNeverReachedThroughALink) {
+  MakeDirs(root_->path() + "/creds");
+  WriteFile(root_->path() + "/creds/testapi", "sk-oci-test-secret");
+  WriteFile(root_->path() + "/none.toml",
+            "[oci]\ncredentials_dir = \"" + root_->path() + "/creds\"\n");
+  const std::string profile = root_->path() + "/creds.toml";
+  WriteFile(profile,
+            "extends = \"default\"\n[credentials.testapi]\nfrom = \"env:UNUSED\"\n"
+            "hosts = [\"api.test\"]\nenv = \"TEST_API_KEY\"\n");
+  const Json annotations = {{"annotations",
+                             {{"run.ward/profile", profile},
+                              {"run.ward/credentials", "testapi"},
+                              {"run.ward/allow-net", "api.test"}}}};
+  const std::string planted = "ward-oci-ca-" + std::to_string(getpid());
+  const std::string etc = bundle_ + "/rootfs/etc";
+  struct Case {
+    std::string what;
+    std::vector<std::pair<std::string, std::string>> links;  // path in etc/, its target
+  };
+  const std::vector<Case> cases = {
+      {"absolute", {{"ssl", "/tmp/" + planted}}},
+      {"relative chain", {{"ssl", "x"}, {"x", "../../../../../../tmp/" + planted}}},
+      {"magic link", {{"ssl", "/proc/self/root/tmp/" + planted}}},
+  };
+  Config("busybox grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt", annotations);
+  for (const Case& c : cases) {
+    ClearOut();
+    for (const auto& [path, target] : c.links) {
+      ASSERT_EQ(symlink(target.c_str(), (etc + "/" + path).c_str()), 0) << c.what;
+    }
+    EXPECT_EQ(Create("ca1"), -1) << c.what;
+    EXPECT_NE(Err().find("symbolic link"), std::string::npos) << c.what << ": " << Err();
+    EXPECT_FALSE(StateDirExists("ca1")) << c.what;
+    EXPECT_NE(access(("/tmp/" + planted).c_str(), F_OK), 0) << c.what;
+    for (const auto& [path, target] : c.links) unlink((etc + "/" + path).c_str());
+  }
+  // The bundle itself a link to a host file: not taken for the image's bundle, and not written
+  // through either.
+  MakeDirs(etc + "/ssl/certs");
+  ASSERT_EQ(
+      symlink("/proc/self/root/etc/hostname", (etc + "/ssl/certs/ca-certificates.crt").c_str()), 0);
+  ClearOut();
+  EXPECT_EQ(Create("ca2"), -1);
+  EXPECT_NE(Err().find("symbolic link"), std::string::npos) << Err();
+  EXPECT_FALSE(StateDirExists("ca2"));
+  // Control: no link; the bundle is made in the image and holds the broker's CA inside.
+  unlink((etc + "/ssl/certs/ca-certificates.crt").c_str());
+  ClearOut();
+  const pid_t pid = Create("ca3");
+  ASSERT_GT(pid, 0) << Err();
+  ASSERT_EQ(Oci({"start", "ca3"}), 0) << Err();
+  EXPECT_EQ(ReapInit(pid), 0) << Out() << Err();
+  EXPECT_GT(std::atoi(Out().c_str()), 0) << Out() << Err();
+  EXPECT_EQ(Oci({"delete", "ca3"}), 0) << Err();
 }
 
 // What create refuses, it refuses before anything exists: the reason on stderr, no state.
