@@ -6,18 +6,11 @@
 // gets none of the secret's forms; decoded, each answer holds the phantom where the echo saw the
 // secret (so the forms were really there), and a non-secret marker sent along comes back
 // unchanged. The br answer is refused (502) and audited.
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <openssl/ssl.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#include <atomic>
-#include <mutex>
 #include <random>
-#include <thread>
 
 #include "audit/sessions.h"
 #include "harness.h"
@@ -25,6 +18,7 @@
 #include "net/broker/masker.h"
 #include "net/http_parser.h"
 #include "net/tls_authority.h"
+#include "tls_origin.h"
 
 namespace ward::test {
 namespace {
@@ -89,82 +83,12 @@ std::string EchoResponse(const std::string& target, const std::string& head) {
          "\r\nConnection: close\r\n\r\n" + body;
 }
 
-// One request per connection over TLS, answered by EchoResponse. Records what it received.
-class EchoServer {
- public:
-  explicit EchoServer(std::shared_ptr<SSL_CTX> ctx) : ctx_(std::move(ctx)) {
-    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in sa = {};
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (bind(fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 || listen(fd_, 64) != 0) {
-      ADD_FAILURE() << "listen: " << strerror(errno);
-      return;
-    }
-    socklen_t len = sizeof sa;
-    getsockname(fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-    port_ = ntohs(sa.sin_port);
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~EchoServer() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    close(fd_);
-  }
-  int port() const { return port_; }
-  std::vector<std::string> heads() const {
-    std::lock_guard<std::mutex> l(mu_);
-    return heads_;
-  }
-
- private:
-  void Loop() {
-    while (!stop_) {
-      struct pollfd p = {fd_, POLLIN, 0};
-      if (poll(&p, 1, 100) <= 0) continue;
-      int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
-      struct timeval tv = {5, 0};
-      setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-      setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-      SSL* ssl = SSL_new(ctx_.get());
-      SSL_set_fd(ssl, c);
-      if (SSL_accept(ssl) == 1) {
-        std::string req;
-        char buf[4096];
-        while (req.find("\r\n\r\n") == std::string::npos && req.size() < 65536) {
-          int n = SSL_read(ssl, buf, sizeof buf);
-          if (n <= 0) break;
-          req.append(buf, n);
-        }
-        size_t end = req.find("\r\n\r\n");
-        if (end != std::string::npos) {
-          std::string head = req.substr(0, end + 4);
-          {
-            std::lock_guard<std::mutex> l(mu_);
-            heads_.push_back(head);
-          }
-          std::string line = head.substr(0, head.find("\r\n"));
-          std::string target = line.substr(line.find(' ') + 1);
-          target = target.substr(0, target.find(' '));
-          std::string resp = EchoResponse(target, head);
-          SSL_write(ssl, resp.data(), static_cast<int>(resp.size()));
-        }
-        SSL_shutdown(ssl);
-      }
-      SSL_free(ssl);
-      close(c);
-    }
-  }
-
-  std::shared_ptr<SSL_CTX> ctx_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  mutable std::mutex mu_;
-  std::vector<std::string> heads_;
-  std::thread thread_;
-};
+// EchoResponse for the target on the request's first line: the origin's answer.
+std::string Echo(const std::string& head) {
+  const std::string line = head.substr(0, head.find("\r\n"));
+  const std::string target = line.substr(line.find(' ') + 1);
+  return EchoResponse(target.substr(0, target.find(' ')), head);
+}
 
 std::string RandomHex(size_t n) {
   std::random_device rd;
@@ -208,7 +132,7 @@ class CredentialDisguise : public SandboxTest {
     WriteFile(ca_file_, ca_->ca_pem());
     auto ctx = ca_->ServerContext(*net::ParseHost("api.test"));
     ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
-    echo_ = std::make_unique<EchoServer>(*ctx);
+    echo_ = std::make_unique<Origin>(*ctx, Echo);
     profile_ = root_->path() + "/creds.toml";
     WriteFile(profile_,
               "extends = \"default\"\n[credentials.echo]\nfrom = \"env:WARD_TEST_ECHO_SECRET\"\n"
@@ -270,7 +194,7 @@ class CredentialDisguise : public SandboxTest {
 
   std::string state_, secret_, marker_, ca_file_, profile_;
   std::unique_ptr<net::TlsAuthority> ca_;
-  std::unique_ptr<EchoServer> echo_;
+  std::unique_ptr<Origin> echo_;
 };
 
 TEST_F(CredentialDisguise, CompressedEchoesComeBackDecodedAndMasked) {

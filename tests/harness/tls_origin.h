@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -24,10 +25,13 @@
 namespace ward::test {
 
 // A one-request-per-connection HTTP/1.1 origin on 127.0.0.1, over TLS when given a context.
-// Records each request head; answers 200 "upstream-ok <target>".
+// Records each request head; answers 200 "upstream-ok <target>", or what `answer` makes of the
+// head (with its blank line) as a whole response.
 class Origin {
  public:
-  explicit Origin(std::shared_ptr<SSL_CTX> ctx) : ctx_(std::move(ctx)) {
+  using Answer = std::function<std::string(const std::string& head)>;
+  explicit Origin(std::shared_ptr<SSL_CTX> ctx, Answer answer = {})
+      : ctx_(std::move(ctx)), answer_(std::move(answer)) {
     fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     struct sockaddr_in sa = {};
     sa.sin_family = AF_INET;
@@ -101,8 +105,10 @@ class Origin {
       }
       std::string target = head.substr(0, head.find("\r\n"));
       std::string body = "upstream-ok " + target;
-      std::string resp = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
-                         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+      std::string resp =
+          answer_ ? answer_(req.substr(0, end + 4))
+                  : "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
       if (ssl) {
         SSL_write(ssl, resp.data(), static_cast<int>(resp.size()));
       } else {
@@ -116,6 +122,7 @@ class Origin {
   }
 
   std::shared_ptr<SSL_CTX> ctx_;
+  Answer answer_;
   int fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};
