@@ -321,6 +321,14 @@ bool Mount::read_only() const {
   return std::find(options.begin(), options.end(), "ro") != options.end();
 }
 
+std::string PodNetworkPath(const Config& config) {
+  std::string path;
+  for (const Namespace& ns : config.namespaces) {
+    if (ns.type == "network" && !ns.path.empty()) path = ns.path;
+  }
+  return path;
+}
+
 Result<Config> ParseConfig(std::string_view text) {
   if (text.size() > kMaxConfigBytes) return Bad("the file", "larger than 4 MiB");
   Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);

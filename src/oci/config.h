@@ -92,6 +92,9 @@ struct Config {
   std::map<std::string, std::string> annotations;
 };
 
+// The network namespace config.json names by path (a pod's), "" when it names none.
+std::string PodNetworkPath(const Config& config);
+
 // Parses config.json's text. kInvalidArgument naming the field on any error.
 Result<Config> ParseConfig(std::string_view text);
 

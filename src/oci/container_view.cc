@@ -6,8 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
-
 #include "common/unique_fd.h"
 #include "common/untrusted_file.h"
 #include "enforce/beneath.h"
@@ -123,10 +121,7 @@ Result<policy::Policy> ContainerPolicy(const ContainerChoices& choices,
 // (pod_network.h): no container under ward may write them, or one could steer where the
 // supervisor of the next (or a restarted) container connects.
 bool ResolverFileOfAPod(const Config& config, const std::string& dest) {
-  if (dest != "/etc/hosts" && dest != "/etc/resolv.conf") return false;
-  return std::any_of(config.namespaces.begin(), config.namespaces.end(), [](const Namespace& ns) {
-    return ns.type == "network" && !ns.path.empty();
-  });
+  return (dest == "/etc/hosts" || dest == "/etc/resolv.conf") && !PodNetworkPath(config).empty();
 }
 
 Result<enforce::ImageRoot> ContainerRoot(const Bundle& bundle) {

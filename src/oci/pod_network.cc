@@ -81,9 +81,7 @@ Status BindContent(const std::string& content, const std::string& dir, const cha
 
 Result<PodNetwork> OpenPodNetwork(const Config& config) {
   PodNetwork pod;
-  for (const Namespace& ns : config.namespaces) {
-    if (ns.type == "network" && !ns.path.empty()) pod.path = ns.path;
-  }
+  pod.path = PodNetworkPath(config);
   if (pod.path.empty()) return pod;
   const std::string field = "config.json: linux.namespaces[network].path " + pod.path;
   // Whatever is at the path is looked at before it is opened for reading (a FIFO would hang a
