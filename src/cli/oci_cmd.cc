@@ -38,7 +38,7 @@ struct OciGlobals {
   std::string log;
   std::string log_format = "text";
   bool debug = false;           // accepted; errors go to --log either way
-  bool systemd_cgroup = false;  // accepted; ward makes and removes the container's cgroups itself
+  bool systemd_cgroup = false;  // linux.cgroupsPath is "slice:prefix:name"; ward writes the cgroups
   std::string config = policy::kNodeConfigPath;  // the node's defaults ([oci])
 };
 
@@ -147,6 +147,7 @@ int Create(const OciGlobals& g, const CreateArgs& a, const std::string& id) {
   o.bundle = a.bundle;
   o.pid_file = a.pid_file;
   o.console_socket = a.console_socket;
+  o.systemd_cgroup = g.systemd_cgroup;
   o.node = node->oci;
   o.ward_version = WARD_VERSION;
   Result<std::vector<std::string>> warnings = oci::Create(o);
@@ -440,7 +441,7 @@ void AddOciCommand(CLI::App& app, int* exit_code) {
       ->group("");
   oci->add_flag("--debug", g->debug, "Accepted for the engines");
   oci->add_flag("--systemd-cgroup", g->systemd_cgroup,
-                "Accepted for the engines; ward makes and removes the container's cgroups itself");
+                "linux.cgroupsPath is slice:prefix:name; ward makes the scope's cgroup itself");
 
   auto id = std::make_shared<std::string>();
   CLI::App* state = oci->add_subcommand("state", "The container's OCI state as JSON");

@@ -159,9 +159,69 @@ Cgroup::~Cgroup() { (void)Destroy(); }
 
 Status Cgroup::MakeDir(const std::string& parent, const std::string& name) {
   std::string path = parent + "/" + name;
+  if (paths_.size() >= kMaxCgroupDirs) {
+    return Error(Code::kInternal, "more cgroup directories than the teardown takes: " + path);
+  }
+  if (fixed_) return MakeFixedLeaf(parent, name);
   if (mkdir(path.c_str(), 0755) != 0) return ErrnoError("creating " + path, errno);
   paths_.push_back(path);
   return Ok();
+}
+
+Status Cgroup::MakeV1Dir(const std::string& parent, const std::string& name) {
+  if (!fixed_) SweepStale(parent);
+  return MakeDir(parent, name);
+}
+
+// The engine's path: its ancestors are the engine's (kept, as runc keeps them); the leaf is the
+// container's alone. One that exists is taken over only while nothing runs in it, since it is
+// torn down (everything inside killed) with the container.
+Status Cgroup::MakeFixedLeaf(const std::string& root, const std::string& leaf) {
+  std::string path = root;
+  size_t from = 0;
+  while (true) {
+    const size_t slash = leaf.find('/', from);
+    path += "/" + leaf.substr(from, slash == std::string::npos ? std::string::npos : slash - from);
+    if (slash == std::string::npos) break;
+    if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrnoError("creating " + path, errno);
+    }
+    from = slash + 1;
+  }
+  if (mkdir(path.c_str(), 0755) != 0) {
+    if (errno != EEXIST) return ErrnoError("creating " + path, errno);
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Error(Code::kInvalidArgument, path + " (linux.cgroupsPath) is not a cgroup");
+    }
+    if (!ReadText(path + "/cgroup.procs").empty()) {
+      return Error(Code::kFailedPrecondition,
+                   "the cgroup " + path + " (linux.cgroupsPath) exists and has processes: a "
+                   "container's cgroup must be its own");
+    }
+  }
+  paths_.push_back(path);
+  return Ok();
+}
+
+// Each ancestor of an engine's leaf hands the wanted controllers to its children (the engine
+// has normally done so already).
+Status Cgroup::EnableV2ControllersAbove(const CgroupSpec& spec) {
+  const std::vector<std::string> wanted = WantedControllers(spec);
+  std::string dir = spec.v2_parent, failed;
+  const std::string& leaf = spec.fixed_leaf;
+  size_t from = 1;
+  while (true) {
+    Status st = EnableControllersIn(dir, wanted, &failed);
+    if (!st.ok()) return std::move(st).With("enabling the " + failed + " controller in " + dir);
+    const size_t slash = leaf.find('/', from);
+    if (slash == std::string::npos) return Ok();
+    dir += leaf.substr(from - 1, slash - from + 1);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+      return ErrnoError("creating " + dir, errno);
+    }
+    from = slash + 1;
+  }
 }
 
 Status Cgroup::MakeSharedV2Parent(const CgroupSpec& spec) {
@@ -202,11 +262,16 @@ Status Cgroup::EnableV2Controllers(const CgroupSpec& spec) {
 
 Status Cgroup::Init(const CgroupSpec& spec) {
   version_ = spec.version;
-  std::string name = RunName();
+  fixed_ = !spec.fixed_leaf.empty();
+  const std::string name = fixed_ ? spec.fixed_leaf.substr(1) : RunName();
   if (version_ == 2) {
-    if (spec.v2_parent_create) WARD_TRY(MakeSharedV2Parent(spec));
-    SweepStale(spec.v2_parent);
-    WARD_TRY(EnableV2Controllers(spec));
+    if (fixed_) {
+      WARD_TRY(EnableV2ControllersAbove(spec));
+    } else {
+      if (spec.v2_parent_create) WARD_TRY(MakeSharedV2Parent(spec));
+      SweepStale(spec.v2_parent);
+      WARD_TRY(EnableV2Controllers(spec));
+    }
     WARD_TRY(MakeDir(spec.v2_parent, name));
     std::string dir = paths_.back();
     memory_dir_ = pids_dir_ = cpu_dir_ = dir;
@@ -228,28 +293,32 @@ Status Cgroup::Init(const CgroupSpec& spec) {
     if (!clone_fd_) return ErrnoError("opening " + dir, errno);
     return Ok();
   }
-  if (!spec.v1_memory_parent.empty() && spec.memory_bytes) {
-    SweepStale(spec.v1_memory_parent);
-    WARD_TRY(MakeDir(spec.v1_memory_parent, name));
+  // A parent is planned for each controller with a limit, and for a container's cgroup named
+  // by its engine, for each one there is (its usage is then read there).
+  if (!spec.v1_memory_parent.empty()) {
+    WARD_TRY(MakeV1Dir(spec.v1_memory_parent, name));
     memory_dir_ = paths_.back();
-    std::string v = std::to_string(*spec.memory_bytes);
-    WARD_TRY(WriteText(memory_dir_ + "/memory.limit_in_bytes", v));
-    // memsw (memory + swap) must be at least the memory limit, so it comes second.
-    if (spec.v1_memsw) WARD_TRY(WriteText(memory_dir_ + "/memory.memsw.limit_in_bytes", v));
+    if (spec.memory_bytes) {
+      std::string v = std::to_string(*spec.memory_bytes);
+      WARD_TRY(WriteText(memory_dir_ + "/memory.limit_in_bytes", v));
+      // memsw (memory + swap) must be at least the memory limit, so it comes second.
+      if (spec.v1_memsw) WARD_TRY(WriteText(memory_dir_ + "/memory.memsw.limit_in_bytes", v));
+    }
   }
-  if (!spec.v1_pids_parent.empty() && spec.pids) {
-    SweepStale(spec.v1_pids_parent);
-    WARD_TRY(MakeDir(spec.v1_pids_parent, name));
+  if (!spec.v1_pids_parent.empty()) {
+    WARD_TRY(MakeV1Dir(spec.v1_pids_parent, name));
     pids_dir_ = paths_.back();
-    WARD_TRY(WriteText(pids_dir_ + "/pids.max", std::to_string(*spec.pids)));
+    if (spec.pids) WARD_TRY(WriteText(pids_dir_ + "/pids.max", std::to_string(*spec.pids)));
   }
-  if (!spec.v1_cpu_parent.empty() && spec.cpu_quota_us) {
-    SweepStale(spec.v1_cpu_parent);
-    WARD_TRY(MakeDir(spec.v1_cpu_parent, name));
+  if (!spec.v1_cpu_parent.empty()) {
+    WARD_TRY(MakeV1Dir(spec.v1_cpu_parent, name));
     cpu_dir_ = paths_.back();
-    WARD_TRY(WriteText(cpu_dir_ + "/cpu.cfs_period_us", std::to_string(spec.cpu_period_us)));
-    WARD_TRY(WriteText(cpu_dir_ + "/cpu.cfs_quota_us", std::to_string(*spec.cpu_quota_us)));
+    if (spec.cpu_quota_us) {
+      WARD_TRY(WriteText(cpu_dir_ + "/cpu.cfs_period_us", std::to_string(spec.cpu_period_us)));
+      WARD_TRY(WriteText(cpu_dir_ + "/cpu.cfs_quota_us", std::to_string(*spec.cpu_quota_us)));
+    }
   }
+  for (const std::string& parent : spec.v1_accounting_parents) WARD_TRY(MakeV1Dir(parent, name));
   if (paths_.empty()) return Error(Code::kInternal, "no v1 controller planned");
   for (const std::string& dir : paths_) {
     std::string tasks = dir + "/tasks";

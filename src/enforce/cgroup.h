@@ -71,10 +71,14 @@ class Cgroup {
   Cgroup() = default;
   Status Init(const CgroupSpec& spec);
   Status MakeDir(const std::string& parent, const std::string& name);
+  Status MakeV1Dir(const std::string& parent, const std::string& name);
+  Status MakeFixedLeaf(const std::string& root, const std::string& leaf);
+  Status EnableV2ControllersAbove(const CgroupSpec& spec);
   Status EnableV2Controllers(const CgroupSpec& spec);
   Status MakeSharedV2Parent(const CgroupSpec& spec);
 
   int version_ = 0;
+  bool fixed_ = false;  // the leaf is the engine's path (CgroupSpec::fixed_leaf)
   std::vector<std::string> paths_;  // created directories, absolute
   std::string memory_dir_, pids_dir_, cpu_dir_;
   UniqueFd clone_fd_;

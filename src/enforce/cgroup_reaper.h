@@ -9,8 +9,9 @@
 
 namespace ward::enforce {
 
-// A run has one cgroup directory per controller hierarchy it uses (v1: memory, pids, cpu).
-inline constexpr int kMaxCgroupDirs = 4;
+// A run has one cgroup directory per controller hierarchy it uses (v1: memory, pids, cpu, and
+// for a container named by its engine cpuacct and blkio).
+inline constexpr int kMaxCgroupDirs = 8;
 
 struct CgroupReaperSpec {
   int version = 0;  // 1 or 2

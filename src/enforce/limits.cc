@@ -297,6 +297,38 @@ Result<LimitsPlan> PlanLimits(const policy::Policy& policy, const KernelFeatures
   return std::move(draft.out);
 }
 
+void PlanEngineCgroup(const CgroupInfo& info, const std::string& path, LimitsSpec* spec) {
+  if (path.empty()) return;
+  CgroupSpec& c = spec->cgroup;
+  if (c.version == 0) {
+    const CgroupChoice any = ChooseCgroup(info, true, true, true);
+    if (any.version == 0) return;
+    c.version = any.version;
+    spec->backend = any.version == 2 ? LimitsBackend::kCgroupV2 : LimitsBackend::kCgroupV1;
+  }
+  c.fixed_leaf = path;
+  if (c.version == 2) {
+    c.v2_parent = info.v2_path;
+    c.v2_parent_is_own = false;
+    c.v2_parent_create = false;
+  } else {
+    c.v1_memory_parent = info.v1_memory_writable ? info.v1_memory_mount : "";
+    c.v1_pids_parent = info.v1_pids_writable ? info.v1_pids_mount : "";
+    c.v1_cpu_parent = info.v1_cpu_writable ? info.v1_cpu_mount : "";
+    c.v1_memsw = info.v1_memsw;
+    // Written by whoever may write the others (root).
+    if (info.v1_memory_writable || info.v1_pids_writable) {
+      c.v1_accounting_parents = info.v1_accounting_mounts;
+    }
+  }
+  LimitLine line;
+  line.limit = "cgroup";
+  line.value = path;
+  line.mechanism = CgroupName(c.version) + " at the engine's path, below its own cgroups";
+  line.origin = "config.json linux.cgroupsPath";
+  spec->lines.push_back(std::move(line));
+}
+
 std::string LimitsSummary(const LimitsSpec& spec) {
   std::string out = LimitsBackendName(spec.backend);
   out += ":";

@@ -46,6 +46,12 @@ struct CgroupChoice {
 };
 CgroupChoice ChooseCgroup(const CgroupInfo& cg, bool memory, bool pids, bool cpu);
 
+// A container's cgroup where its engine names it (linux.cgroupsPath, "/a/b/leaf"), in every
+// hierarchy ward may write here, with limits or without: the engine reads the container's
+// statistics there, and the limits of the cgroups above it (a Kubernetes pod's) hold. Where
+// ward may write none (an unprivileged engine), the path is not used. "" changes nothing.
+void PlanEngineCgroup(const CgroupInfo& info, const std::string& path, LimitsSpec* spec);
+
 // `ward check`: what would enforce each kind of limit on this host, for this caller.
 struct LimitsMechanism {
   LimitsBackend backend = LimitsBackend::kRlimits;  // for memory + pids (the default profile)

@@ -853,10 +853,12 @@ void NarrowRlimits(const std::vector<ProcessSpec::Rlimit>& asked,
   }
 }
 
-// A container starts where its bundle says, with its hostname, rlimits and seccomp filter; its
-// tmpfs mounts are writable.
-void PlanContainerProcess(const ImageRoot& image, LaunchPlan* plan) {
+// A container starts where its bundle says, with its hostname, rlimits, seccomp filter and
+// cgroup; its tmpfs mounts are writable.
+void PlanContainerProcess(const ImageRoot& image, const KernelFeatures& features,
+                          LaunchPlan* plan) {
   NarrowRlimits(image.rlimits, &plan->process.rlimits);
+  PlanEngineCgroup(features.cgroup, image.cgroup_path, &plan->limits);
   plan->process.container_seccomp = image.seccomp;
   plan->mount.workdir = image.workdir;
   plan->process.workdir = image.workdir;
@@ -919,7 +921,7 @@ Result<LaunchPlan> PlanLaunch(const policy::Policy& policy, const KernelFeatures
   PlanProcess(policy, input, places.ws, plan.net, &plan.process);
   WARD_TRY(PlanResourceLimits(policy, features, &plan, notes));
   // After ward's own rlimits: the bundle's may only lower them.
-  if (input.image) PlanContainerProcess(*input.image, &plan);
+  if (input.image) PlanContainerProcess(*input.image, features, &plan);
   for (int i = 0; i < 3; ++i) plan.tty[i] = input.tty[i] && !input.exec_server;
   return plan;
 }

@@ -53,6 +53,9 @@ struct ImageRoot {
   std::vector<sock_filter> seccomp;
   // Where the credential broker's CA bundle goes in the image ("" when no credential needs it).
   std::string ca_bundle;
+  // The container's cgroup as its engine names it, below each hierarchy's root
+  // (PlanEngineCgroup); "" for one of ward's own.
+  std::string cgroup_path;
 };
 
 struct PlanInput {

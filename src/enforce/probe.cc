@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string_view>
 #include <vector>
 
@@ -167,6 +168,8 @@ void AvoidBusyOwnCgroup(CgroupInfo* cg) {
 // would shift every path).
 struct CgroupMounts {
   std::string v2, v1_memory, v1_pids, v1_cpu;
+  // cpuacct and blkio (controller, mount point), where mounted apart from those.
+  std::vector<std::pair<std::string, std::string>> v1_accounting;
 };
 
 CgroupMounts ReadCgroupMounts() {
@@ -186,6 +189,11 @@ CgroupMounts ReadCgroupMounts() {
       if (HasOption(opts, "memory") && m.v1_memory.empty()) m.v1_memory = mnt;
       if (HasOption(opts, "pids") && m.v1_pids.empty()) m.v1_pids = mnt;
       if (HasOption(opts, "cpu") && m.v1_cpu.empty()) m.v1_cpu = mnt;
+      const bool ours = HasOption(opts, "memory") || HasOption(opts, "pids") ||
+                        HasOption(opts, "cpu");
+      for (const char* c : {"cpuacct", "blkio"}) {
+        if (!ours && HasOption(opts, c)) m.v1_accounting.emplace_back(c, mnt);
+      }
     }
   });
   return m;
@@ -195,6 +203,7 @@ CgroupMounts ReadCgroupMounts() {
 // hierarchy's root ("" for the root itself); v2 is "/" for the root, "" when not listed.
 struct CgroupMembership {
   std::string v2, v1_memory, v1_pids, v1_cpu;
+  std::map<std::string, std::string> v1_other;  // by each controller of a hierarchy's line
 };
 
 CgroupMembership ReadCgroupMembership(const std::string& proc_cgroup) {
@@ -212,6 +221,12 @@ CgroupMembership ReadCgroupMembership(const std::string& proc_cgroup) {
     if (HasOption(ctrls, "memory")) m.v1_memory = path;
     if (HasOption(ctrls, "pids")) m.v1_pids = path;
     if (HasOption(ctrls, "cpu")) m.v1_cpu = path;
+    for (size_t from = 0; !ctrls.empty() && from <= ctrls.size();) {
+      size_t comma = ctrls.find(',', from);
+      if (comma == std::string::npos) comma = ctrls.size();
+      m.v1_other[ctrls.substr(from, comma - from)] = path;
+      from = comma + 1;
+    }
   });
   return m;
 }
@@ -226,6 +241,12 @@ void ProbeCgroups(CgroupInfo* cg) {
   cg->v1_cpu = !mounts.v1_cpu.empty();
   const std::string v1_memory_mnt = mounts.v1_memory, v1_pids_mnt = mounts.v1_pids,
                     v1_cpu_mnt = mounts.v1_cpu;
+  cg->v1_memory_mount = v1_memory_mnt;
+  cg->v1_pids_mount = v1_pids_mnt;
+  cg->v1_cpu_mount = v1_cpu_mnt;
+  for (const auto& [controller, mnt] : mounts.v1_accounting) {
+    cg->v1_accounting_mounts.push_back(mnt);
+  }
   const CgroupMembership self = ReadCgroupMembership("/proc/self/cgroup");
   cg->v2_own = self.v2;
   const std::string v1_memory_path = self.v1_memory, v1_pids_path = self.v1_pids,
@@ -318,6 +339,10 @@ CgroupDirs CgroupDirsOf(pid_t pid) {
   if (!mounts.v1_memory.empty()) d.v1_memory = mounts.v1_memory + m.v1_memory;
   if (!mounts.v1_pids.empty()) d.v1_pids = mounts.v1_pids + m.v1_pids;
   if (!mounts.v1_cpu.empty()) d.v1_cpu = mounts.v1_cpu + m.v1_cpu;
+  for (const auto& [controller, mnt] : mounts.v1_accounting) {
+    auto it = m.v1_other.find(controller);
+    if (it != m.v1_other.end()) d.v1_accounting.push_back(mnt + it->second);
+  }
   return d;
 }
 

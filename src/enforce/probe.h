@@ -29,6 +29,12 @@ struct CgroupInfo {
   bool v1_memory = false;     // v1 controllers mounted
   bool v1_pids = false;
   bool v1_cpu = false;
+  std::string v1_memory_mount;  // where each v1 hierarchy is mounted ("" when it is not)
+  std::string v1_pids_mount;
+  std::string v1_cpu_mount;
+  // The hierarchies of cpuacct and blkio where mounted apart from the three above: an engine's
+  // statistics of a container read them.
+  std::vector<std::string> v1_accounting_mounts;
   std::string v1_memory_dir;  // our own cgroup in each v1 hierarchy (absolute)
   std::string v1_pids_dir;
   std::string v1_cpu_dir;
@@ -45,6 +51,7 @@ struct CgroupInfo {
 // a hierarchy not mounted, or, for v2, not listed for the process).
 struct CgroupDirs {
   std::string v2, v1_memory, v1_pids, v1_cpu;
+  std::vector<std::string> v1_accounting;  // in CgroupInfo::v1_accounting_mounts
 };
 CgroupDirs CgroupDirsOf(pid_t pid);
 

@@ -135,6 +135,13 @@ struct CgroupSpec {
   std::string v1_pids_parent;
   std::string v1_cpu_parent;
   bool v1_memsw = false;  // memory.memsw.limit_in_bytes exists (swap accounting)
+  // A container's cgroup named by its engine (linux.cgroupsPath): a path below each
+  // hierarchy's root, which the parents above then are ("/kubepods/pod<uid>/<id>"). Its missing
+  // ancestors are made and kept; the leaf is made (or taken over while empty) and removed.
+  // "": the run's own name below the parents.
+  std::string fixed_leaf;
+  // v1 hierarchies (cpuacct, blkio) where the leaf is made and joined, and nothing is limited.
+  std::vector<std::string> v1_accounting_parents;
   std::optional<uint64_t> memory_bytes;
   std::optional<uint64_t> pids;
   std::optional<uint64_t> cpu_quota_us;  // per cpu_period_us

@@ -287,6 +287,7 @@ Status ReadLinux(const Json& root, Config* c) {
       c->namespaces.push_back(std::move(ns));
     }
   }
+  WARD_TRY(ReadString(*linux, "cgroupsPath", "linux.cgroupsPath", &c->cgroups_path));
   WARD_TRY(ReadResources(*linux, &c->resources));
   return ReadSeccomp(*linux, c);
 }

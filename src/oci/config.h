@@ -87,6 +87,7 @@ struct Config {
   std::string hostname;
   std::vector<Mount> mounts;
   std::vector<Namespace> namespaces;
+  std::string cgroups_path;  // linux.cgroupsPath as given ("" when absent)
   Resources resources;
   std::optional<Seccomp> seccomp;
   std::map<std::string, std::string> annotations;

@@ -14,10 +14,56 @@
 namespace ward::oci {
 namespace {
 
-// A directory ward made for a run: its name is "ward-<supervisor pid>-<random>".
-std::string Ours(const std::string& dir) {
+// A directory ward made for the container's run: at the engine's path, or named
+// "ward-<supervisor pid>-<random>".
+std::string Ours(const std::string& dir, const std::string& leaf) {
+  if (!leaf.empty()) {
+    return dir.size() > leaf.size() && dir.compare(dir.size() - leaf.size(), leaf.size(), leaf) == 0
+               ? dir
+               : "";
+  }
   const size_t slash = dir.rfind('/');
   return slash != std::string::npos && dir.compare(slash + 1, 5, "ward-") == 0 ? dir : "";
+}
+
+Status BadPath(const std::string& path, const std::string& why) {
+  return InvalidArgument("config.json: linux.cgroupsPath \"" + path + "\": " + why);
+}
+
+// "a-b-c.slice" is "/a.slice/a-b.slice/a-b-c.slice", as systemd nests slices; "-.slice" the root.
+Result<std::string> SlicePath(const std::string& given, const std::string& slice) {
+  const std::string suffix = ".slice";
+  if (slice == "-.slice") return std::string();
+  if (slice.size() <= suffix.size() || slice.compare(slice.size() - suffix.size(), suffix.size(),
+                                                     suffix) != 0 ||
+      slice.find('/') != std::string::npos) {
+    return BadPath(given, "\"" + slice + "\" is not a systemd slice (NAME.slice)");
+  }
+  const std::string stem = slice.substr(0, slice.size() - suffix.size());
+  std::string path;
+  for (size_t dash = stem.find('-'); dash != std::string::npos; dash = stem.find('-', dash + 1)) {
+    if (dash == 0 || dash + 1 == stem.size() || stem[dash + 1] == '-') {
+      return BadPath(given, "\"" + slice + "\" is not a systemd slice (a dash at an end or twice)");
+    }
+    path += "/" + stem.substr(0, dash) + suffix;
+  }
+  return path + "/" + slice;
+}
+
+Result<std::string> SystemdScopePath(const std::string& given) {
+  const size_t c1 = given.find(':');
+  const size_t c2 = c1 == std::string::npos ? c1 : given.find(':', c1 + 1);
+  if (c2 == std::string::npos || given.find(':', c2 + 1) != std::string::npos) {
+    return BadPath(given, "with --systemd-cgroup it is \"slice:prefix:name\"");
+  }
+  const std::string slice = given.substr(0, c1), prefix = given.substr(c1 + 1, c2 - c1 - 1),
+                    name = given.substr(c2 + 1);
+  if (name.empty() || name.find('/') != std::string::npos ||
+      prefix.find('/') != std::string::npos) {
+    return BadPath(given, "the name is one path component, and not empty");
+  }
+  WARD_ASSIGN_OR_RETURN(std::string path, SlicePath(given, slice.empty() ? "system.slice" : slice));
+  return path + "/" + (prefix.empty() ? "" : prefix + "-") + name + ".scope";
 }
 
 std::string ReadFirstLine(const std::string& path) {
@@ -113,6 +159,26 @@ nlohmann::json MemoryStats(const ContainerCgroup& cg, const std::vector<pid_t>& 
 
 }  // namespace
 
+Result<std::string> EngineCgroupPath(const std::string& cgroups_path, bool systemd) {
+  if (cgroups_path.empty()) return std::string();
+  std::string path = cgroups_path;
+  if (systemd) {
+    WARD_ASSIGN_OR_RETURN(path, SystemdScopePath(cgroups_path));
+  }
+  std::string out;
+  size_t from = 0;
+  while (from <= path.size()) {
+    size_t slash = path.find('/', from);
+    if (slash == std::string::npos) slash = path.size();
+    const std::string part = path.substr(from, slash - from);
+    if (part == "..") return BadPath(cgroups_path, "must not contain \"..\"");
+    if (!part.empty() && part != ".") out += "/" + part;
+    from = slash + 1;
+  }
+  if (out.empty()) return BadPath(cgroups_path, "names the root: a container's cgroup is its own");
+  return out;
+}
+
 Result<ContainerCgroup> FindContainerCgroup(const ContainerState& s) {
   if (ContainerStatus(s) != "running" && ContainerStatus(s) != "created") {
     return Error(Code::kFailedPrecondition,
@@ -124,14 +190,15 @@ Result<ContainerCgroup> FindContainerCgroup(const ContainerState& s) {
     return Error(Code::kFailedPrecondition, "container " + s.id + " ended");
   }
   ContainerCgroup cg;
-  if (!Ours(dirs.v2).empty()) {
+  const std::string& leaf = s.cgroup_leaf;
+  if (!Ours(dirs.v2, leaf).empty()) {
     cg.version = 2;
     cg.memory = cg.pids = cg.cpu = dirs.v2;
     return cg;
   }
-  cg.memory = Ours(dirs.v1_memory);
-  cg.pids = Ours(dirs.v1_pids);
-  cg.cpu = Ours(dirs.v1_cpu);
+  cg.memory = Ours(dirs.v1_memory, leaf);
+  cg.pids = Ours(dirs.v1_pids, leaf);
+  cg.cpu = Ours(dirs.v1_cpu, leaf);
   if (!cg.memory.empty() || !cg.pids.empty() || !cg.cpu.empty()) cg.version = 1;
   return cg;
 }

@@ -1,8 +1,9 @@
-// A running container's resources as `update` and `events --stats` reach them from outside its
-// supervisor: the cgroup directories ward made for its run (named "ward-..."), found from its
-// init's /proc/PID/cgroup while that pid is still the container's init (its start time); never
-// a directory of the engine's or of anything else. A limit the container was created without
-// has no directory of its own, and `update` cannot add one: it says so.
+// A container's cgroup: where its engine names it (linux.cgroupsPath), and its resources as
+// `update` and `events --stats` reach them from outside its supervisor: the cgroup directories
+// ward made for its run (at the engine's path, or named "ward-..."), found from its init's
+// /proc/PID/cgroup while that pid is still the container's init (its start time); never a
+// directory of anything else. A limit the container was created without has no directory of
+// its own, and `update` cannot add one: it says so.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,13 @@
 #include "oci/state.h"
 
 namespace ward::oci {
+
+// linux.cgroupsPath as a path below each hierarchy's root ("/a/b/leaf"), "" when absent. A
+// relative path is taken below the root too. With --systemd-cgroup it is "slice:prefix:name",
+// placed where systemd would place that scope ("a-b.slice:p:n" is "/a.slice/a-b.slice/p-n.scope");
+// ward writes the cgroups itself, asking systemd nothing. ".." and the root itself are refused
+// (kInvalidArgument naming the field).
+Result<std::string> EngineCgroupPath(const std::string& cgroups_path, bool systemd);
 
 struct ContainerCgroup {
   int version = 0;  // 2, 1, or 0 when ward made none for the container

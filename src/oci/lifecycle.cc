@@ -21,6 +21,7 @@
 #include "common/unix_socket.h"
 #include "common/write_all.h"
 #include "oci/bundle.h"
+#include "oci/container_cgroup.h"
 #include "oci/container_view.h"
 #include "oci/pod_network.h"
 #include "oci/rlimits.h"
@@ -61,6 +62,8 @@ Result<Prepared> Prepare(const CreateOptions& o) {
   p.choices = ChoicesFor(p.bundle, o.node);
   WARD_ASSIGN_OR_RETURN(p.policy, ContainerPolicy(p.choices, o.node.credentials_dir));
   WARD_ASSIGN_OR_RETURN(p.image, ContainerRoot(p.bundle));
+  WARD_ASSIGN_OR_RETURN(p.image.cgroup_path,
+                        EngineCgroupPath(p.bundle.config.cgroups_path, o.systemd_cgroup));
   if (policy::AnyCredentialEnabled(p.policy)) {
     WARD_ASSIGN_OR_RETURN(p.image.ca_bundle, CaBundleInImage(p.bundle));
   }
@@ -154,6 +157,7 @@ Result<std::vector<std::string>> LaunchClaimed(const CreateOptions& o, Prepared 
   state.bundle = p.bundle.dir;
   state.created = audit::FormatTimestamp(std::chrono::system_clock::now());
   state.annotations = p.bundle.config.annotations;
+  state.cgroup_leaf = p.image.cgroup_path;
   WARD_TRY(SaveState(o.root, state));
   const std::string sock = StateDir(o.root, o.id) + "/" + kStartSocket;
   WARD_ASSIGN_OR_RETURN(UnixListener listener, ListenPrivateUnix(sock, 4));

@@ -30,6 +30,7 @@ struct CreateOptions {
   std::string bundle;
   std::string pid_file;        // "" for none
   std::string console_socket;  // "" for none
+  bool systemd_cgroup = false;  // --systemd-cgroup: linux.cgroupsPath is "slice:prefix:name"
   policy::OciDefaults node;
   std::string ward_version;  // said in the audit session's start
 };

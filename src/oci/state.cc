@@ -106,7 +106,7 @@ Status SaveState(const std::string& root, const ContainerState& s) {
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return ErrnoError(dir, errno);
   nlohmann::json j = {{"id", s.id},           {"bundle", s.bundle},   {"pid", s.pid},
                       {"pid_start", s.pid_start}, {"started", s.started}, {"created", s.created},
-                      {"annotations", s.annotations}};
+                      {"annotations", s.annotations}, {"cgroup_leaf", s.cgroup_leaf}};
   const std::string tmp = dir + "/state.json.tmp";
   UniqueFd fd(open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (!fd) return ErrnoError(tmp, errno);
@@ -139,6 +139,7 @@ Result<ContainerState> LoadState(const std::string& root, const std::string& id)
     s.started = j.at("started").get<bool>();
     s.created = j.at("created").get<std::string>();
     s.annotations = j.at("annotations").get<std::map<std::string, std::string>>();
+    s.cgroup_leaf = j.value("cgroup_leaf", std::string());
   } catch (const nlohmann::json::exception&) {
     return Error(Code::kFailedPrecondition, "container " + id + ": its state file is damaged");
   }

@@ -27,6 +27,9 @@ struct ContainerState {
   bool started = false;  // `start` ran: the user's process was let go
   std::string created;   // RFC 3339, UTC
   std::map<std::string, std::string> annotations;
+  // The container's cgroup below each hierarchy's root where its engine named it
+  // (EngineCgroupPath); "" for ward's own name.
+  std::string cgroup_leaf;
 };
 
 // A container id: 1-128 of [A-Za-z0-9_.+-], not starting with '.' (it names a directory).

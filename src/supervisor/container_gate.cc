@@ -103,7 +103,9 @@ Status AwaitInitInCgroup(const enforce::Sandbox& sb, const enforce::Cgroup& cgro
   for (int waited_ms = 0; waited_ms < 30000; ++waited_ms) {
     const enforce::CgroupDirs in = enforce::CgroupDirsOf(sb.pid);
     const bool all = std::all_of(want.begin(), want.end(), [&](const std::string& p) {
-      return p == in.v2 || p == in.v1_memory || p == in.v1_pids || p == in.v1_cpu;
+      return p == in.v2 || p == in.v1_memory || p == in.v1_pids || p == in.v1_cpu ||
+             std::find(in.v1_accounting.begin(), in.v1_accounting.end(), p) !=
+                 in.v1_accounting.end();
     });
     if (all) return Ok();
     struct pollfd p = {sb.pidfd.get(), POLLIN, 0};

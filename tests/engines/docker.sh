@@ -100,6 +100,23 @@ kill_stop_rm)
   D rm -f "$id" >/dev/null || fail "docker rm -f"
   D ps -aq --no-trunc | grep -q "^$id" && fail "rm -f left the container"
   ;;
+cgroup)
+  # The container's cgroup is the one Docker names ("/docker/ID" with its cgroupfs driver): the
+  # engine's limit is there and its statistics are the container's.
+  id=$(R -d --pids-limit 50 "$image" sleep 100) || fail "run -d"
+  init=$(D inspect -f '{{.State.Pid}}' "$id")
+  path=$(sed -n 's/^[0-9]*:pids://p' "/proc/$init/cgroup")
+  [ -n "$path" ] || path=$(sed -n 's/^0:://p' "/proc/$init/cgroup")
+  case $path in */"$id"*) ;; *) fail "init's cgroup $path is not the container's" ;; esac
+  max=/sys/fs/cgroup/pids$path/pids.max
+  [ -e "$max" ] || max=/sys/fs/cgroup$path/pids.max
+  [ "$(cat "$max")" = 50 ] || fail "pids.max at $path: $(cat "$max" 2>&1)"
+  n=$(D stats --no-stream --format '{{.PIDs}}' "$id")
+  [ "$n" -ge 2 ] 2>/dev/null || fail "stats counted '$n' processes"
+  D rm -f "$id" >/dev/null || fail "docker rm -f"
+  sleep 0.2
+  [ -e "$max" ] && fail "the container's cgroup $path outlived it"
+  ;;
 *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
 

@@ -172,6 +172,25 @@ mount refused" ] || fail "seccomp: '$out'"
   out=$(R --rm "$image" sh -c 'mkdir /tmp/d && echo made')
   [ "$out" = made ] || fail "without the profile: '$out'"
   ;;
+cgroup)
+  # The container's cgroup is the one podman names (linux.cgroupsPath): the engine's limit is
+  # there, its statistics are the container's, and the cgroup goes with the container.
+  id=$(R -d --pids-limit 50 "$image" sleep 100) || fail "run -d"
+  path=$(podman inspect -f '{{.State.CgroupPath}}' "$id")
+  init=$(podman inspect -f '{{.State.Pid}}' "$id")
+  for c in memory pids cpu; do
+    grep -q ":$c:$path\$" "/proc/$init/cgroup" || grep -q "^0::$path\$" "/proc/$init/cgroup" ||
+      fail "init is not in $path ($c): $(cat "/proc/$init/cgroup")"
+  done
+  max=/sys/fs/cgroup/pids$path/pids.max
+  [ -e "$max" ] || max=/sys/fs/cgroup$path/pids.max
+  [ "$(cat "$max")" = 50 ] || fail "pids.max at $path: $(cat "$max" 2>&1)"
+  n=$(podman stats --no-stream --format '{{.PIDs}}' "$id")
+  [ "$n" -ge 2 ] 2>/dev/null || fail "stats counted '$n' processes"
+  P rm -f "$id" >/dev/null || fail "podman rm -f"
+  sleep 0.2
+  [ -e "$max" ] && fail "the container's cgroup $path outlived it"
+  ;;
 refused)
   out=$(R --rm --annotation run.ward/bogus=1 "$image" true 2>&1) && fail "an unknown run.ward/ annotation was accepted"
   echo "$out" | grep -q "run.ward/bogus" || fail "the refusal does not name the annotation: $out"

@@ -361,6 +361,64 @@ TEST(PlanLimits, DefaultProfileIsEnforceableByRlimitsForUsers) {
   EXPECT_EQ(lp.spec.backend, LimitsBackend::kCgroupV1);
 }
 
+// A container's cgroup where its engine names it: below each hierarchy's root rather than ward's
+// own cgroup, in every hierarchy ward may write (accounting ones too), limits or not.
+TEST(PlanEngineCgroup, TheEnginesPathIsMadeInEveryHierarchyWardMayWrite) {
+  KernelFeatures f = V1Host();
+  f.cgroup.v1_memory_mount = "/sys/fs/cgroup/memory";
+  f.cgroup.v1_pids_mount = "/sys/fs/cgroup/pids";
+  f.cgroup.v1_cpu_mount = "/sys/fs/cgroup/cpu";
+  f.cgroup.v1_accounting_mounts = {"/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/blkio"};
+  // No limit: a cgroup all the same, for the engine's statistics and the pod's limits.
+  LimitsPlan none = MustPlan(policy::Policy(), f, kRoot);
+  PlanEngineCgroup(f.cgroup, "/kubepods/pod1/c1", &none.spec);
+  const CgroupSpec& c = none.spec.cgroup;
+  EXPECT_EQ(none.spec.backend, LimitsBackend::kCgroupV1);
+  EXPECT_EQ(c.version, 1);
+  EXPECT_EQ(c.fixed_leaf, "/kubepods/pod1/c1");
+  EXPECT_EQ(c.v1_memory_parent, "/sys/fs/cgroup/memory");  // the root, not ward's own cgroup
+  EXPECT_EQ(c.v1_pids_parent, "/sys/fs/cgroup/pids");
+  EXPECT_EQ(c.v1_cpu_parent, "/sys/fs/cgroup/cpu");
+  EXPECT_EQ(c.v1_accounting_parents, f.cgroup.v1_accounting_mounts);
+  EXPECT_FALSE(c.memory_bytes.has_value());
+  const LimitLine* line = nullptr;
+  for (const LimitLine& l : none.spec.lines) {
+    if (l.limit == "cgroup") line = &l;
+  }
+  ASSERT_NE(line, nullptr);
+  EXPECT_EQ(line->value, "/kubepods/pod1/c1");
+  EXPECT_EQ(line->origin, "config.json linux.cgroupsPath");
+  // With limits: the same limits, at the engine's path.
+  LimitsPlan some = MustPlan(WithLimits(64 << 20, 100, std::nullopt), f, kRoot);
+  PlanEngineCgroup(f.cgroup, "/docker/c2", &some.spec);
+  EXPECT_EQ(some.spec.cgroup.memory_bytes, 64u << 20);
+  EXPECT_EQ(some.spec.cgroup.pids, 100u);
+  EXPECT_EQ(some.spec.cgroup.v1_memory_parent, "/sys/fs/cgroup/memory");
+  EXPECT_EQ(some.spec.cgroup.v1_cpu_parent, "/sys/fs/cgroup/cpu");
+  // "" changes nothing.
+  LimitsPlan own = MustPlan(WithLimits(64 << 20, std::nullopt, std::nullopt), f, kRoot);
+  PlanEngineCgroup(f.cgroup, "", &own.spec);
+  EXPECT_EQ(own.spec.cgroup.fixed_leaf, "");
+  EXPECT_EQ(own.spec.cgroup.v1_memory_parent, "/sys/fs/cgroup/memory/session");
+}
+
+TEST(PlanEngineCgroup, OnV2TheLeafIsBelowTheMountAndWhereNothingIsWritableItIsNotUsed) {
+  KernelFeatures v2 = V2Host();
+  LimitsPlan lp = MustPlan(WithLimits(64 << 20, std::nullopt, std::nullopt), v2, kUser);
+  PlanEngineCgroup(v2.cgroup, "/kubepods.slice/c.scope", &lp.spec);
+  EXPECT_EQ(lp.spec.cgroup.version, 2);
+  EXPECT_EQ(lp.spec.cgroup.v2_parent, "/sys/fs/cgroup");
+  EXPECT_FALSE(lp.spec.cgroup.v2_parent_is_own);
+  EXPECT_EQ(lp.spec.cgroup.fixed_leaf, "/kubepods.slice/c.scope");
+  // An unprivileged engine's path on a host ward may write nothing of: not used, and said
+  // nowhere as a cgroup of the container's.
+  LimitsPlan none = MustPlan(policy::Policy(), RlimitsHost(), kUser);
+  PlanEngineCgroup(RlimitsHost().cgroup, "/user/c", &none.spec);
+  EXPECT_EQ(none.spec.cgroup.version, 0);
+  EXPECT_EQ(none.spec.cgroup.fixed_leaf, "");
+  EXPECT_EQ(FindLine(none, "cgroup"), nullptr);
+}
+
 TEST(DescribeLimitsMechanism, NamesTheBackendAndWhatCannotBeEnforced) {
   LimitsMechanism m = DescribeLimitsMechanism(V1Host(), kRoot);
   EXPECT_EQ(m.backend, LimitsBackend::kCgroupV1);
