@@ -155,7 +155,14 @@ Result<int> Exec(const ExecOptions& o) {
     if (!why.empty()) return Error(Code::kUnavailable, why);
     return status;
   }
+  // Blocked before the fork: the engine may signal the pid it reads from the pid file before
+  // the child has come to Follow, and the signal must wait for it there, not kill it.
+  sigset_t forwarded, before;
+  sigemptyset(&forwarded);
+  for (int s : kForwardedSignals) sigaddset(&forwarded, s);
+  sigprocmask(SIG_BLOCK, &forwarded, &before);
   const pid_t child = fork();
+  if (child != 0) sigprocmask(SIG_SETMASK, &before, nullptr);
   if (child < 0) return Errno("fork");
   if (child == 0) {
     // The engine reads the exec's output until its last writer closes: the exec, not this process.

@@ -1,0 +1,241 @@
+#include "net/port_forward.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <asio/co_spawn.hpp>
+#include <asio/write.hpp>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "net/proxy_io.h"
+
+namespace ward::net {
+
+namespace internal {
+
+using Socket = asio::ip::tcp::socket;
+
+struct ForwardCore {
+  ForwardCore(asio::io_context& c, EventSink* e, PortForwardOptions o)
+      : ctx(c), events(e), options(std::move(o)) {}
+  void Stop() {
+    if (stopped) return;
+    stopped = true;
+    asio::error_code ignored;
+    for (auto& l : listeners) l->close(ignored);
+    for (Socket* s : open) s->close(ignored);
+  }
+  asio::io_context& ctx;
+  EventSink* events;
+  PortForwardOptions options;
+  bool stopped = false;
+  std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> listeners;
+  std::unordered_set<Socket*> open;  // both sides of every joined connection
+  size_t joined_now = 0;
+  PortForwarder::Stats stats;
+};
+
+namespace {
+
+// One connection from outside and the one it was joined to inside.
+struct Link {
+  std::shared_ptr<Socket> outside, inside;
+  uint16_t port = 0;
+  std::string peer;
+  uint64_t in = 0, out = 0;
+  int pumps = 2;  // running; the last one to end closes the link
+};
+
+std::string PeerOf(int fd) {
+  sockaddr_storage sa = {};
+  socklen_t len = sizeof sa;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return "";
+  char host[INET6_ADDRSTRLEN] = {};
+  uint16_t port = 0;
+  if (sa.ss_family == AF_INET) {
+    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&sa);
+    inet_ntop(AF_INET, &v4->sin_addr, host, sizeof host);
+    port = ntohs(v4->sin_port);
+    return std::string(host) + ":" + std::to_string(port);
+  }
+  const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&sa);
+  inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
+  port = ntohs(v6->sin6_port);
+  return "[" + std::string(host) + "]:" + std::to_string(port);
+}
+
+void Unjoined(ForwardCore* core, uint16_t port, const std::string& peer, const std::string& why) {
+  ++core->stats.unjoined;
+  SafeEmit(core->events, "net.inbound",
+           {{"port", port}, {"peer", peer}, {"joined", false}, {"reason", why}});
+}
+
+void Close(ForwardCore* core, Link* link) {
+  asio::error_code ignored;
+  for (Socket* s : {link->outside.get(), link->inside.get()}) {
+    core->open.erase(s);
+    s->close(ignored);
+  }
+}
+
+asio::awaitable<void> Pump(std::shared_ptr<ForwardCore> core, std::shared_ptr<Link> link,
+                           bool inward) {
+  Socket& from = inward ? *link->outside : *link->inside;
+  Socket& to = inward ? *link->inside : *link->outside;
+  std::array<char, 16384> buf;
+  asio::error_code ec;
+  while (true) {
+    const size_t n = co_await from.async_read_some(asio::buffer(buf), Await(ec));
+    if (ec) break;
+    co_await asio::async_write(to, asio::buffer(buf.data(), n), Await(ec));
+    if (ec) break;
+    (inward ? link->in : link->out) += n;
+    (inward ? core->stats.bytes_in : core->stats.bytes_out) += n;
+  }
+  // An end of stream goes on to the other side, whose own direction may go on; an error ends
+  // both.
+  asio::error_code ignored;
+  if (ec == asio::error::eof) {
+    to.shutdown(Socket::shutdown_send, ignored);
+  } else {
+    from.close(ignored);
+    to.close(ignored);
+  }
+  if (--link->pumps > 0) co_return;
+  Close(core.get(), link.get());
+  --core->joined_now;
+  SafeEmit(core->events, "net.inbound",
+           {{"port", link->port},
+            {"peer", link->peer},
+            {"joined", true},
+            {"bytes_in", link->in},
+            {"bytes_out", link->out}});
+}
+
+// The connection inside: 127.0.0.1:port, else [::1]:port (a server on IPv6 loopback only).
+asio::awaitable<std::shared_ptr<Socket>> ConnectInside(std::shared_ptr<ForwardCore> core,
+                                                       uint16_t port, std::string* why) {
+  for (int family : {AF_INET, AF_INET6}) {
+    Result<UniqueFd> fd = core->options.socket_inside(family);
+    if (!fd.ok()) {
+      *why = fd.status().ToString();
+      co_return nullptr;
+    }
+    auto sock = std::make_shared<Socket>(core->ctx);
+    asio::error_code ec;
+    sock->assign(family == AF_INET ? asio::ip::tcp::v4() : asio::ip::tcp::v6(), fd->release(), ec);
+    if (ec) {
+      *why = ec.message();
+      co_return nullptr;
+    }
+    const asio::ip::address loopback = family == AF_INET
+                                           ? asio::ip::address(asio::ip::address_v4::loopback())
+                                           : asio::ip::address(asio::ip::address_v6::loopback());
+    co_await sock->async_connect({loopback, port}, Await(ec));
+    if (!ec) co_return sock;
+    *why = ec == asio::error::connection_refused
+               ? "nothing listens on port " + std::to_string(port) + " inside"
+               : "connecting inside: " + ec.message();
+  }
+  co_return nullptr;
+}
+
+asio::awaitable<void> Join(std::shared_ptr<ForwardCore> core, std::shared_ptr<Socket> outside,
+                           uint16_t port) {
+  const std::string peer = PeerOf(outside->native_handle());
+  std::string why;
+  std::shared_ptr<Socket> inside = co_await ConnectInside(core, port, &why);
+  asio::error_code ignored;
+  if (!inside || core->stopped) {
+    outside->close(ignored);
+    if (inside) inside->close(ignored);
+    Unjoined(core.get(), port, peer, inside ? "stopped" : why);
+    co_return;
+  }
+  auto link = std::make_shared<Link>();
+  link->outside = std::move(outside);
+  link->inside = std::move(inside);
+  link->port = port;
+  link->peer = peer;
+  core->open.insert(link->outside.get());
+  core->open.insert(link->inside.get());
+  ++core->joined_now;
+  ++core->stats.joined;
+  asio::co_spawn(core->ctx, Pump(core, link, true), asio::detached);
+  asio::co_spawn(core->ctx, Pump(core, link, false), asio::detached);
+}
+
+void Accepted(const std::shared_ptr<ForwardCore>& core, int fd, int family, uint16_t port) {
+  if (core->joined_now >= core->options.max_connections) {
+    Unjoined(core.get(), port, PeerOf(fd), "over the cap of joined connections");
+    ::close(fd);
+    return;
+  }
+  auto sock = std::make_shared<Socket>(core->ctx);
+  asio::error_code ec;
+  sock->assign(family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return;
+  }
+  asio::co_spawn(core->ctx, Join(core, std::move(sock), port), asio::detached);
+}
+
+asio::awaitable<void> AcceptLoop(std::shared_ptr<ForwardCore> core, asio::ip::tcp::acceptor* acc,
+                                 int family, uint16_t port) {
+  asio::steady_timer backoff(core->ctx);
+  while (!core->stopped) {
+    asio::error_code ec;
+    co_await acc->async_wait(asio::ip::tcp::acceptor::wait_read, Await(ec));
+    if (core->stopped || ec == asio::error::operation_aborted || !acc->is_open()) break;
+    for (int i = 0; i < 16; ++i) {
+      const int fd = AcceptNonBlocking(acc->native_handle());
+      if (fd >= 0) {
+        Accepted(core, fd, family, port);
+        continue;
+      }
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        backoff.expires_after(std::chrono::milliseconds(50));
+        co_await backoff.async_wait(Await(ec));
+      }
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+}  // namespace internal
+
+PortForwarder::PortForwarder(asio::io_context& ctx, EventSink* events, PortForwardOptions options)
+    : core_(std::make_shared<internal::ForwardCore>(ctx, events, std::move(options))) {}
+
+PortForwarder::~PortForwarder() { Stop(); }
+
+Status PortForwarder::Serve(uint16_t port, UniqueFd listening_socket) {
+  if (core_->stopped) return Status(Code::kFailedPrecondition, "the port forwarder was stopped");
+  if (!core_->options.socket_inside) return InvalidArgument("no way to make a socket inside");
+  WARD_ASSIGN_OR_RETURN(const int family,
+                        internal::CheckServerSocket(listening_socket.get(), SOCK_STREAM));
+  auto acc = std::make_unique<asio::ip::tcp::acceptor>(core_->ctx);
+  asio::error_code ec;
+  acc->assign(family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(),
+              listening_socket.get(), ec);
+  if (ec) return ErrnoError("port " + std::to_string(port) + ": listener", ec.value());
+  listening_socket.release();
+  acc->non_blocking(true, ec);
+  asio::ip::tcp::acceptor* raw = acc.get();
+  core_->listeners.push_back(std::move(acc));
+  asio::co_spawn(core_->ctx, internal::AcceptLoop(core_, raw, family, port), asio::detached);
+  return Ok();
+}
+
+void PortForwarder::Stop() { core_->Stop(); }
+
+PortForwarder::Stats PortForwarder::stats() const { return core_->stats; }
+
+}  // namespace ward::net
