@@ -14,11 +14,10 @@
 
 namespace ward {
 
-void CloseAllFrom3Except(std::initializer_list<int> keep) {
-  std::vector<int> sorted(keep);
-  std::sort(sorted.begin(), sorted.end());
+void CloseAllFrom3Except(std::vector<int> keep) {
+  std::sort(keep.begin(), keep.end());
   unsigned next = 3;
-  for (int fd : sorted) {
+  for (int fd : keep) {
     if (fd < static_cast<int>(next)) continue;
     if (static_cast<unsigned>(fd) > next) sys::CloseRange(next, static_cast<unsigned>(fd) - 1, 0);
     next = static_cast<unsigned>(fd) + 1;

@@ -3,12 +3,12 @@
 // stdio they let go of.
 #pragma once
 
-#include <initializer_list>
+#include <vector>
 
 namespace ward {
 
 // Closes every descriptor from 3 up but those in `keep`.
-void CloseAllFrom3Except(std::initializer_list<int> keep);
+void CloseAllFrom3Except(std::vector<int> keep);
 
 // Points stdin, stdout and stderr at /dev/null: whoever reads what this process's stdio lead to
 // sees their end when the other writers close them. Nothing changes when /dev/null cannot be

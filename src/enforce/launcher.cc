@@ -1107,6 +1107,7 @@ Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan) {
       rc != 0 || (rc = Kick(*sb)) != 0) {
     return InitsOwnError(*sb, ErrnoError("sending the network namespace to sandbox init", -rc));
   }
+  sb->netns = std::move(net->netns);
   return Ok();
 }
 

@@ -53,6 +53,8 @@ struct Sandbox {
   // Listening sockets inside the sandbox's network namespace, for the supervisor to serve (the
   // proxy and the DNS stub; see StartSandboxNet).
   std::vector<std::pair<FdKind, UniqueFd>> egress_sockets;
+  // The sandbox's network namespace, for connections into it (a container's exposed ports).
+  UniqueFd netns;
   // The namespace's IP counters, for CountUnroutedSends after the run (see SandboxNet).
   UniqueFd net_snmp, net_snmp6;
 };

@@ -854,12 +854,13 @@ void NarrowRlimits(const std::vector<ProcessSpec::Rlimit>& asked,
 }
 
 // A container starts where its bundle says, with its hostname, rlimits, seccomp filter and
-// cgroup; its tmpfs mounts are writable.
+// cgroup; its tmpfs mounts are writable, and the ports it exposes are the ones it may listen on.
 void PlanContainerProcess(const ImageRoot& image, const KernelFeatures& features,
                           LaunchPlan* plan) {
   NarrowRlimits(image.rlimits, &plan->process.rlimits);
   PlanEngineCgroup(features.cgroup, image.cgroup_path, &plan->limits);
   plan->process.container_seccomp = image.seccomp;
+  plan->landlock.bind_tcp = image.listen_ports;
   plan->mount.workdir = image.workdir;
   plan->process.workdir = image.workdir;
   if (!image.hostname.empty()) plan->mount.hostname = image.hostname;

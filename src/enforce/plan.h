@@ -56,6 +56,8 @@ struct ImageRoot {
   // The container's cgroup as its engine names it, below each hierarchy's root
   // (PlanEngineCgroup); "" for one of ward's own.
   std::string cgroup_path;
+  // The TCP ports the container may listen on: those it exposes to its pod (run.ward/expose).
+  std::vector<uint16_t> listen_ports;
 };
 
 struct PlanInput {

@@ -25,13 +25,33 @@ Status Bad(const std::string& key, const std::string& what) {
   return InvalidArgument("annotation " + key + ": " + what);
 }
 
+Result<std::vector<uint16_t>> Ports(const std::string& key, const std::string& value) {
+  std::vector<uint16_t> ports;
+  for (std::string item : SplitList(value)) {
+    if (item.ends_with("/tcp")) item.resize(item.size() - 4);
+    unsigned long port = 0;
+    const bool digits = !item.empty() && item.size() <= 5 &&
+                        item.find_first_not_of("0123456789") == std::string::npos;
+    if (digits) port = std::stoul(item);
+    if (!digits || port == 0 || port > 65535) {
+      return Bad(key, "\"" + item + "\" is not a TCP port (1-65535; ward forwards TCP only)");
+    }
+    if (std::find(ports.begin(), ports.end(), port) != ports.end()) {
+      return Bad(key, "port " + item + " is named twice");
+    }
+    ports.push_back(static_cast<uint16_t>(port));
+  }
+  if (ports.empty()) return Bad(key, "names no port");
+  return ports;
+}
+
 }  // namespace
 
 const std::vector<std::string>& KnownAnnotations() {
   static const std::vector<std::string> kKnown = {
       "run.ward/profile",     "run.ward/allow-net", "run.ward/deny-net",
       "run.ward/credentials", "run.ward/approver",  "run.ward/audit-dir",
-      "run.ward/allow-socket-bind"};
+      "run.ward/allow-socket-bind", "run.ward/expose"};
   return kKnown;
 }
 
@@ -61,6 +81,8 @@ Result<WardAnnotations> ParseAnnotations(const std::map<std::string, std::string
       for (const std::string& p : w.socket_binds) {
         if (p[0] != '/') return Bad(key, "\"" + p + "\" is not an absolute path");
       }
+    } else if (key == "run.ward/expose") {
+      WARD_ASSIGN_OR_RETURN(w.expose, Ports(key, value));
     } else {
       std::string known;
       for (const std::string& k : KnownAnnotations()) known += (known.empty() ? "" : ", ") + k;

@@ -77,6 +77,12 @@ Result<Prepared> Prepare(const CreateOptions& o) {
   // A pod's network is where the container's supervisor connects from; the container keeps
   // its own (pod_network.h).
   WARD_ASSIGN_OR_RETURN(p.pod, OpenPodNetwork(p.bundle.config));
+  if (!p.bundle.ward.expose.empty() && !p.pod.netns) {
+    return InvalidArgument(
+        "annotation run.ward/expose: the container has no network of its engine's (a pod's) to "
+        "expose ports on: config.json names no network namespace by path");
+  }
+  p.image.listen_ports = p.bundle.ward.expose;
   // Narrower than asked, never wider: the engine's other namespaces (a pod's shared ipc) are
   // not joined; each is said.
   for (const Namespace& ns : p.bundle.config.namespaces) {
@@ -87,19 +93,34 @@ Result<Prepared> Prepare(const CreateOptions& o) {
   return p;
 }
 
+// The supervisor in the pod's network (when the container has one), listening there for the
+// ports the container exposes.
+Result<std::vector<std::pair<uint16_t, UniqueFd>>> EnterPodNetworkAndListen(
+    const CreateOptions& o, const Prepared& p) {
+  WARD_TRY(EnterPodNetwork(p.pod, StateDir(o.root, o.id)));
+  return ListenForExposedPorts(p.bundle.ward.expose);
+}
+
 // The container's supervisor: the run, from its plan to its audit trail's end. A run refused
 // before its init existed says why on `created` ("refused ...").
 [[noreturn]] void SupervisorMain(const CreateOptions& o, Prepared p, int created, int listener,
                                  int exec_listener) {
-  if (Status joined = EnterPodNetwork(p.pod, StateDir(o.root, o.id)); !joined.ok()) {
-    const std::string line = "refused " + joined.ToString() + "\n";
+  Result<std::vector<std::pair<uint16_t, UniqueFd>>> exposed = EnterPodNetworkAndListen(o, p);
+  if (!exposed.ok()) {
+    const std::string line = "refused " + exposed.status().ToString() + "\n";
     (void)!write(created, line.data(), line.size());
     _exit(0);
   }
   (void)p.pod.netns.release();  // closed with the rest below
   // It lives as long as the container: it keeps nothing the engine left open in `create` but
   // the container's stdio (an engine waits for the end of a pipe it gave create).
-  CloseAllFrom3Except({created, listener, exec_listener});
+  std::vector<int> keep = {created, listener, exec_listener};
+  std::vector<std::pair<uint16_t, int>> exposed_fds;
+  for (auto& [port, fd] : *exposed) {
+    keep.push_back(fd.get());
+    exposed_fds.emplace_back(port, fd.release());
+  }
+  CloseAllFrom3Except(keep);
   setsid();
   if (chdir("/") != 0) _exit(125);
   supervisor::RunRequest req;
@@ -121,7 +142,7 @@ Result<Prepared> Prepare(const CreateOptions& o) {
   }
   req.container = supervisor::ContainerLaunch{std::move(p.image), created, listener, exec_listener,
                                               StateDir(o.root, o.id) + "/" + kExecSocket,
-                                              o.console_socket};
+                                              o.console_socket, std::move(exposed_fds)};
   const supervisor::Outcome out = supervisor::Run(req);
   if (out.kind == supervisor::Outcome::Kind::kRefused ||
       out.kind == supervisor::Outcome::Kind::kSetupFailed) {

@@ -4,10 +4,12 @@
 #include <limits.h>
 #include <linux/magic.h>
 #include <linux/nsfs.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -121,6 +123,57 @@ Status EnterPodNetwork(const PodNetwork& pod, const std::string& dir) {
     WARD_TRY(BindContent(*ns, dir, "/etc/nsswitch.conf"));
   }
   return Ok();
+}
+
+namespace {
+
+// A listener on every address of `family` at `port`; nullopt where the pod has no such family.
+Result<std::optional<UniqueFd>> ListenOn(int family, uint16_t port) {
+  UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!fd) {
+    if (family == AF_INET6 && errno == EAFNOSUPPORT) return std::optional<UniqueFd>();
+    return ErrnoError("run.ward/expose: a socket for port " + std::to_string(port), errno);
+  }
+  const int one = 1;
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_storage sa = {};
+  socklen_t len = 0;
+  if (family == AF_INET) {
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&sa);
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(port);
+    len = sizeof *v4;
+  } else {
+    setsockopt(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&sa);
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(port);
+    len = sizeof *v6;
+  }
+  if (bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), len) != 0) {
+    if (family == AF_INET6 && errno == EADDRNOTAVAIL) return std::optional<UniqueFd>();
+    return ErrnoError("run.ward/expose: port " + std::to_string(port) + " in the pod's network" +
+                          (errno == EADDRINUSE ? " (another of the pod's containers has it)" : ""),
+                      errno);
+  }
+  if (listen(fd.get(), 128) != 0) {
+    return ErrnoError("run.ward/expose: listening on port " + std::to_string(port), errno);
+  }
+  return std::optional<UniqueFd>(std::move(fd));
+}
+
+}  // namespace
+
+Result<std::vector<std::pair<uint16_t, UniqueFd>>> ListenForExposedPorts(
+    const std::vector<uint16_t>& ports) {
+  std::vector<std::pair<uint16_t, UniqueFd>> out;
+  for (uint16_t port : ports) {
+    for (int family : {AF_INET, AF_INET6}) {
+      WARD_ASSIGN_OR_RETURN(std::optional<UniqueFd> fd, ListenOn(family, port));
+      if (fd) out.emplace_back(port, std::move(*fd));
+    }
+  }
+  return out;
 }
 
 }  // namespace ward::oci

@@ -7,8 +7,11 @@
 // writes to them later changes what its supervisor resolves).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 #include "common/unique_fd.h"
@@ -33,5 +36,11 @@ Result<PodNetwork> OpenPodNetwork(const Config& config);
 // nsswitch.conf may name a resolver that answers from the node's network). Nothing when
 // `pod.netns` is empty. The files are made unnamed in `dir` (the container's state directory).
 Status EnterPodNetwork(const PodNetwork& pod, const std::string& dir);
+
+// Listening sockets for the container's exposed ports (run.ward/expose) in the calling process's
+// network (the pod's, after EnterPodNetwork): each port on the pod's IPv4 addresses, and on its
+// IPv6 ones where the pod has IPv6. A port something of the pod already has is an error naming it.
+Result<std::vector<std::pair<uint16_t, UniqueFd>>> ListenForExposedPorts(
+    const std::vector<uint16_t>& ports);
 
 }  // namespace ward::oci

@@ -37,6 +37,7 @@
 #include "policy/paths.h"
 #include "supervisor/approvals/wiring.h"
 #include "supervisor/container_gate.h"
+#include "supervisor/container_ports.h"
 #include "supervisor/container_execs.h"
 #include "supervisor/exec_relay.h"
 #include "supervisor/notifier.h"
@@ -128,6 +129,7 @@ class SandboxServer {
     if (req_.policy.approvals.enabled) StartApprovals();
     for (auto& [kind, fd] : sb_.egress_sockets) AwaitEgress(kind, std::move(fd));
     sb_.egress_sockets.clear();
+    if (req_.container) ServeExposedPorts();
     for (EarlyControl& e : early_) Handle(e.msg, std::move(e.fd));
     early_.clear();
     WaitControl();
@@ -147,6 +149,7 @@ class SandboxServer {
     if (audit_stop_) audit_stop_->Attach(&ctx_, [this](const Status& st) { OnAuditFailure(st); });
     ctx_.run();
     if (audit_stop_) audit_stop_->Detach();
+    if (ports_) ports_->Stop();
     StopEgress();
     term_->Restore();
     listener_.reset();
@@ -206,6 +209,18 @@ class SandboxServer {
       st = dns_->ServeTcp(std::move(fd));
     }
     if (!st.ok()) Emit("net.error", {{"reason", "serve"}, {"detail", st.ToString()}});
+  }
+
+  // Connections from the pod's network to the ports the container exposes; one that cannot be
+  // served is said, and the container runs without it.
+  void ServeExposedPorts() {
+    Result<std::unique_ptr<net::PortForwarder>> ports = ServeContainerPorts(
+        ctx_, req_.container->exposed, std::move(sb_.netns), events_);
+    if (ports.ok()) {
+      ports_ = std::move(*ports);
+    } else {
+      Emit("net.error", {{"reason", "expose"}, {"detail", ports.status().ToString()}});
+    }
   }
 
   void StopEgress() {
@@ -762,6 +777,7 @@ class SandboxServer {
   std::vector<std::shared_ptr<asio::posix::stream_descriptor>> egress_waits_;  // AwaitEgress
   std::unique_ptr<net::EgressProxy> proxy_;
   std::unique_ptr<net::DnsStub> dns_;
+  std::unique_ptr<net::PortForwarder> ports_;  // a container's exposed ports
   std::optional<asio::steady_timer> deadline_, grace_;
   bool ctl_eof_ = false, setup_error_ = false, exec_failed_ = false, started_ = false;
   bool have_status_ = false, init_exited_ = false, pty_done_ = false;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/events.h"
@@ -41,6 +42,10 @@ struct ContainerLaunch {
   // The engine's socket for the container's terminal (process.terminal): the pty's master goes
   // there before "created"; "" for none.
   std::string console_socket;
+  // Listening sockets in the pod's network for the ports the container exposes (run.ward/expose),
+  // by port: their connections are joined to the same port inside (container_ports.h). The run
+  // takes them.
+  std::vector<std::pair<uint16_t, int>> exposed;
 };
 
 struct RunRequest {

@@ -8,10 +8,12 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
@@ -287,6 +289,99 @@ TEST_F(OciPodNetworkTest, APathThatIsNoNetworkNamespaceIsRefused) {
     EXPECT_NE(Err().find("not a network namespace"), std::string::npos) << Err();
     EXPECT_FALSE(StateDirExists("n1"));
   }
+}
+
+// What answers `port` on the pod's loopback to an HTTP GET made from the pod's network (a
+// Service's or the kubelet's connection); "" when nothing does.
+std::string GetInPod(const Pod& pod, int port) {
+  int fds[2];
+  if (pipe(fds) != 0) return "";
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    const int netns = open(pod.netns().c_str(), O_RDONLY | O_CLOEXEC);
+    if (netns < 0 || setns(netns, CLONE_NEWNET) != 0) _exit(1);
+    const int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(s, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) _exit(2);
+    static const char kGet[] = "GET / HTTP/1.0\r\nHost: pod\r\n\r\n";
+    if (write(s, kGet, sizeof kGet - 1) != sizeof kGet - 1) _exit(3);
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(s, buf, sizeof buf)) > 0) (void)!write(fds[1], buf, n);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) out.append(buf, n);
+  close(fds[0]);
+  waitpid(child, nullptr, 0);
+  return out;
+}
+
+// Connections from the pod's network reach the ports the container exposes (run.ward/expose) on
+// the container's loopback, and no other: a Service or the kubelet's HTTP probe reaches the
+// container's server. The container may listen on the ports it exposes and on no other (Landlock).
+// An exposed port nothing listens on inside is closed at once. Each connection is in the
+// container's trail. Refused: run.ward/expose without a pod's network (as root and as a user),
+// and a port something of the pod already has.
+TEST_F(OciPodNetworkTest, ExposedPortsAreReachedFromThePodAndNoOtherPortIs) {
+  Config("true", {{"annotations", {{"run.ward/expose", "8080"}}}});
+  EXPECT_EQ(Create("p6a"), -1);
+  EXPECT_NE(Err().find("run.ward/expose: the container has no network of its engine's"),
+            std::string::npos)
+      << Err();
+  EXPECT_FALSE(StateDirExists("p6a"));
+  if (geteuid() != 0) return;  // joining a pod's network needs root (the first test)
+  Pod pod;
+  ASSERT_GT(pod.port(), 0);
+  const std::string audit = root_->path() + "/audit";
+  ASSERT_EQ(mkdir(audit.c_str(), 0700), 0);
+  Config(
+      "mkdir /tmp/www && echo inside > /tmp/www/index.html && "
+      "busybox httpd -p 127.0.0.1:8080 -h /tmp/www && "
+      "{ busybox httpd -p 127.0.0.1:8081 -h /tmp/www 2>/dev/null || echo 8081 refused; } && "
+      "exec sleep 1000",
+      {{"linux", {{"namespaces", {{{"type", "network"}, {"path", pod.netns()}}}}}},
+       {"annotations", {{"run.ward/expose", "8080, 8082"}, {"run.ward/audit-dir", audit}}}});
+  ClearOut();
+  const pid_t pid = Create("p6");
+  ASSERT_GT(pid, 0) << Err();
+  ASSERT_EQ(Oci({"start", "p6"}), 0) << Err();
+  std::string answer;
+  for (int i = 0; i < 500 && answer.find("inside") == std::string::npos; ++i) {
+    answer = GetInPod(pod, 8080);
+    if (answer.find("inside") == std::string::npos) usleep(10000);
+  }
+  EXPECT_NE(answer.find("200 OK"), std::string::npos) << answer;
+  EXPECT_NE(answer.find("inside"), std::string::npos) << answer;
+  EXPECT_EQ(Out(), "8081 refused\n") << Err();
+  EXPECT_EQ(GetInPod(pod, 8081), "");  // not exposed: nothing of ward's listens in the pod
+  EXPECT_EQ(GetInPod(pod, 8082), "");  // exposed, nothing listens inside: closed
+  EXPECT_EQ(Oci({"kill", "p6", "KILL"}), 0) << Err();
+  EXPECT_EQ(ReapInit(pid), 137);
+  EXPECT_EQ(Oci({"delete", "p6"}), 0) << Err();
+  std::string trail;
+  for (const auto& s : std::filesystem::directory_iterator(audit + "/sessions")) {
+    trail += RunWard({"audit", "--state-dir", audit, "show", s.path().filename()}, Defaults()).out;
+  }
+  EXPECT_NE(trail.find("net.inbound"), std::string::npos) << trail;
+  EXPECT_NE(trail.find("nothing listens on port 8082"), std::string::npos) << trail;
+  // A port of the pod's own (its server's) is not the container's to take.
+  Config("true", {{"linux", {{"namespaces", {{{"type", "network"}, {"path", pod.netns()}}}}}},
+                  {"annotations", {{"run.ward/expose", std::to_string(pod.port())}}}});
+  ClearOut();
+  EXPECT_EQ(Create("p6b"), -1);
+  EXPECT_NE(Err().find("run.ward/expose: port " + std::to_string(pod.port()) +
+                       " in the pod's network"),
+            std::string::npos)
+      << Err();
+  EXPECT_FALSE(StateDirExists("p6b"));
 }
 
 }  // namespace

@@ -181,6 +181,17 @@ TEST(OciAnnotations, WardsKeysAreReadAndAnUnknownOneIsRefused) {
   EXPECT_FALSE(ParseAnnotations({{"run.ward/audit-dir", "relative"}}).ok());
 }
 
+TEST(OciAnnotations, ExposedPortsAreTcpPortsEachOnce) {
+  Result<WardAnnotations> w = ParseAnnotations({{"run.ward/expose", "8080, 9090/tcp,443"}});
+  ASSERT_TRUE(w.ok()) << ErrorOf(w.status());
+  EXPECT_EQ(w->expose, (std::vector<uint16_t>{8080, 9090, 443}));
+  for (const char* bad : {"0", "65536", "80/udp", "http", "-1", "8080,8080", "", "123456"}) {
+    Result<WardAnnotations> r = ParseAnnotations({{"run.ward/expose", bad}});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(ErrorOf(r.status()).find("run.ward/expose"), std::string::npos) << ErrorOf(r.status());
+  }
+}
+
 class OciBundleTest : public ::testing::Test {
  protected:
   void SetUp() override {
