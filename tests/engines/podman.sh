@@ -157,6 +157,25 @@ pod_network)
   [ "$out" = 200 ] || fail "egress from the engine's network: '$out'"
   P rm -f "$id" >/dev/null || fail "podman rm -f"
   ;;
+expose)
+  # On the engine's own network a port the container exposes answers at the container's address
+  # and through the engine's published port; one it does not expose is not reached.
+  id=$(P run -d --label ward-engine-test --annotation run.ward/expose=8080 \
+    -p 127.0.0.1:18080:8080 "$image" sh -c \
+    'mkdir /tmp/w && echo inside > /tmp/w/index.html && busybox httpd -p 127.0.0.1:8080 -h /tmp/w &&
+     exec sleep 100') || fail "run -d with run.ward/expose"
+  ip=$(podman inspect -f '{{.NetworkSettings.IPAddress}}' "$id")
+  out=""
+  for _ in $(seq 100); do
+    out=$(curl -s --max-time 2 "http://$ip:8080/") && [ "$out" = inside ] && break
+    sleep 0.1
+  done
+  [ "$out" = inside ] || fail "the exposed port at $ip: '$out'"
+  out=$(curl -s --max-time 2 http://127.0.0.1:18080/)
+  [ "$out" = inside ] || fail "the published port: '$out'"
+  curl -s --max-time 2 "http://$ip:8081/" >/dev/null && fail "a port not exposed answered"
+  P rm -f "$id" >/dev/null || fail "podman rm -f"
+  ;;
 seccomp)
   # The engine's default profile is on in every other scenario; a profile of the test's own
   # refuses mkdir, and ward's own filter still refuses mount that the profile allows.
