@@ -176,6 +176,59 @@ expose)
   curl -s --max-time 2 "http://$ip:8081/" >/dev/null && fail "a port not exposed answered"
   P rm -f "$id" >/dev/null || fail "podman rm -f"
   ;;
+credential)
+  # A credential with the engine in front: the node's config (credentials_dir, upstream_ca)
+  # reaches ward oci through a wrapper the engine runs as its runtime, the profile and the
+  # credential come by annotation. The origin (openssl s_server on podman's bridge, a
+  # certificate of a test CA for api.test) gets the real key; the container holds the phantom.
+  # (podman splits an annotation at commas unless it is quoted as CSV.)
+  with_curl
+  gw=$(podman network inspect podman -f '{{range .Subnets}}{{.Gateway}}{{end}}')
+  [ -n "$gw" ] || fail "podman's network has no gateway"
+  secret=sk-engine-test-0123456789abcdef0123456789abcdef
+  mkdir -m 0700 "$tmp/creds" && printf %s "$secret" > "$tmp/creds/testapi"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=ward-engine-test-ca \
+    -keyout "$tmp/ca.key" -out "$tmp/ca.pem" 2>/dev/null &&
+  openssl req -newkey rsa:2048 -nodes -subj /CN=api.test -keyout "$tmp/origin.key" \
+    -out "$tmp/origin.csr" 2>/dev/null &&
+  printf 'subjectAltName=DNS:api.test\n' > "$tmp/san" &&
+  openssl x509 -req -in "$tmp/origin.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" \
+    -CAcreateserial -days 1 -extfile "$tmp/san" -out "$tmp/origin.pem" 2>/dev/null ||
+    fail "making the test CA"
+  port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 20000))
+  (sleep 60 | openssl s_server -quiet -accept "$gw:$port" -cert "$tmp/origin.pem" \
+    -key "$tmp/origin.key" > "$tmp/origin.out" 2>&1) &
+  origin=$!
+  cat > "$tmp/node.toml" <<TOML
+[oci]
+credentials_dir = "$tmp/creds"
+upstream_ca = ["$tmp/ca.pem"]
+TOML
+  cat > "$tmp/creds.toml" <<TOML
+extends = "default"
+[credentials.testapi]
+from = "env:UNUSED"
+hosts = ["api.test:$port"]
+env = "TEST_API_KEY"
+route = "testapi"
+route_env = { TEST_API_BASE_URL = "{route_url}" }
+TOML
+  printf '#!/bin/sh\nexec "%s" oci --config "%s" "$@"\n' "$ward" "$tmp/node.toml" > "$tmp/ward-oci-node"
+  chmod 0755 "$tmp/ward-oci-node"
+  out=$(podman --runtime "$tmp/ward-oci-node" run --rm --label ward-engine-test \
+    --add-host "api.test:$gw" --annotation "run.ward/profile=$tmp/creds.toml" \
+    --annotation run.ward/credentials=testapi \
+    --annotation "\"run.ward/allow-net=api.test:$port,$gw:$port\"" "$image" sh -c \
+    'curl -sS --max-time 3 -H "Authorization: Bearer $TEST_API_KEY" "$TEST_API_BASE_URL/v1/route" \
+       >/dev/null 2>&1; echo "phantom=$TEST_API_KEY"' 2>&1)
+  kill "$origin" 2>/dev/null
+  grep -q "Bearer $secret" "$tmp/origin.out" || fail "the origin did not get the key: $(cat "$tmp/origin.out")"
+  grep -q "GET /v1/route" "$tmp/origin.out" || fail "the origin got no request"
+  phantom=${out#phantom=}
+  [ "${#phantom}" = "${#secret}" ] || fail "no phantom of the key's length in the container: '$out'"
+  [ "$phantom" != "$secret" ] || fail "the container holds the key"
+  case $out in *"$secret"*) fail "the key reached the container: $out" ;; esac
+  ;;
 seccomp)
   # The engine's default profile is on in every other scenario; a profile of the test's own
   # refuses mkdir, and ward's own filter still refuses mount that the profile allows.
