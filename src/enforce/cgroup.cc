@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -173,9 +174,29 @@ Status Cgroup::MakeV1Dir(const std::string& parent, const std::string& name) {
   return MakeDir(parent, name);
 }
 
+// Whether a cgroup that exists is an empty leaf: no process in it and no cgroup below it (on v2
+// an interior cgroup's own cgroup.procs is always empty).
+bool EmptyLeaf(int dir) {
+  UniqueFd procs(openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC));
+  char c;
+  if (!procs || read(procs.get(), &c, 1) != 0) return false;
+  DIR* d = fdopendir(dup(dir));
+  if (d == nullptr) return false;
+  bool empty = true;
+  while (struct dirent* e = readdir(d)) {
+    if (e->d_type == DT_DIR && std::strcmp(e->d_name, ".") != 0 &&
+        std::strcmp(e->d_name, "..") != 0) {
+      empty = false;
+    }
+  }
+  closedir(d);
+  return empty;
+}
+
 // The engine's path: its ancestors are the engine's (kept, as runc keeps them); the leaf is the
-// container's alone. One that exists is taken over only while nothing runs in it, since it is
-// torn down (everything inside killed) with the container.
+// container's alone, held locked while this Cgroup lives (one container a cgroup, also when two
+// are created on one path at once). One that exists is taken over only while it is an empty
+// leaf, since it is torn down (everything inside killed) with the container.
 Status Cgroup::MakeFixedLeaf(const std::string& root, const std::string& leaf) {
   std::string path = root;
   size_t from = 0;
@@ -188,18 +209,20 @@ Status Cgroup::MakeFixedLeaf(const std::string& root, const std::string& leaf) {
     }
     from = slash + 1;
   }
-  if (mkdir(path.c_str(), 0755) != 0) {
-    if (errno != EEXIST) return ErrnoError("creating " + path, errno);
-    struct stat st;
-    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return Error(Code::kInvalidArgument, path + " (linux.cgroupsPath) is not a cgroup");
-    }
-    if (!ReadText(path + "/cgroup.procs").empty()) {
-      return Error(Code::kFailedPrecondition,
-                   "the cgroup " + path + " (linux.cgroupsPath) exists and has processes: a "
-                   "container's cgroup must be its own");
-    }
+  const bool made = mkdir(path.c_str(), 0755) == 0;
+  if (!made && errno != EEXIST) return ErrnoError("creating " + path, errno);
+  UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return Error(Code::kInvalidArgument, path + " (linux.cgroupsPath) is not a cgroup");
+  if (flock(dir.get(), LOCK_EX | LOCK_NB) != 0) {
+    return Error(Code::kFailedPrecondition,
+                 "the cgroup " + path + " (linux.cgroupsPath) is another container's");
   }
+  if (!made && !EmptyLeaf(dir.get())) {
+    return Error(Code::kFailedPrecondition,
+                 "the cgroup " + path + " (linux.cgroupsPath) exists and has processes or cgroups "
+                 "below it: a container's cgroup must be its own");
+  }
+  leaf_locks_.push_back(std::move(dir));
   paths_.push_back(path);
   return Ok();
 }
@@ -409,6 +432,7 @@ Status Cgroup::Destroy(int last_pidfd) {
     }
   }
   bool gone = Teardown(paths_, version_, kTeardownMs);
+  leaf_locks_.clear();
   if (reaper_ > 0) {
     if (gone) {
       char done = 'd';

@@ -79,6 +79,7 @@ class Cgroup {
 
   int version_ = 0;
   bool fixed_ = false;  // the leaf is the engine's path (CgroupSpec::fixed_leaf)
+  std::vector<UniqueFd> leaf_locks_;  // the engine's leaves, locked (MakeFixedLeaf)
   std::vector<std::string> paths_;  // created directories, absolute
   std::string memory_dir_, pids_dir_, cpu_dir_;
   UniqueFd clone_fd_;

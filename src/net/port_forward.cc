@@ -6,9 +6,12 @@
 
 #include <array>
 #include <asio/co_spawn.hpp>
+#include <asio/steady_timer.hpp>
 #include <asio/write.hpp>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "net/proxy_io.h"
@@ -28,6 +31,17 @@ struct ForwardCore {
     asio::error_code ignored;
     for (auto& l : listeners) l->close(ignored);
     for (Socket* s : open) s->close(ignored);
+    if (unrecorded > 0) {
+      SafeEmit(events, "net.inbound.unrecorded",
+               {{"count", unrecorded}, {"recorded", options.max_records}});
+    }
+  }
+  void Record(nlohmann::json data) {
+    if (++records > options.max_records) {
+      ++unrecorded;
+      return;
+    }
+    SafeEmit(events, "net.inbound", std::move(data));
   }
   asio::io_context& ctx;
   EventSink* events;
@@ -35,7 +49,9 @@ struct ForwardCore {
   bool stopped = false;
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> listeners;
   std::unordered_set<Socket*> open;  // both sides of every joined connection
-  size_t joined_now = 0;
+  size_t open_now = 0;                              // accepted and not yet closed
+  std::unordered_map<std::string, size_t> per_peer;  // of those, by the peer's address
+  uint64_t records = 0, unrecorded = 0;
   PortForwarder::Stats stats;
 };
 
@@ -45,33 +61,41 @@ namespace {
 struct Link {
   std::shared_ptr<Socket> outside, inside;
   uint16_t port = 0;
-  std::string peer;
+  std::string peer, address;  // "ADDR:PORT", and ADDR alone
   uint64_t in = 0, out = 0;
   int pumps = 2;  // running; the last one to end closes the link
 };
 
-std::string PeerOf(int fd) {
+// The peer of an accepted connection: "ADDR:PORT" ("[ADDR]:PORT" for IPv6) and ADDR.
+std::pair<std::string, std::string> PeerOf(int fd) {
   sockaddr_storage sa = {};
   socklen_t len = sizeof sa;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return "";
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return {"", ""};
   char host[INET6_ADDRSTRLEN] = {};
-  uint16_t port = 0;
   if (sa.ss_family == AF_INET) {
     const auto* v4 = reinterpret_cast<const sockaddr_in*>(&sa);
     inet_ntop(AF_INET, &v4->sin_addr, host, sizeof host);
-    port = ntohs(v4->sin_port);
-    return std::string(host) + ":" + std::to_string(port);
+    return {std::string(host) + ":" + std::to_string(ntohs(v4->sin_port)), host};
   }
   const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&sa);
   inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
-  port = ntohs(v6->sin6_port);
-  return "[" + std::string(host) + "]:" + std::to_string(port);
+  return {"[" + std::string(host) + "]:" + std::to_string(ntohs(v6->sin6_port)), host};
+}
+
+// A connection accepted is counted until it closes, joined or not.
+void Opened(ForwardCore* core, const std::string& address) {
+  ++core->open_now;
+  ++core->per_peer[address];
+}
+void Closed(ForwardCore* core, const std::string& address) {
+  --core->open_now;
+  auto it = core->per_peer.find(address);
+  if (it != core->per_peer.end() && --it->second == 0) core->per_peer.erase(it);
 }
 
 void Unjoined(ForwardCore* core, uint16_t port, const std::string& peer, const std::string& why) {
   ++core->stats.unjoined;
-  SafeEmit(core->events, "net.inbound",
-           {{"port", port}, {"peer", peer}, {"joined", false}, {"reason", why}});
+  core->Record({{"port", port}, {"peer", peer}, {"joined", false}, {"reason", why}});
 }
 
 void Close(ForwardCore* core, Link* link) {
@@ -107,13 +131,12 @@ asio::awaitable<void> Pump(std::shared_ptr<ForwardCore> core, std::shared_ptr<Li
   }
   if (--link->pumps > 0) co_return;
   Close(core.get(), link.get());
-  --core->joined_now;
-  SafeEmit(core->events, "net.inbound",
-           {{"port", link->port},
-            {"peer", link->peer},
-            {"joined", true},
-            {"bytes_in", link->in},
-            {"bytes_out", link->out}});
+  Closed(core.get(), link->address);
+  core->Record({{"port", link->port},
+                {"peer", link->peer},
+                {"joined", true},
+                {"bytes_in", link->in},
+                {"bytes_out", link->out}});
 }
 
 // The connection inside: 127.0.0.1:port, else [::1]:port (a server on IPv6 loopback only).
@@ -135,43 +158,63 @@ asio::awaitable<std::shared_ptr<Socket>> ConnectInside(std::shared_ptr<ForwardCo
     const asio::ip::address loopback = family == AF_INET
                                            ? asio::ip::address(asio::ip::address_v4::loopback())
                                            : asio::ip::address(asio::ip::address_v6::loopback());
+    // A server inside that does not accept (its queue full) holds the connect for the kernel's
+    // SYN retries; the timeout ends it sooner.
+    asio::steady_timer timeout(core->ctx);
+    timeout.expires_after(core->options.connect_timeout);
+    timeout.async_wait([sock](const asio::error_code& e) {
+      asio::error_code ignored;
+      if (!e) sock->close(ignored);
+    });
     co_await sock->async_connect({loopback, port}, Await(ec));
+    timeout.cancel();
     if (!ec) co_return sock;
     *why = ec == asio::error::connection_refused
                ? "nothing listens on port " + std::to_string(port) + " inside"
-               : "connecting inside: " + ec.message();
+           : ec == asio::error::operation_aborted ? "the connection inside timed out"
+                                                  : "connecting inside: " + ec.message();
   }
   co_return nullptr;
 }
 
 asio::awaitable<void> Join(std::shared_ptr<ForwardCore> core, std::shared_ptr<Socket> outside,
-                           uint16_t port) {
-  const std::string peer = PeerOf(outside->native_handle());
+                           uint16_t port, std::pair<std::string, std::string> peer) {
   std::string why;
+  core->open.insert(outside.get());  // Stop() closes it while it waits
   std::shared_ptr<Socket> inside = co_await ConnectInside(core, port, &why);
+  core->open.erase(outside.get());
   asio::error_code ignored;
   if (!inside || core->stopped) {
     outside->close(ignored);
     if (inside) inside->close(ignored);
-    Unjoined(core.get(), port, peer, inside ? "stopped" : why);
+    Closed(core.get(), peer.second);
+    Unjoined(core.get(), port, peer.first, inside ? "stopped" : why);
     co_return;
   }
   auto link = std::make_shared<Link>();
   link->outside = std::move(outside);
   link->inside = std::move(inside);
   link->port = port;
-  link->peer = peer;
+  link->peer = std::move(peer.first);
+  link->address = std::move(peer.second);
   core->open.insert(link->outside.get());
   core->open.insert(link->inside.get());
-  ++core->joined_now;
   ++core->stats.joined;
   asio::co_spawn(core->ctx, Pump(core, link, true), asio::detached);
   asio::co_spawn(core->ctx, Pump(core, link, false), asio::detached);
 }
 
 void Accepted(const std::shared_ptr<ForwardCore>& core, int fd, int family, uint16_t port) {
-  if (core->joined_now >= core->options.max_connections) {
-    Unjoined(core.get(), port, PeerOf(fd), "over the cap of joined connections");
+  std::pair<std::string, std::string> peer = PeerOf(fd);
+  const char* over = nullptr;
+  if (core->open_now >= core->options.max_connections) {
+    over = "over the cap of open connections";
+  } else if (core->per_peer[peer.second] >= core->options.max_per_peer) {
+    over = "over the cap of open connections from one address";
+  }
+  if (core->per_peer[peer.second] == 0) core->per_peer.erase(peer.second);
+  if (over != nullptr) {
+    Unjoined(core.get(), port, peer.first, over);
     ::close(fd);
     return;
   }
@@ -182,7 +225,8 @@ void Accepted(const std::shared_ptr<ForwardCore>& core, int fd, int family, uint
     ::close(fd);
     return;
   }
-  asio::co_spawn(core->ctx, Join(core, std::move(sock), port), asio::detached);
+  Opened(core.get(), peer.second);
+  asio::co_spawn(core->ctx, Join(core, std::move(sock), port, std::move(peer)), asio::detached);
 }
 
 asio::awaitable<void> AcceptLoop(std::shared_ptr<ForwardCore> core, asio::ip::tcp::acceptor* acc,

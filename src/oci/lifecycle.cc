@@ -43,6 +43,21 @@ struct Prepared {
   std::vector<std::string> warnings;
 };
 
+// ward's own listeners inside the container (the proxy, the DNS stub) are not the container's to
+// expose: a peer in the pod would be joined to the proxy, with the container's rules and its
+// credentials' routes.
+Status CheckExposedPorts(const std::vector<uint16_t>& ports) {
+  const enforce::NetSpec ward_own;
+  for (uint16_t port : ports) {
+    if (port == ward_own.proxy_port || port == 53) {
+      return InvalidArgument("annotation run.ward/expose: port " + std::to_string(port) +
+                             " is ward's own inside the container (its " +
+                             (port == 53 ? "DNS stub" : "egress proxy") + "), not one to expose");
+    }
+  }
+  return Ok();
+}
+
 Result<Prepared> Prepare(const CreateOptions& o) {
   Prepared p;
   WARD_TRY(CheckContainerId(o.id));
@@ -76,6 +91,7 @@ Result<Prepared> Prepare(const CreateOptions& o) {
   }
   // A pod's network is where the container's supervisor connects from; the container keeps
   // its own (pod_network.h).
+  WARD_TRY(CheckExposedPorts(p.bundle.ward.expose));
   WARD_ASSIGN_OR_RETURN(p.pod, OpenPodNetwork(p.bundle.config));
   if (!p.bundle.ward.expose.empty() && !p.pod.netns) {
     return InvalidArgument(

@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -15,8 +16,8 @@ namespace {
 
 // A thread of the supervisor's that lives in the sandbox's network namespace and makes sockets
 // there, one at a time for the loop's thread, which stays where it is. It joins the namespace
-// while the supervisor still has its capabilities (before the command starts) and then holds
-// none: a socket needs none, and nothing else is done there.
+// while the supervisor still has its capabilities (before the command starts) and then drops
+// every one for good: a socket needs none, and nothing else is done there.
 class SocketsInside {
  public:
   static Result<std::shared_ptr<SocketsInside>> Start(UniqueFd netns) {
@@ -24,7 +25,7 @@ class SocketsInside {
     self->thread_ = std::thread([self = self.get(), netns = std::move(netns)] {
       const bool joined = setns(netns.get(), CLONE_NEWNET) == 0;
       const int err = errno;
-      sys::SetEffectiveCapabilities(false);
+      sys::DropThreadCapabilities();
       self->Serve(joined ? 0 : err);
     });
     std::unique_lock lock(self->mu_);
@@ -90,10 +91,15 @@ class SocketsInside {
 
 Result<std::unique_ptr<net::PortForwarder>> ServeContainerPorts(
     asio::io_context& ctx, const std::vector<std::pair<uint16_t, int>>& listeners,
-    UniqueFd sandbox_netns, EventSink* events) {
+    const std::vector<uint16_t>& ward_own, UniqueFd sandbox_netns, EventSink* events) {
   std::vector<std::pair<uint16_t, UniqueFd>> taken;
   for (const auto& [port, fd] : listeners) taken.emplace_back(port, UniqueFd(fd));
   if (taken.empty()) return std::unique_ptr<net::PortForwarder>();
+  for (const auto& [port, fd] : taken) {
+    if (std::find(ward_own.begin(), ward_own.end(), port) != ward_own.end()) {
+      return InvalidArgument("port " + std::to_string(port) + " is ward's own inside");
+    }
+  }
   if (!sandbox_netns) return Error(Code::kInternal, "exposed ports without the container's network");
   WARD_ASSIGN_OR_RETURN(std::shared_ptr<SocketsInside> inside,
                         SocketsInside::Start(std::move(sandbox_netns)));

@@ -215,6 +215,49 @@ TEST_F(OciCgroupTest, ACgroupThatHasProcessesIsNeverTakenOver) {
   waitpid(bystander, nullptr, 0);
 }
 
+// A container's cgroup is its own: a second container on the path of a running one is refused,
+// and so is a path with a cgroup below it (an engine's parent, a pod's). An empty leaf that
+// exists is taken over (the control). As a user the path is not used at all.
+TEST_F(OciCgroupTest, ACgroupIsOneContainersOwn) {
+  const std::string leaf = "/" + top_ + "/c7";
+  Forget(leaf + "/below");
+  Forget(leaf);
+  Forget("/" + top_);
+  Config("exec sleep 100", {{"linux", {{"cgroupsPath", leaf}}}});
+  const pid_t first = Create("g7");
+  ASSERT_GT(first, 0) << Err();
+  ClearOut();
+  const pid_t second = Create("g7b");
+  if (geteuid() == 0) {
+    EXPECT_EQ(second, -1);
+    EXPECT_NE(Err().find("is another container's"), std::string::npos) << Err();
+    EXPECT_FALSE(StateDirExists("g7b"));
+  } else {
+    ASSERT_GT(second, 0) << Err();
+    ASSERT_EQ(Oci({"delete", "--force", "g7b"}), 0) << Err();
+    ReapInit(second);
+  }
+  ASSERT_EQ(Oci({"delete", "--force", "g7"}), 0) << Err();
+  ReapInit(first);
+  for (int i = 0; i < 500 && AnyHierarchyHas(leaf); ++i) usleep(10000);
+  const std::string memory = V1With("memory");
+  if (geteuid() != 0 || memory.empty()) return;
+  // A path with a cgroup below it: refused, and what is below is left.
+  MakeDirs(memory + leaf + "/below");
+  ClearOut();
+  EXPECT_EQ(Create("g7c"), -1);
+  EXPECT_NE(Err().find("has processes or cgroups below it"), std::string::npos) << Err();
+  EXPECT_EQ(access((memory + leaf + "/below").c_str(), F_OK), 0);
+  // An empty leaf that exists is the container's (and goes with it).
+  ASSERT_EQ(rmdir((memory + leaf + "/below").c_str()), 0);
+  ClearOut();
+  const pid_t taken = Create("g7d");
+  ASSERT_GT(taken, 0) << Err();
+  EXPECT_FALSE(LinesAt(taken, leaf).empty());
+  ASSERT_EQ(Oci({"delete", "--force", "g7d"}), 0) << Err();
+  ReapInit(taken);
+}
+
 // Paths out of the hierarchy, the root itself, and a systemd path of the wrong form are refused
 // with the field named; nothing is left behind.
 TEST_F(OciCgroupTest, PathsOutOfTheHierarchyAreRefused) {

@@ -328,8 +328,8 @@ std::string GetInPod(const Pod& pod, int port) {
 // the container's loopback, and no other: a Service or the kubelet's HTTP probe reaches the
 // container's server. The container may listen on the ports it exposes and on no other (Landlock).
 // An exposed port nothing listens on inside is closed at once. Each connection is in the
-// container's trail. Refused: run.ward/expose without a pod's network (as root and as a user),
-// and a port something of the pod already has.
+// container's trail. Refused: run.ward/expose without a pod's network and ward's own ports inside
+// (as root and as a user), and a port something of the pod already has.
 TEST_F(OciPodNetworkTest, ExposedPortsAreReachedFromThePodAndNoOtherPortIs) {
   Config("true", {{"annotations", {{"run.ward/expose", "8080"}}}});
   EXPECT_EQ(Create("p6a"), -1);
@@ -337,6 +337,14 @@ TEST_F(OciPodNetworkTest, ExposedPortsAreReachedFromThePodAndNoOtherPortIs) {
             std::string::npos)
       << Err();
   EXPECT_FALSE(StateDirExists("p6a"));
+  // ward's own listeners inside (the proxy, the DNS stub) are not the container's to expose.
+  for (const char* own : {"3128", "53"}) {
+    Config("true", {{"annotations", {{"run.ward/expose", own}}}});
+    ClearOut();
+    EXPECT_EQ(Create("p6o"), -1) << own;
+    EXPECT_NE(Err().find("is ward's own inside the container"), std::string::npos) << Err();
+    EXPECT_FALSE(StateDirExists("p6o"));
+  }
   if (geteuid() != 0) return;  // joining a pod's network needs root (the first test)
   Pod pod;
   ASSERT_GT(pod.port(), 0);

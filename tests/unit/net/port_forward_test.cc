@@ -1,6 +1,7 @@
 // The port forwarder (connections into a container from its pod): bytes pass both ways, an end
 // of stream passes on while the other direction goes on, an exposed port nothing listens on
-// inside is closed and said, and connections over the cap are closed. "Inside" is this test's
+// inside is closed and said, connections over the caps (all, one address's) are closed, and the
+// records stop at their bound with the rest counted. "Inside" is this test's
 // own loopback here: the namespace is the caller's affair (supervisor/container_ports.cc).
 #include "net/port_forward.h"
 
@@ -34,9 +35,12 @@ UniqueFd AcceptWithin(int listener, int timeout_ms = 5000) {
 class PortForwardTest : public ::testing::Test {
  protected:
   // A forwarder of `inside_port` on a listener of its own; the loop runs on a thread.
-  uint16_t Start(uint16_t inside_port, size_t max_connections = 256) {
+  uint16_t Start(uint16_t inside_port, size_t max_connections = 256, size_t max_per_peer = 64,
+                 uint64_t max_records = 1000) {
     PortForwardOptions o;
     o.max_connections = max_connections;
+    o.max_per_peer = max_per_peer;
+    o.max_records = max_records;
     o.socket_inside = [](int family) -> Result<UniqueFd> {
       UniqueFd fd(socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
       if (!fd) return Errno("socket");
@@ -144,6 +148,60 @@ TEST_F(PortForwardTest, ConnectionsOverTheCapAreClosed) {
   // The first goes on.
   ASSERT_TRUE(SendAll(server.get(), "2"));
   EXPECT_EQ(RecvExactly(first.get(), 1), "2");
+}
+
+TEST_F(PortForwardTest, OneAddressCannotTakeEveryConnection) {
+  testing::Listener inside = ListenTcp();
+  const uint16_t outside = Start(inside.port, /*max_connections=*/10, /*max_per_peer=*/1);
+  UniqueFd first = ConnectTo(outside);
+  ASSERT_TRUE(SendAll(first.get(), "1"));
+  UniqueFd server = AcceptWithin(inside.fd.get());
+  ASSERT_TRUE(server);
+  EXPECT_EQ(RecvExactly(server.get(), 1), "1");
+  UniqueFd second = ConnectTo(outside);  // the same address (127.0.0.1)
+  EXPECT_TRUE(WaitClosed(second.get()));
+  std::vector<Event> ev = Inbound(1);
+  ASSERT_GE(ev.size(), 1u);
+  EXPECT_NE(ev[0].data["reason"].get<std::string>().find("from one address"), std::string::npos)
+      << ev[0].data.dump();
+  // Once the first closes, the address may connect again.
+  first.reset();
+  EXPECT_TRUE(WaitClosed(server.get()));
+  server.reset();
+  ASSERT_EQ(Inbound(2).size(), 2u);  // the first's record: both ends have closed
+  UniqueFd third = ConnectTo(outside);
+  ASSERT_TRUE(SendAll(third.get(), "3"));
+  UniqueFd server3 = AcceptWithin(inside.fd.get());
+  ASSERT_TRUE(server3);
+  EXPECT_EQ(RecvExactly(server3.get(), 1), "3");
+}
+
+TEST_F(PortForwardTest, RecordsStopAtTheirBoundAndTheRestAreCounted) {
+  uint16_t unused = 0;
+  {
+    testing::Listener l = ListenTcp();
+    unused = l.port;
+  }
+  const uint16_t outside = Start(unused, 256, 64, /*max_records=*/2);
+  for (int i = 0; i < 3; ++i) {
+    UniqueFd client = ConnectTo(outside);
+    ASSERT_TRUE(client);
+    EXPECT_TRUE(WaitClosed(client.get()));
+  }
+  EXPECT_EQ(Inbound(2).size(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(Inbound(2).size(), 2u);
+  std::promise<void> stopped;
+  asio::post(ctx_, [&] {
+    forwarder_->Stop();
+    stopped.set_value();
+  });
+  stopped.get_future().wait();
+  bool counted = false;
+  for (const Event& e : events_.events()) {
+    if (e.type == "net.inbound.unrecorded") counted = e.data["count"] == 1;
+  }
+  EXPECT_TRUE(counted);
 }
 
 }  // namespace
