@@ -23,7 +23,8 @@ cleanup() {
 trap cleanup EXIT
 ln -s "$ward" "$tmp/ward-oci"
 cat > "$tmp/daemon.json" <<JSON
-{"runtimes": {"ward": {"path": "$tmp/ward-oci"}},
+{"runtimes": {"ward": {"path": "$tmp/ward-oci"},
+              "ward-node": {"path": "$tmp/ward-oci", "runtimeArgs": ["--config", "$tmp/node.toml"]}},
  "default-ulimits": {"nofile": {"Name": "nofile", "Soft": 1024, "Hard": 1024},
                      "nproc": {"Name": "nproc", "Soft": 1024, "Hard": 1024}},
  "iptables": false, "bridge": "none", "data-root": "$tmp/data", "exec-root": "$tmp/exec",
@@ -43,6 +44,21 @@ cp /bin/busybox "$tmp/rootfs/bin/busybox"
 for c in sh true cat echo sleep hostname tty; do ln -s busybox "$tmp/rootfs/bin/$c"; done
 tar -C "$tmp/rootfs" -cf "$tmp/rootfs.tar" . && D import "$tmp/rootfs.tar" "$image" >/dev/null ||
   { echo "FAIL: docker import"; exit 1; }
+
+# The image again, with curl and what it loads and the CA bundle; $host: the registry's host.
+with_curl() {
+  root=$tmp/rootfs
+  cp /usr/bin/curl "$root/bin/curl"
+  for lib in $(ldd /usr/bin/curl | awk '$2 == "=>" {print $3}') \
+             $(readelf -l /usr/bin/curl | sed -n 's/.*interpreter: \(.*\)]/\1/p'); do
+    cp --parents -L "$lib" "$root/"
+  done
+  mkdir -p "$root/etc/ssl/certs"
+  cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+  tar -C "$root" -cf "$tmp/rootfs.tar" . && D import "$tmp/rootfs.tar" "$image" >/dev/null
+  host=$(npm config get registry 2>/dev/null | sed -E 's#^[a-z]+://([^/:]+).*#\1#')
+  [ -n "$host" ] || { echo "FAIL: no registry host from npm config"; exit 1; }
+}
 
 ward_inits() { pgrep -x ward-init | wc -l; }
 inits_before=$(ward_inits)
@@ -99,6 +115,32 @@ kill_stop_rm)
   id=$(R -d "$image" sleep 100) || fail "run -d"
   D rm -f "$id" >/dev/null || fail "docker rm -f"
   D ps -aq --no-trunc | grep -q "^$id" && fail "rm -f left the container"
+  ;;
+logs)
+  id=$(R -d "$image" sh -c 'echo logged; echo err >&2') || fail "run -d"
+  D wait "$id" >/dev/null
+  [ "$(D logs "$id" 2>&1 | sort | tr '\n' ' ')" = "err logged " ] || fail "logs: $(D logs "$id" 2>&1)"
+  D rm "$id" >/dev/null
+  ;;
+egress)
+  # Docker 20.10 has no --annotation: the policy is the node's (a runtime in daemon.json whose
+  # runtimeArgs name the node's config, whose profile allows the registry's host). The allowed
+  # host answers over TLS through ward's proxy, another host is refused there, and the trail
+  # says so.
+  with_curl
+  mkdir -m 0700 "$tmp/audit"
+  printf 'extends = "default"\n[network]\nallow = ["%s"]\n' "$host" > "$tmp/node-profile.toml"
+  printf '[oci]\nprofile = "%s"\naudit_dir = "%s"\n' "$tmp/node-profile.toml" "$tmp/audit" \
+    > "$tmp/node.toml"
+  out=$(D run --runtime ward-node --network none --rm "$image" sh -c \
+    "curl -sS -o /dev/null -w '%{http_code}\n' https://$host/; \
+     curl -sS -o /dev/null https://example.org/ 2>/dev/null || echo refused")
+  [ "$out" = "200
+refused" ] || fail "egress: '$out'"
+  session=$(ls "$tmp/audit/sessions")
+  "$ward" audit --state-dir "$tmp/audit" verify "$session" >/dev/null || fail "the trail does not verify"
+  "$ward" audit --state-dir "$tmp/audit" show "$session" | grep -q 'net.deny.*example.org' ||
+    fail "the refused host is not in the trail"
   ;;
 cgroup)
   # The container's cgroup is the one Docker names ("/docker/ID" with its cgroupfs driver): the
