@@ -93,6 +93,34 @@ exec)
   C task delete e1 >/dev/null || fail "task delete"
   C container delete e1 || fail "container delete"
   ;;
+egress)
+  # By annotation (ctr run --annotation): the allowed registry host answers over TLS through
+  # ward's proxy, another host is refused there, and the trail says so.
+  cp /usr/bin/curl "$tmp/rootfs/bin/curl"
+  for lib in $(ldd /usr/bin/curl | awk '$2 == "=>" {print $3}') \
+             $(readelf -l /usr/bin/curl | sed -n 's/.*interpreter: \(.*\)]/\1/p'); do
+    cp --parents -L "$lib" "$tmp/rootfs/"
+  done
+  mkdir -p "$tmp/rootfs/etc/ssl/certs"
+  cp -L /etc/ssl/certs/ca-certificates.crt "$tmp/rootfs/etc/ssl/certs/"
+  curl_image=localhost/ward-engine-test-curl:latest
+  tar -C "$tmp/rootfs" -cf "$tmp/rootfs.tar" . &&
+    podman import -q "$tmp/rootfs.tar" "$curl_image" >/dev/null &&
+    podman save -q --format oci-archive -o "$tmp/curl.tar" "$curl_image" &&
+    C image import "$tmp/curl.tar" >/dev/null || fail "importing the image with curl"
+  host=$(npm config get registry 2>/dev/null | sed -E 's#^[a-z]+://([^/:]+).*#\1#')
+  [ -n "$host" ] || fail "no registry host from npm config"
+  mkdir -m 0700 "$tmp/audit"
+  out=$(R --rm --annotation "run.ward/allow-net=$host" --annotation "run.ward/audit-dir=$tmp/audit" \
+    "$curl_image" g1 sh -c "curl -sS -o /dev/null -w '%{http_code}\n' https://$host/; \
+      curl -sS -o /dev/null https://example.org/ 2>/dev/null || echo refused" </dev/null)
+  [ "$out" = "200
+refused" ] || fail "egress: '$out'"
+  session=$(ls "$tmp/audit/sessions")
+  "$ward" audit --state-dir "$tmp/audit" verify "$session" >/dev/null || fail "the trail does not verify"
+  "$ward" audit --state-dir "$tmp/audit" show "$session" | grep -q 'net.deny.*example.org' ||
+    fail "the refused host is not in the trail"
+  ;;
 *) echo "unknown scenario $scenario"; exit 2 ;;
 esac
 
