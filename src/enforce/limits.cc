@@ -297,8 +297,9 @@ Result<LimitsPlan> PlanLimits(const policy::Policy& policy, const KernelFeatures
   return std::move(draft.out);
 }
 
-void PlanEngineCgroup(const CgroupInfo& info, const std::string& path, LimitsSpec* spec) {
-  if (path.empty()) return;
+void PlanEngineCgroup(const CgroupInfo& info, const std::string& path, bool root,
+                      LimitsSpec* spec) {
+  if (path.empty() || !root) return;
   CgroupSpec& c = spec->cgroup;
   if (c.version == 0) {
     const CgroupChoice any = ChooseCgroup(info, true, true, true);

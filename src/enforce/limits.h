@@ -48,9 +48,11 @@ CgroupChoice ChooseCgroup(const CgroupInfo& cg, bool memory, bool pids, bool cpu
 
 // A container's cgroup where its engine names it (linux.cgroupsPath, "/a/b/leaf"), in every
 // hierarchy ward may write here, with limits or without: the engine reads the container's
-// statistics there, and the limits of the cgroups above it (a Kubernetes pod's) hold. Where
-// ward may write none (an unprivileged engine), the path is not used. "" changes nothing.
-void PlanEngineCgroup(const CgroupInfo& info, const std::string& path, LimitsSpec* spec);
+// statistics there, and the limits of the cgroups above it (a Kubernetes pod's) hold. Only as
+// root: a rootless engine's path is not below the root ward could write (its delegated subtree
+// is), and the run keeps a cgroup of ward's own where it has one. "" changes nothing.
+void PlanEngineCgroup(const CgroupInfo& info, const std::string& path, bool root,
+                      LimitsSpec* spec);
 
 // `ward check`: what would enforce each kind of limit on this host, for this caller.
 struct LimitsMechanism {

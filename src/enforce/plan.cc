@@ -858,7 +858,7 @@ void NarrowRlimits(const std::vector<ProcessSpec::Rlimit>& asked,
 void PlanContainerProcess(const ImageRoot& image, const KernelFeatures& features,
                           LaunchPlan* plan) {
   NarrowRlimits(image.rlimits, &plan->process.rlimits);
-  PlanEngineCgroup(features.cgroup, image.cgroup_path, &plan->limits);
+  PlanEngineCgroup(features.cgroup, image.cgroup_path, plan->privileged, &plan->limits);
   plan->process.container_seccomp = image.seccomp;
   plan->landlock.bind_tcp = image.listen_ports;
   plan->mount.workdir = image.workdir;

@@ -371,7 +371,7 @@ TEST(PlanEngineCgroup, TheEnginesPathIsMadeInEveryHierarchyWardMayWrite) {
   f.cgroup.v1_accounting_mounts = {"/sys/fs/cgroup/cpuacct", "/sys/fs/cgroup/blkio"};
   // No limit: a cgroup all the same, for the engine's statistics and the pod's limits.
   LimitsPlan none = MustPlan(policy::Policy(), f, kRoot);
-  PlanEngineCgroup(f.cgroup, "/kubepods/pod1/c1", &none.spec);
+  PlanEngineCgroup(f.cgroup, "/kubepods/pod1/c1", true, &none.spec);
   const CgroupSpec& c = none.spec.cgroup;
   EXPECT_EQ(none.spec.backend, LimitsBackend::kCgroupV1);
   EXPECT_EQ(c.version, 1);
@@ -390,22 +390,26 @@ TEST(PlanEngineCgroup, TheEnginesPathIsMadeInEveryHierarchyWardMayWrite) {
   EXPECT_EQ(line->origin, "config.json linux.cgroupsPath");
   // With limits: the same limits, at the engine's path.
   LimitsPlan some = MustPlan(WithLimits(64 << 20, 100, std::nullopt), f, kRoot);
-  PlanEngineCgroup(f.cgroup, "/docker/c2", &some.spec);
+  PlanEngineCgroup(f.cgroup, "/docker/c2", true, &some.spec);
   EXPECT_EQ(some.spec.cgroup.memory_bytes, 64u << 20);
   EXPECT_EQ(some.spec.cgroup.pids, 100u);
   EXPECT_EQ(some.spec.cgroup.v1_memory_parent, "/sys/fs/cgroup/memory");
   EXPECT_EQ(some.spec.cgroup.v1_cpu_parent, "/sys/fs/cgroup/cpu");
   // "" changes nothing.
   LimitsPlan own = MustPlan(WithLimits(64 << 20, std::nullopt, std::nullopt), f, kRoot);
-  PlanEngineCgroup(f.cgroup, "", &own.spec);
+  PlanEngineCgroup(f.cgroup, "", true, &own.spec);
   EXPECT_EQ(own.spec.cgroup.fixed_leaf, "");
   EXPECT_EQ(own.spec.cgroup.v1_memory_parent, "/sys/fs/cgroup/memory/session");
 }
 
-TEST(PlanEngineCgroup, OnV2TheLeafIsBelowTheMountAndWhereNothingIsWritableItIsNotUsed) {
+TEST(PlanEngineCgroup, OnV2TheLeafIsBelowTheMountAndNotUsedByAUserOrWhereNothingIsWritable) {
   KernelFeatures v2 = V2Host();
   LimitsPlan lp = MustPlan(WithLimits(64 << 20, std::nullopt, std::nullopt), v2, kUser);
-  PlanEngineCgroup(v2.cgroup, "/kubepods.slice/c.scope", &lp.spec);
+  // A rootless engine's path: not used; the run keeps its own cgroup in the user's subtree.
+  PlanEngineCgroup(v2.cgroup, "/user.slice/c.scope", false, &lp.spec);
+  EXPECT_EQ(lp.spec.cgroup.fixed_leaf, "");
+  EXPECT_EQ(lp.spec.cgroup.v2_parent, v2.cgroup.v2_parent);
+  PlanEngineCgroup(v2.cgroup, "/kubepods.slice/c.scope", true, &lp.spec);
   EXPECT_EQ(lp.spec.cgroup.version, 2);
   EXPECT_EQ(lp.spec.cgroup.v2_parent, "/sys/fs/cgroup");
   EXPECT_FALSE(lp.spec.cgroup.v2_parent_is_own);
@@ -413,7 +417,7 @@ TEST(PlanEngineCgroup, OnV2TheLeafIsBelowTheMountAndWhereNothingIsWritableItIsNo
   // An unprivileged engine's path on a host ward may write nothing of: not used, and said
   // nowhere as a cgroup of the container's.
   LimitsPlan none = MustPlan(policy::Policy(), RlimitsHost(), kUser);
-  PlanEngineCgroup(RlimitsHost().cgroup, "/user/c", &none.spec);
+  PlanEngineCgroup(RlimitsHost().cgroup, "/user/c", true, &none.spec);
   EXPECT_EQ(none.spec.cgroup.version, 0);
   EXPECT_EQ(none.spec.cgroup.fixed_leaf, "");
   EXPECT_EQ(FindLine(none, "cgroup"), nullptr);
