@@ -310,17 +310,6 @@ asio::awaitable<void> TcpConnection(std::shared_ptr<DnsCore> core,
   sock->close(ignored);
 }
 
-// Whether accept failed for want of descriptors or memory: worth a pause before the next try.
-bool AcceptStarved(int err) {
-  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
-}
-
-asio::awaitable<void> PauseAccepting(asio::steady_timer& backoff) {
-  backoff.expires_after(std::chrono::milliseconds(50));
-  asio::error_code ec;
-  co_await backoff.async_wait(Await(ec));
-}
-
 // Serves an accepted connection, or closes it (over the cap, or unusable).
 void StartTcpConnection(const std::shared_ptr<DnsCore>& core, int fd, int family) {
   if (core->tcp_conns.size() >= core->options.max_tcp_connections) {
@@ -339,21 +328,10 @@ void StartTcpConnection(const std::shared_ptr<DnsCore>& core, int fd, int family
 
 asio::awaitable<void> TcpAcceptLoop(std::shared_ptr<DnsCore> core, asio::ip::tcp::acceptor* acc,
                                     int family) {
-  asio::steady_timer backoff(core->ctx);
-  while (!core->stopped) {
-    asio::error_code ec;
-    co_await acc->async_wait(asio::ip::tcp::acceptor::wait_read, Await(ec));
-    if (core->stopped || ec == asio::error::operation_aborted || !acc->is_open()) break;
-    for (int i = 0; i < 16; ++i) {
-      int fd = AcceptNonBlocking(acc->native_handle());
-      if (fd >= 0) {
-        StartTcpConnection(core, fd, family);
-        continue;
-      }
-      if (AcceptStarved(errno)) co_await PauseAccepting(backoff);
-      break;
-    }
-  }
+  const AcceptHandlers handlers = {[core] { return core->stopped; },
+                                   [core, family](int fd) { StartTcpConnection(core, fd, family); },
+                                   nullptr};
+  co_await AcceptEach(acc, 16, handlers);
 }
 
 Status PrepareFd(int fd) {

@@ -231,24 +231,10 @@ void Accepted(const std::shared_ptr<ForwardCore>& core, int fd, int family, uint
 
 asio::awaitable<void> AcceptLoop(std::shared_ptr<ForwardCore> core, asio::ip::tcp::acceptor* acc,
                                  int family, uint16_t port) {
-  asio::steady_timer backoff(core->ctx);
-  while (!core->stopped) {
-    asio::error_code ec;
-    co_await acc->async_wait(asio::ip::tcp::acceptor::wait_read, Await(ec));
-    if (core->stopped || ec == asio::error::operation_aborted || !acc->is_open()) break;
-    for (int i = 0; i < 16; ++i) {
-      const int fd = AcceptNonBlocking(acc->native_handle());
-      if (fd >= 0) {
-        Accepted(core, fd, family, port);
-        continue;
-      }
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        backoff.expires_after(std::chrono::milliseconds(50));
-        co_await backoff.async_wait(Await(ec));
-      }
-      break;
-    }
-  }
+  const AcceptHandlers handlers = {[core] { return core->stopped; },
+                                   [core, family, port](int fd) { Accepted(core, fd, family, port); },
+                                   nullptr};
+  co_await AcceptEach(acc, 16, handlers);
 }
 
 }  // namespace

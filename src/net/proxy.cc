@@ -31,35 +31,14 @@ constexpr size_t kMinScratch = 16 << 10;
 constexpr size_t kMaxScratch = 1 << 20;
 constexpr size_t kMaxRejecting = 64;  // over-cap connections answered at once; beyond: closed
 constexpr int kAcceptBurst = 64;      // accepts per wake-up, so one listener cannot starve I/O
-constexpr auto kAcceptBackoff = std::chrono::milliseconds(50);
 
 asio::awaitable<void> AcceptLoop(std::shared_ptr<ProxyCore> core, asio::ip::tcp::acceptor* acc,
                                  int family) {
-  asio::steady_timer backoff(core->ctx);
-  while (!core->stopped) {
-    asio::error_code ec;
-    co_await acc->async_wait(asio::ip::tcp::acceptor::wait_read, Await(ec));
-    if (core->stopped || ec == asio::error::operation_aborted || !acc->is_open()) break;
-    bool exhausted = false;
-    for (int i = 0; i < kAcceptBurst && !core->stopped; ++i) {
-      int fd = AcceptNonBlocking(acc->native_handle());
-      if (fd >= 0) {
-        core->OnAccepted(fd, family);
-        continue;
-      }
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        exhausted = true;
-      }
-      // EAGAIN: drained. Anything else concerns one pending connection (ECONNABORTED, ...).
-      if (errno == EAGAIN || exhausted) break;
-    }
-    if (exhausted) {
-      // Out of descriptors: the pending connection stays in the backlog; do not spin on it.
-      core->stats.errors++;
-      backoff.expires_after(kAcceptBackoff);
-      co_await backoff.async_wait(Await(ec));
-    }
-  }
+  // Out of descriptors, the pending connection stays in the backlog: counted, not spun on.
+  const AcceptHandlers handlers = {[core] { return core->stopped; },
+                                   [core, family](int fd) { core->OnAccepted(fd, family); },
+                                   [core] { core->stats.errors++; }};
+  co_await AcceptEach(acc, kAcceptBurst, handlers);
 }
 
 }  // namespace

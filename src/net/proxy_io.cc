@@ -54,6 +54,35 @@ int AcceptNonBlocking(int listen_fd) {
   }
 }
 
+asio::awaitable<void> AcceptEach(asio::ip::tcp::acceptor* acc, int burst,
+                                 const AcceptHandlers& handlers) {
+  const auto& stopped = handlers.stopped;
+  const auto& take = handlers.take;
+  const auto& starved = handlers.starved;
+  asio::steady_timer backoff(acc->get_executor());
+  while (!stopped()) {
+    asio::error_code ec;
+    co_await acc->async_wait(asio::ip::tcp::acceptor::wait_read, Await(ec));
+    if (stopped() || ec == asio::error::operation_aborted || !acc->is_open()) break;
+    bool exhausted = false;
+    for (int i = 0; i < burst && !stopped(); ++i) {
+      const int fd = AcceptNonBlocking(acc->native_handle());
+      if (fd >= 0) {
+        take(fd);
+        continue;
+      }
+      exhausted = errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM;
+      // EAGAIN: drained. Anything else concerns one pending connection (ECONNABORTED, ...).
+      if (errno == EAGAIN || exhausted) break;
+    }
+    if (exhausted) {
+      if (starved) starved();
+      backoff.expires_after(std::chrono::milliseconds(50));
+      co_await backoff.async_wait(Await(ec));
+    }
+  }
+}
+
 asio::ip::tcp::endpoint ToEndpoint(const IpAddress& addr, uint16_t port) {
   IpAddress a = addr.Unmapped();
   if (a.is_v4()) return {asio::ip::address_v4(a.v4()), port};

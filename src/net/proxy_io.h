@@ -19,6 +19,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +45,20 @@ Result<asio::ip::tcp::socket> OpenTcpSocket(asio::io_context& ctx, int family);
 
 // accept4(CLOEXEC | NONBLOCK) on a non-blocking listener: a valid fd, or -1 with errno.
 int AcceptNonBlocking(int listen_fd);
+
+// Accepts on `acc` until it closes or `stopped()` holds, handing each connection (close-on-exec,
+// non-blocking) to `take`: at most `burst` a wake-up, so that one listener cannot starve the
+// loop's other work. Out of descriptors or memory, the pending connection stays queued and the
+// loop pauses (after `starved()`, when given) rather than spin on it. The functions are the
+// caller's (named locals of the awaiting coroutine: GCC 12 mishandles temporaries with
+// destructors in a co_await's full expression).
+struct AcceptHandlers {
+  std::function<bool()> stopped;
+  std::function<void(int fd)> take;
+  std::function<void()> starved;  // may be empty
+};
+asio::awaitable<void> AcceptEach(asio::ip::tcp::acceptor* acc, int burst,
+                                 const AcceptHandlers& handlers);
 
 asio::ip::tcp::endpoint ToEndpoint(const IpAddress& addr, uint16_t port);
 

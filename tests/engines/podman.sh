@@ -5,6 +5,7 @@
 # Containers run with --network none: the engine's network is not what is tested here.
 set -u
 scenario=$1 ward=$2
+. "$(dirname "$0")/common.sh"
 [ "$(id -u)" = 0 ] || { echo "engines: root only"; exit 77; }
 tmp=$(mktemp -d)
 image=localhost/ward-engine-test:latest
@@ -31,16 +32,9 @@ make_image
 
 # The image again, with curl and what it loads and the CA bundle; $host: the registry's host.
 with_curl() {
-  root=$tmp/rootfs
-  cp /usr/bin/curl "$root/bin/curl"
-  for lib in $(ldd /usr/bin/curl | awk '$2 == "=>" {print $3}') \
-             $(readelf -l /usr/bin/curl | sed -n 's/.*interpreter: \(.*\)]/\1/p'); do
-    cp --parents -L "$lib" "$root/"
-  done
-  mkdir -p "$root/etc/ssl/certs"
-  cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
-  tar -C "$root" -cf "$tmp/rootfs.tar" . && podman import -q "$tmp/rootfs.tar" "$image" >/dev/null
-  host=$(npm config get registry 2>/dev/null | sed -E 's#^[a-z]+://([^/:]+).*#\1#')
+  copy_curl "$tmp/rootfs"
+  tar -C "$tmp/rootfs" -cf "$tmp/rootfs.tar" . && podman import -q "$tmp/rootfs.tar" "$image" >/dev/null
+  host=$(registry_host)
   [ -n "$host" ] || { echo "FAIL: no registry host from npm config"; exit 1; }
 }
 
@@ -133,10 +127,7 @@ egress)
                     curl -sS -o /dev/null https://example.org/ 2>/dev/null || echo refused")
   [ "$out" = "200
 refused" ] || fail "egress: '$out'"
-  session=$(ls "$tmp/audit/sessions")
-  "$ward" audit --state-dir "$tmp/audit" verify "$session" >/dev/null || fail "the trail does not verify"
-  "$ward" audit --state-dir "$tmp/audit" show "$session" | grep -q 'net.deny.*example.org' ||
-    fail "the refused host is not in the trail: $("$ward" audit --state-dir "$tmp/audit" show "$session")"
+  check_egress_trail "$tmp/audit"
   ;;
 pod_network)
   # The engine's own network (its bridge here, a pod's on Kubernetes), given to ward by path:

@@ -368,6 +368,7 @@ TEST_F(OciPodNetworkTest, ExposedPortsAreReachedFromThePodAndNoOtherPortIs) {
   }
   EXPECT_NE(answer.find("200 OK"), std::string::npos) << answer;
   EXPECT_NE(answer.find("inside"), std::string::npos) << answer;
+  for (int i = 0; i < 500 && Out().empty(); ++i) usleep(10000);  // it tries 8081 after 8080
   EXPECT_EQ(Out(), "8081 refused\n") << Err();
   EXPECT_EQ(GetInPod(pod, 8081), "");  // not exposed: nothing of ward's listens in the pod
   EXPECT_EQ(GetInPod(pod, 8082), "");  // exposed, nothing listens inside: closed
