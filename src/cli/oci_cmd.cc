@@ -416,7 +416,11 @@ int Features() {
       {"linux",
        {{"namespaces", {"pid", "network", "mount", "ipc", "uts", "user", "cgroup"}},
         {"capabilities", nlohmann::json::array()},
-        {"seccomp", {{"enabled", true}}}}},
+        {"seccomp",
+         {{"enabled", true},
+          {"actions", oci::SeccompActions()},
+          {"operators", oci::SeccompOperators()}}},
+        {"cgroup", {{"v1", true}, {"v2", true}, {"systemd", true}, {"systemdUser", false}}}}},
       {"annotations", {{"run.ward/annotations", oci::KnownAnnotations()}}}};
   std::printf("%s\n", j.dump(2).c_str());
   return 0;

@@ -183,10 +183,6 @@ bool Known(const std::vector<std::string>& known, const std::string& s) {
   return std::find(known.begin(), known.end(), s) != known.end();
 }
 
-const std::vector<std::string> kSeccompActions = {
-    "SCMP_ACT_KILL",  "SCMP_ACT_KILL_THREAD", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_TRAP",
-    "SCMP_ACT_ERRNO", "SCMP_ACT_TRACE",       "SCMP_ACT_ALLOW",        "SCMP_ACT_LOG"};
-
 Status ReadSeccompAction(const Json& obj, const char* key, const std::string& field,
                          std::string* out) {
   WARD_TRY(ReadString(obj, key, field, out));
@@ -194,7 +190,9 @@ Status ReadSeccompAction(const Json& obj, const char* key, const std::string& fi
     return Bad(field, "SCMP_ACT_NOTIFY is not supported: ward's supervisor holds the container's "
                       "only seccomp listener");
   }
-  if (!Known(kSeccompActions, *out)) return Bad(field, "\"" + *out + "\" is not a seccomp action");
+  if (!Known(SeccompActions(), *out)) {
+    return Bad(field, "\"" + *out + "\" is not a seccomp action");
+  }
   return Ok();
 }
 
@@ -217,9 +215,6 @@ Status ReadSeccompRule(const Json& r, const std::string& field, SeccompRule* rul
   const Json* args = Member(r, "args");
   if (args == nullptr) return Ok();
   if (!args->is_array()) return Bad(field + ".args", "must be an array");
-  static const std::vector<std::string> kOps = {"SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE",
-                                                "SCMP_CMP_EQ", "SCMP_CMP_GE", "SCMP_CMP_GT",
-                                                "SCMP_CMP_MASKED_EQ"};
   if (args->size() > 6) return Bad(field + ".args", "more than 6 comparisons in one rule");
   for (const Json& a : *args) {
     const std::string f = field + ".args[]";
@@ -232,7 +227,7 @@ Status ReadSeccompRule(const Json& r, const std::string& field, SeccompRule* rul
       WARD_TRY(ReadUnsigned(*v, f + ".valueTwo", &arg.value_two));
     }
     WARD_TRY(ReadString(a, "op", f + ".op", &arg.op));
-    if (!Known(kOps, arg.op)) return Bad(f + ".op", "\"" + arg.op + "\" is not a comparison");
+    if (!Known(SeccompOperators(), arg.op)) return Bad(f + ".op", "\"" + arg.op + "\" is not a comparison");
     rule->args.push_back(arg);
   }
   return Ok();
@@ -311,6 +306,20 @@ Status ReadRootAndNames(const Json& root, Config* c) {
 }
 
 }  // namespace
+
+const std::vector<std::string>& SeccompActions() {
+  static const std::vector<std::string> kActions = {
+      "SCMP_ACT_KILL",  "SCMP_ACT_KILL_THREAD", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_TRAP",
+      "SCMP_ACT_ERRNO", "SCMP_ACT_TRACE",       "SCMP_ACT_ALLOW",        "SCMP_ACT_LOG"};
+  return kActions;
+}
+
+const std::vector<std::string>& SeccompOperators() {
+  static const std::vector<std::string> kOperators = {
+      "SCMP_CMP_NE", "SCMP_CMP_LT", "SCMP_CMP_LE",       "SCMP_CMP_EQ",
+      "SCMP_CMP_GE", "SCMP_CMP_GT", "SCMP_CMP_MASKED_EQ"};
+  return kOperators;
+}
 
 bool Mount::bind() const {
   if (type == "bind" || type == "rbind") return true;

@@ -93,6 +93,10 @@ struct Config {
   std::map<std::string, std::string> annotations;
 };
 
+// The seccomp actions and argument operators config.json may use (SCMP_ACT_NOTIFY is not one).
+const std::vector<std::string>& SeccompActions();
+const std::vector<std::string>& SeccompOperators();
+
 // The network namespace config.json names by path (a pod's), "" when it names none.
 std::string PodNetworkPath(const Config& config);
 

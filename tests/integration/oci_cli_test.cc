@@ -1,4 +1,4 @@
-// `ward oci` so far (issue 38, in progress): a bundle is read and checked as create will read it
+// `ward oci` without a container running: a bundle is read and checked as create will read it
 // (its errors in the engine's log format), and the state directory serves `state` and `delete`
 // for a container whose init is a real process: `delete` refuses a live one, `delete --force`
 // kills it by pidfd and removes its state, and a pid that is another process now is left alone.
@@ -200,6 +200,17 @@ TEST_F(OciCliTest, TheVersionAndFeaturesAsEnginesReadThem) {
   ASSERT_EQ(f.status, 0) << f.err;
   nlohmann::json j = nlohmann::json::parse(f.out, nullptr, false);
   EXPECT_EQ(j["ociVersionMax"], "1.0.2") << f.out;
+  // What an engine checks before it hands over a profile or a cgroup path.
+  const nlohmann::json& seccomp = j["linux"]["seccomp"];
+  EXPECT_EQ(seccomp["enabled"], true) << f.out;
+  EXPECT_NE(std::find(seccomp["actions"].begin(), seccomp["actions"].end(), "SCMP_ACT_ERRNO"),
+            seccomp["actions"].end())
+      << f.out;
+  EXPECT_EQ(std::find(seccomp["actions"].begin(), seccomp["actions"].end(), "SCMP_ACT_NOTIFY"),
+            seccomp["actions"].end())
+      << f.out;
+  EXPECT_EQ(seccomp["operators"].size(), 7u) << f.out;
+  EXPECT_EQ(j["linux"]["cgroup"]["systemd"], true) << f.out;
   RunResult other = RunProgram({link, "run"}, Defaults());  // ward's own commands are not there
   EXPECT_NE(other.status, 0);
 }
