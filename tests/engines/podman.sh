@@ -187,9 +187,16 @@ credential)
     -CAcreateserial -days 1 -extfile "$tmp/san" -out "$tmp/origin.pem" 2>/dev/null ||
     fail "making the test CA"
   port=$((20000 + $(od -An -N2 -tu2 /dev/urandom) % 20000))
-  (sleep 60 | openssl s_server -quiet -accept "$gw:$port" -cert "$tmp/origin.pem" \
-    -key "$tmp/origin.key" > "$tmp/origin.out" 2>&1) &
+  # Its stdin is a FIFO held open here (at its end s_server would stop).
+  mkfifo "$tmp/origin.in"
+  openssl s_server -quiet -accept "$gw:$port" -cert "$tmp/origin.pem" -key "$tmp/origin.key" \
+    < "$tmp/origin.in" > "$tmp/origin.out" 2>&1 &
   origin=$!
+  exec 9> "$tmp/origin.in"
+  for _ in $(seq 50); do
+    ss -Hltn "sport = :$port" | grep -q . && break
+    sleep 0.1
+  done
   cat > "$tmp/node.toml" <<TOML
 [oci]
 credentials_dir = "$tmp/creds"
@@ -213,6 +220,8 @@ TOML
     'curl -sS --max-time 3 -H "Authorization: Bearer $TEST_API_KEY" "$TEST_API_BASE_URL/v1/route" \
        >/dev/null 2>&1; echo "phantom=$TEST_API_KEY"' 2>&1)
   kill "$origin" 2>/dev/null
+  wait "$origin" 2>/dev/null
+  exec 9>&-
   grep -q "Bearer $secret" "$tmp/origin.out" || fail "the origin did not get the key: $(cat "$tmp/origin.out")"
   grep -q "GET /v1/route" "$tmp/origin.out" || fail "the origin got no request"
   phantom=${out#phantom=}
