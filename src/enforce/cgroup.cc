@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "common/linux.h"
 #include "enforce/cgroup_reaper.h"
@@ -141,6 +142,38 @@ std::string RunName() {
   return buf;
 }
 
+// Makes the missing cgroups above `leaf` ("a/b/c") below `root`, root first, each kept (the
+// engine's), and hands each of them, `root` too, to `each`.
+Status MakeAncestors(const std::string& root, const std::string& leaf,
+                     const std::function<Status(const std::string&)>& each) {
+  std::string dir = root;
+  for (size_t slash = leaf.find('/');; slash = leaf.find('/', slash + 1)) {
+    WARD_TRY(each(dir));
+    if (slash == std::string::npos) return Ok();
+    dir = root + "/" + leaf.substr(0, slash);
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError("creating " + dir, errno);
+  }
+}
+
+// Whether a cgroup that exists is an empty leaf: no process in it and no cgroup below it (on v2
+// an interior cgroup's own cgroup.procs is always empty).
+bool EmptyLeaf(int dir) {
+  UniqueFd procs(openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC));
+  char c;
+  if (!procs || read(procs.get(), &c, 1) != 0) return false;
+  DIR* d = fdopendir(dup(dir));
+  if (d == nullptr) return false;
+  bool empty = true;
+  while (struct dirent* e = readdir(d)) {
+    if (e->d_type == DT_DIR && std::strcmp(e->d_name, ".") != 0 &&
+        std::strcmp(e->d_name, "..") != 0) {
+      empty = false;
+    }
+  }
+  closedir(d);
+  return empty;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Cgroup>> Cgroup::Create(const CgroupSpec& spec) {
@@ -174,41 +207,13 @@ Status Cgroup::MakeV1Dir(const std::string& parent, const std::string& name) {
   return MakeDir(parent, name);
 }
 
-// Whether a cgroup that exists is an empty leaf: no process in it and no cgroup below it (on v2
-// an interior cgroup's own cgroup.procs is always empty).
-bool EmptyLeaf(int dir) {
-  UniqueFd procs(openat(dir, "cgroup.procs", O_RDONLY | O_CLOEXEC));
-  char c;
-  if (!procs || read(procs.get(), &c, 1) != 0) return false;
-  DIR* d = fdopendir(dup(dir));
-  if (d == nullptr) return false;
-  bool empty = true;
-  while (struct dirent* e = readdir(d)) {
-    if (e->d_type == DT_DIR && std::strcmp(e->d_name, ".") != 0 &&
-        std::strcmp(e->d_name, "..") != 0) {
-      empty = false;
-    }
-  }
-  closedir(d);
-  return empty;
-}
-
 // The engine's path: its ancestors are the engine's (kept, as runc keeps them); the leaf is the
 // container's alone, held locked while this Cgroup lives (one container a cgroup, also when two
 // are created on one path at once). One that exists is taken over only while it is an empty
 // leaf, since it is torn down (everything inside killed) with the container.
 Status Cgroup::MakeFixedLeaf(const std::string& root, const std::string& leaf) {
-  std::string path = root;
-  size_t from = 0;
-  while (true) {
-    const size_t slash = leaf.find('/', from);
-    path += "/" + leaf.substr(from, slash == std::string::npos ? std::string::npos : slash - from);
-    if (slash == std::string::npos) break;
-    if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrnoError("creating " + path, errno);
-    }
-    from = slash + 1;
-  }
+  WARD_TRY(MakeAncestors(root, leaf, [](const std::string&) { return Ok(); }));
+  const std::string path = root + "/" + leaf;
   const bool made = mkdir(path.c_str(), 0755) == 0;
   if (!made && errno != EEXIST) return ErrnoError("creating " + path, errno);
   UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
@@ -231,20 +236,11 @@ Status Cgroup::MakeFixedLeaf(const std::string& root, const std::string& leaf) {
 // has normally done so already).
 Status Cgroup::EnableV2ControllersAbove(const CgroupSpec& spec) {
   const std::vector<std::string> wanted = WantedControllers(spec);
-  std::string dir = spec.v2_parent, failed;
-  const std::string& leaf = spec.fixed_leaf;
-  size_t from = 1;
-  while (true) {
+  return MakeAncestors(spec.v2_parent, spec.fixed_leaf.substr(1), [&](const std::string& dir) {
+    std::string failed;
     Status st = EnableControllersIn(dir, wanted, &failed);
-    if (!st.ok()) return std::move(st).With("enabling the " + failed + " controller in " + dir);
-    const size_t slash = leaf.find('/', from);
-    if (slash == std::string::npos) return Ok();
-    dir += leaf.substr(from - 1, slash - from + 1);
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-      return ErrnoError("creating " + dir, errno);
-    }
-    from = slash + 1;
-  }
+    return st.ok() ? st : std::move(st).With("enabling the " + failed + " controller in " + dir);
+  });
 }
 
 Status Cgroup::MakeSharedV2Parent(const CgroupSpec& spec) {

@@ -685,10 +685,7 @@ Status PlanLandlock(const policy::Policy& policy, const KernelFeatures& features
   plan->landlock.abi = features.landlock_abi;
   plan->landlock.paths = LandlockPaths(binds, home);
   plan->landlock.tcp = !input.exec_server;
-  if (plan->net.enabled) {
-    plan->landlock.connect_tcp.push_back(plan->net.proxy_port);
-    if (plan->net.dns) plan->landlock.connect_tcp.push_back(53);
-  }
+  if (plan->net.enabled) plan->landlock.connect_tcp = plan->net.tcp_ports();
   return PlanLandlockGaps(policy, features, input, *plan, notes);
 }
 

@@ -171,6 +171,13 @@ struct NetSpec {
   bool enabled = false;
   uint16_t proxy_port = 3128;  // 127.0.0.1:<port> inside: HTTP CONNECT, absolute-URI, SOCKS5
   bool dns = true;             // 127.0.0.1:53, UDP and TCP
+
+  // The TCP ports ward listens on inside: the proxy's, and the DNS stub's.
+  std::vector<uint16_t> tcp_ports() const {
+    std::vector<uint16_t> ports = {proxy_port};
+    if (dns) ports.push_back(53);
+    return ports;
+  }
 };
 
 struct LaunchPlan {

@@ -1,7 +1,5 @@
 #include "net/port_forward.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <array>
@@ -67,19 +65,13 @@ struct Link {
 };
 
 // The peer of an accepted connection: "ADDR:PORT" ("[ADDR]:PORT" for IPv6) and ADDR.
-std::pair<std::string, std::string> PeerOf(int fd) {
-  sockaddr_storage sa = {};
-  socklen_t len = sizeof sa;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return {"", ""};
-  char host[INET6_ADDRSTRLEN] = {};
-  if (sa.ss_family == AF_INET) {
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&sa);
-    inet_ntop(AF_INET, &v4->sin_addr, host, sizeof host);
-    return {std::string(host) + ":" + std::to_string(ntohs(v4->sin_port)), host};
-  }
-  const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&sa);
-  inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof host);
-  return {"[" + std::string(host) + "]:" + std::to_string(ntohs(v6->sin6_port)), host};
+std::pair<std::string, std::string> PeerOf(const Socket& sock) {
+  asio::error_code ec;
+  const asio::ip::tcp::endpoint peer = sock.remote_endpoint(ec);
+  if (ec) return {"", ""};
+  const std::string address = peer.address().to_string();
+  const std::string shown = peer.address().is_v6() ? "[" + address + "]" : address;
+  return {shown + ":" + std::to_string(peer.port()), address};
 }
 
 // A connection accepted is counted until it closes, joined or not.
@@ -205,24 +197,24 @@ asio::awaitable<void> Join(std::shared_ptr<ForwardCore> core, std::shared_ptr<So
 }
 
 void Accepted(const std::shared_ptr<ForwardCore>& core, int fd, int family, uint16_t port) {
-  std::pair<std::string, std::string> peer = PeerOf(fd);
-  const char* over = nullptr;
-  if (core->open_now >= core->options.max_connections) {
-    over = "over the cap of open connections";
-  } else if (core->per_peer[peer.second] >= core->options.max_per_peer) {
-    over = "over the cap of open connections from one address";
-  }
-  if (core->per_peer[peer.second] == 0) core->per_peer.erase(peer.second);
-  if (over != nullptr) {
-    Unjoined(core.get(), port, peer.first, over);
-    ::close(fd);
-    return;
-  }
   auto sock = std::make_shared<Socket>(core->ctx);
   asio::error_code ec;
   sock->assign(family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), fd, ec);
   if (ec) {
     ::close(fd);
+    return;
+  }
+  std::pair<std::string, std::string> peer = PeerOf(*sock);
+  const char* over = nullptr;
+  if (core->open_now >= core->options.max_connections) {
+    over = "over the cap of open connections";
+  } else if (auto it = core->per_peer.find(peer.second);
+             it != core->per_peer.end() && it->second >= core->options.max_per_peer) {
+    over = "over the cap of open connections from one address";
+  }
+  if (over != nullptr) {
+    Unjoined(core.get(), port, peer.first, over);
+    sock->close(ec);
     return;
   }
   Opened(core.get(), peer.second);

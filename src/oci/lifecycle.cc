@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -47,9 +48,9 @@ struct Prepared {
 // expose: a peer in the pod would be joined to the proxy, with the container's rules and its
 // credentials' routes.
 Status CheckExposedPorts(const std::vector<uint16_t>& ports) {
-  const enforce::NetSpec ward_own;
+  const std::vector<uint16_t> ward_own = enforce::NetSpec().tcp_ports();
   for (uint16_t port : ports) {
-    if (port == ward_own.proxy_port || port == 53) {
+    if (std::find(ward_own.begin(), ward_own.end(), port) != ward_own.end()) {
       return InvalidArgument("annotation run.ward/expose: port " + std::to_string(port) +
                              " is ward's own inside the container (its " +
                              (port == 53 ? "DNS stub" : "egress proxy") + "), not one to expose");

@@ -214,10 +214,8 @@ class SandboxServer {
   // Connections from the pod's network to the ports the container exposes; one that cannot be
   // served is said, and the container runs without it.
   void ServeExposedPorts() {
-    std::vector<uint16_t> own = {plan_.net.proxy_port};
-    if (plan_.net.dns) own.push_back(53);
     Result<std::unique_ptr<net::PortForwarder>> ports = ServeContainerPorts(
-        ctx_, req_.container->exposed, own, std::move(sb_.netns), events_);
+        ctx_, req_.container->exposed, plan_.net.tcp_ports(), std::move(sb_.netns), events_);
     if (ports.ok()) {
       ports_ = std::move(*ports);
     } else {

@@ -24,3 +24,12 @@ check_egress_trail() {
   "$ward" audit --state-dir "$1" show "$session" | grep -q 'net.deny.*example.org' ||
     fail "the refused host is not in the trail: $("$ward" audit --state-dir "$1" show "$session")"
 }
+
+# The pids.max file of the cgroup at PATH (below the hierarchies' root), v1 or v2.
+pids_max_of() {
+  if [ -e "/sys/fs/cgroup/pids$1/pids.max" ]; then
+    echo "/sys/fs/cgroup/pids$1/pids.max"
+  else
+    echo "/sys/fs/cgroup$1/pids.max"
+  fi
+}

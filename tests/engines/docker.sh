@@ -141,8 +141,7 @@ cgroup)
   path=$(sed -n 's/^[0-9]*:pids://p' "/proc/$init/cgroup")
   [ -n "$path" ] || path=$(sed -n 's/^0:://p' "/proc/$init/cgroup")
   case $path in */"$id"*) ;; *) fail "init's cgroup $path is not the container's" ;; esac
-  max=/sys/fs/cgroup/pids$path/pids.max
-  [ -e "$max" ] || max=/sys/fs/cgroup$path/pids.max
+  max=$(pids_max_of "$path")
   [ "$(cat "$max")" = 50 ] || fail "pids.max at $path: $(cat "$max" 2>&1)"
   n=$(D stats --no-stream --format '{{.PIDs}}' "$id")
   [ "$n" -ge 2 ] 2>/dev/null || fail "stats counted '$n' processes"

@@ -254,8 +254,7 @@ cgroup)
     grep -q ":$c:$path\$" "/proc/$init/cgroup" || grep -q "^0::$path\$" "/proc/$init/cgroup" ||
       fail "init is not in $path ($c): $(cat "/proc/$init/cgroup")"
   done
-  max=/sys/fs/cgroup/pids$path/pids.max
-  [ -e "$max" ] || max=/sys/fs/cgroup$path/pids.max
+  max=$(pids_max_of "$path")
   [ "$(cat "$max")" = 50 ] || fail "pids.max at $path: $(cat "$max" 2>&1)"
   n=$(podman stats --no-stream --format '{{.PIDs}}' "$id")
   [ "$n" -ge 2 ] 2>/dev/null || fail "stats counted '$n' processes"
