@@ -49,6 +49,7 @@ enum class FdKind : uint32_t {
   kNetProxy = 16,       //   the proxy's listening TCP socket
   kNetDnsUdp = 17,      //   the DNS stub's UDP socket
   kNetDnsTcp = 18,      //   the DNS stub's listening TCP socket
+  kNetCapture = 19,     //   transparent capture's listening TCP socket (IPv4 or IPv6)
 };
 
 struct ControlMsg {

@@ -53,7 +53,8 @@ int BuildLandlockRuleset(const LandlockSpec& spec, ChildError* error) {
   size_t size = sizeof(uint64_t);
   if (abi >= 4) {
     if (spec.tcp) {
-      attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP | LANDLOCK_ACCESS_NET_CONNECT_TCP;
+      attr.handled_access_net = LANDLOCK_ACCESS_NET_BIND_TCP;
+      if (!spec.connect_any) attr.handled_access_net |= LANDLOCK_ACCESS_NET_CONNECT_TCP;
     }
     size = 2 * sizeof(uint64_t);
   }
@@ -96,6 +97,7 @@ int BuildLandlockRuleset(const LandlockSpec& spec, ChildError* error) {
   }
   if (abi >= 4 && spec.tcp) {
     for (uint16_t port : spec.connect_tcp) {
+      if (spec.connect_any) break;  // not handled: every port is open
       sys::LandlockNetPortAttr np = {LANDLOCK_ACCESS_NET_CONNECT_TCP, port};
       if (sys::LandlockAddRule(ruleset.get(), sys::kLandlockRuleNetPort, &np, 0) != 0) {
         return Failed(error, "landlock", errno, "add_rule tcp connect");

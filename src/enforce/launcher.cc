@@ -1101,6 +1101,8 @@ Status StartSandboxNet(Sandbox* sb, const LaunchPlan& plan) {
   sb->egress_sockets = std::move(net->sockets);
   sb->net_snmp = std::move(net->snmp);
   sb->net_snmp6 = std::move(net->snmp6);
+  sb->capture_error = std::move(net->capture_error);
+  sb->capture_v6 = net->capture_v6;
   ControlMsg m;
   m.type = MsgType::kNetns;
   if (int rc = SendControl(sb->control.get(), m, net->netns.get());

@@ -57,6 +57,10 @@ struct Sandbox {
   UniqueFd netns;
   // The namespace's IP counters, for CountUnroutedSends after the run (see SandboxNet).
   UniqueFd net_snmp, net_snmp6;
+  // Transparent capture (SandboxNet): why it is off although planned (""), and whether it
+  // covers IPv6.
+  std::string capture_error;
+  bool capture_v6 = false;
 };
 
 // `ward run` clones sandbox init first thing, before its command line is parsed: the clone of a

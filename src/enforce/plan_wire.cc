@@ -106,6 +106,7 @@ void PutLandlock(Writer& w, const LandlockSpec& l) {
     w.Bool(p.proc);
   });
   PutPorts(w, l.connect_tcp);
+  w.Bool(l.connect_any);
   PutPorts(w, l.bind_tcp);
   w.Bool(l.tcp);
 }
@@ -121,6 +122,7 @@ bool GetLandlock(Reader& r, LandlockSpec* l) {
                                  r.Bool("landlock.paths.proc", &p.proc);
                         }) &&
                   GetPorts(r, "landlock.connect_tcp", &l->connect_tcp) &&
+                  r.Bool("landlock.connect_any", &l->connect_any) &&
                   GetPorts(r, "landlock.bind_tcp", &l->bind_tcp) &&
                   r.Bool("landlock.tcp", &l->tcp);
   l->abi = abi;

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 #include <termios.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -95,6 +96,7 @@ struct LandlockSpec {
   int abi = 0;  // the ABI to use (probed)
   std::vector<LandlockPath> paths;
   std::vector<uint16_t> connect_tcp;  // ports the command may connect to (ABI >= 4)
+  bool connect_any = false;           // connect is not restricted by port (capture of "host:*")
   std::vector<uint16_t> bind_tcp;
   // Landlock's TCP rules apply (ABI >= 4). A live sandbox leaves TCP to its network namespace,
   // which has nothing but `lo`: its execs serve and reach each other's loopback services.
@@ -171,11 +173,19 @@ struct NetSpec {
   bool enabled = false;
   uint16_t proxy_port = 3128;  // 127.0.0.1:<port> inside: HTTP CONNECT, absolute-URI, SOCKS5
   bool dns = true;             // 127.0.0.1:53, UDP and TCP
+  // Transparent capture (enforce/ns/capture.h): TCP to these ranges is redirected to
+  // 127.0.0.1 and [::1] at `capture_port`, where the supervisor serves it. 0: off.
+  uint16_t capture_port = 0;
+  std::array<uint8_t, 4> capture_v4 = {};
+  uint8_t capture_v4_len = 0;
+  std::array<uint8_t, 16> capture_v6 = {};
+  uint8_t capture_v6_len = 0;
 
-  // The TCP ports ward listens on inside: the proxy's, and the DNS stub's.
+  // The TCP ports ward listens on inside: the proxy's, the DNS stub's and the capture's.
   std::vector<uint16_t> tcp_ports() const {
     std::vector<uint16_t> ports = {proxy_port};
     if (dns) ports.push_back(53);
+    if (capture_port != 0) ports.push_back(capture_port);
     return ports;
   }
 };

@@ -66,6 +66,10 @@ struct DnsCore : std::enable_shared_from_this<DnsCore> {
   // `d`: the rules' decision, for a name they refused (null: refused for its type).
   void Deny(const DnsQuery& q, const char* rcode, std::string_view reason,
             const EgressRules::Decision* d);
+  // The addresses the sandbox is told for `name`, which resolved to `real`: the real ones, or
+  // with capture its synthetic ones (nullopt: the table is full).
+  std::optional<std::vector<IpAddress>> Shown(const std::string& name,
+                                              const std::vector<IpAddress>& real);
   void Stop();
 
   asio::io_context& ctx;
@@ -192,7 +196,8 @@ void DnsCore::Handle(std::string_view message, bool tcp, Reply reply) {
     auto r = BuildDnsResponse(wait->q, DnsRcode::kServFail, {}, wait->max_size);
     wait->reply(r.ok() ? std::optional<std::string>(std::move(r).value()) : std::nullopt);
   });
-  resolver->Resolve(host->name, [weak, wait](Result<std::vector<IpAddress>> result) {
+  resolver->Resolve(host->name, [weak, wait, name = host->name](
+                                    Result<std::vector<IpAddress>> result) {
     auto core = weak.lock();
     if (wait->done || !core) return;
     wait->done = true;
@@ -200,9 +205,11 @@ void DnsCore::Handle(std::string_view message, bool tcp, Reply reply) {
     core->pending.erase(&wait->timer);
     core->inflight--;
     Result<std::string> r = Status(Code::kInternal, "unset");
-    if (result.ok()) {
+    std::optional<std::vector<IpAddress>> shown;
+    if (result.ok()) shown = core->Shown(name, *result);
+    if (result.ok() && shown) {
       core->stats.answered++;
-      r = BuildDnsAddressResponse(wait->q, {}, *result, core->options.ttl_seconds, wait->max_size);
+      r = BuildDnsAddressResponse(wait->q, {}, *shown, core->options.ttl_seconds, wait->max_size);
     } else if (result.status().code() == Code::kNotFound) {
       core->stats.nxdomain++;
       r = BuildDnsResponse(wait->q, DnsRcode::kNxDomain, {}, wait->max_size);
@@ -212,6 +219,20 @@ void DnsCore::Handle(std::string_view message, bool tcp, Reply reply) {
     }
     wait->reply(r.ok() ? std::optional<std::string>(std::move(r).value()) : std::nullopt);
   });
+}
+
+std::optional<std::vector<IpAddress>> DnsCore::Shown(const std::string& name,
+                                                     const std::vector<IpAddress>& real) {
+  if (options.synthetic == nullptr) return real;
+  bool v4 = false, v6 = false;
+  for (const IpAddress& a : real) (a.Unmapped().is_v4() ? v4 : v6) = true;
+  std::vector<IpAddress> shown;
+  if (!v4 && !(v6 && options.synthetic_v6)) return shown;  // no data for this sandbox
+  std::optional<SyntheticNames::Pair> pair = options.synthetic->AddressesFor(name);
+  if (!pair) return std::nullopt;
+  if (v4) shown.push_back(pair->v4);
+  if (v6 && options.synthetic_v6) shown.push_back(pair->v6);
+  return shown;
 }
 
 void DnsCore::Stop() {

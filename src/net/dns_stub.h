@@ -3,7 +3,8 @@
 // AAAA queries for names the egress rules allow, from the supervisor's resolution; every other
 // name gets NXDOMAIN without ever reaching the Resolver (so DNS cannot carry data out), other
 // query types get REFUSED, malformed messages are dropped (FORMERR when the header is usable)
-// and counted. Refused and denied queries emit one `dns.deny` event each.
+// and counted. Refused and denied queries emit one `dns.deny` event each. With transparent
+// capture the answers are synthetic addresses (DnsStubOptions::synthetic).
 #pragma once
 
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "common/unique_fd.h"
 #include "net/egress_rules.h"
 #include "net/resolver.h"
+#include "net/synthetic_names.h"
 
 namespace asio {
 class io_context;
@@ -34,6 +36,12 @@ struct DnsStubOptions {
   // Called first with every query's name; true answers NXDOMAIN at once (no dns.deny: the hook
   // records its own event). The credential broker's leak check (CredentialBroker::DnsNameCheck).
   std::function<bool(std::string_view name)> name_check;
+  // Transparent capture (null: none; must outlive the stub): an allowed name that resolves is
+  // answered with its synthetic addresses instead of the real ones (A when it has IPv4
+  // addresses, AAAA when it has IPv6 ones and `synthetic_v6`), so that the sandbox connects to
+  // the name, never to an address the supervisor found. A full table answers SERVFAIL.
+  SyntheticNames* synthetic = nullptr;
+  bool synthetic_v6 = true;
 };
 
 namespace internal {

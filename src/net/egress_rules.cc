@@ -180,6 +180,28 @@ bool HostRule::MatchesAddress(const IpAddress& addr) const {
   return net.Contains(addr.Unmapped());
 }
 
+EgressRules::NamePorts EgressRules::AllowedNamePorts() const {
+  NamePorts out;
+  for (const HostRule& r : allow_) {
+    if (r.kind != HostRule::Kind::kExact && r.kind != HostRule::Kind::kWildcard) continue;
+    switch (r.ports) {
+      case HostRule::Ports::kAny:
+        out.any = true;
+        break;
+      case HostRule::Ports::kOne:
+        out.ports.push_back(r.port);
+        break;
+      case HostRule::Ports::kDefault:
+        out.ports.push_back(80);
+        out.ports.push_back(443);
+        break;
+    }
+  }
+  std::sort(out.ports.begin(), out.ports.end());
+  out.ports.erase(std::unique(out.ports.begin(), out.ports.end()), out.ports.end());
+  return out;
+}
+
 bool HostRule::MatchesPort(uint16_t p, bool deny_rule) const {
   switch (ports) {
     case Ports::kAny:

@@ -75,6 +75,15 @@ class EgressRules {
   // name on some port and no deny rule covers it on every port. IP-literal names are denied.
   Decision CheckDnsName(std::string_view name) const;
 
+  // The TCP ports some allow rule opens for a name (not an address): what transparent capture
+  // must let the sandbox connect to. `any`: a rule allows every port ("host:*").
+  struct NamePorts {
+    std::vector<uint16_t> ports;  // sorted, unique
+    bool any = false;
+    bool empty() const { return ports.empty() && !any; }
+  };
+  NamePorts AllowedNamePorts() const;
+
   bool empty() const { return allow_.empty(); }  // nothing can be reached
   const std::vector<HostRule>& allow_rules() const { return allow_; }
   const std::vector<HostRule>& deny_rules() const { return deny_; }

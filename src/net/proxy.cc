@@ -19,6 +19,8 @@ const char* HostTransportName(HostTransport t) {
       return "http";
     case HostTransport::kSocks5:
       return "socks5";
+    case HostTransport::kTransparent:
+      return "transparent";
   }
   return "?";
 }
@@ -33,10 +35,11 @@ constexpr size_t kMaxRejecting = 64;  // over-cap connections answered at once; 
 constexpr int kAcceptBurst = 64;      // accepts per wake-up, so one listener cannot starve I/O
 
 asio::awaitable<void> AcceptLoop(std::shared_ptr<ProxyCore> core, asio::ip::tcp::acceptor* acc,
-                                 int family) {
+                                 int family, bool transparent) {
   // Out of descriptors, the pending connection stays in the backlog: counted, not spun on.
-  const AcceptHandlers handlers = {[core] { return core->stopped; },
-                                   [core, family](int fd) { core->OnAccepted(fd, family); },
+  const AcceptHandlers handlers = {
+      [core] { return core->stopped; },
+      [core, family, transparent](int fd) { core->OnAccepted(fd, family, transparent); },
                                    [core] { core->stats.errors++; }};
   co_await AcceptEach(acc, kAcceptBurst, handlers);
 }
@@ -59,8 +62,9 @@ bool ProxyCore::IsTlsPort(uint16_t port) const {
          options.tls_ports.end();
 }
 
-void ProxyCore::OnAccepted(int fd, int family) {
+void ProxyCore::OnAccepted(int fd, int family, bool transparent) {
   stats.accepted++;
+  if (transparent) stats.transparent++;
   asio::ip::tcp::socket sock(ctx);
   asio::error_code ec;
   sock.assign(family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(), fd, ec);
@@ -77,7 +81,8 @@ void ProxyCore::OnAccepted(int fd, int family) {
     ReportOverCap(/*final=*/false);
     if (rejecting >= kMaxRejecting) return;  // closed by the socket's destructor
   }
-  auto conn = std::make_shared<Connection>(shared_from_this(), std::move(sock), over_cap);
+  auto conn = std::make_shared<Connection>(shared_from_this(), std::move(sock), over_cap,
+                                           transparent ? family : 0);
   Connection::Start(conn);
 }
 
@@ -118,34 +123,49 @@ EgressProxy::EgressProxy(asio::io_context& ctx, EgressRules rules, Resolver* res
 EgressProxy::~EgressProxy() { Stop(); }
 
 Status EgressProxy::Serve(UniqueFd listening_socket) {
-  if (core_->stopped) return Status(Code::kFailedPrecondition, "the proxy was stopped");
+  return core_->Serve(std::move(listening_socket), /*transparent=*/false);
+}
+
+Status EgressProxy::ServeTransparent(UniqueFd listening_socket) {
+  if (core_->options.synthetic == nullptr) {
+    return Status(Code::kFailedPrecondition, "transparent capture without synthetic names");
+  }
+  return core_->Serve(std::move(listening_socket), /*transparent=*/true);
+}
+
+namespace internal {
+
+Status ProxyCore::Serve(UniqueFd listening_socket, bool transparent) {
+  if (stopped) return Status(Code::kFailedPrecondition, "the proxy was stopped");
   WARD_ASSIGN_OR_RETURN(int family,
-                        internal::CheckServerSocket(listening_socket.get(), SOCK_STREAM));
+                        CheckServerSocket(listening_socket.get(), SOCK_STREAM));
   int flags = fcntl(listening_socket.get(), F_GETFL);
   if (flags < 0 || fcntl(listening_socket.get(), F_SETFL, flags | O_NONBLOCK) != 0 ||
       fcntl(listening_socket.get(), F_SETFD, FD_CLOEXEC) != 0) {
     return Errno("proxy listener: fcntl");
   }
-  const std::string& cc = core_->options.loopback_congestion_control;
-  if (!cc.empty() && internal::IsLoopbackBound(listening_socket.get())) {
+  const std::string& cc = options.loopback_congestion_control;
+  if (!cc.empty() && IsLoopbackBound(listening_socket.get())) {
     // Best effort (see ProxyOptions): refused, the system's default stays, which only costs
     // throughput.
-    (void)internal::SetCongestionControl(listening_socket.get(), cc);
+    (void)SetCongestionControl(listening_socket.get(), cc);
   }
-  auto acc = std::make_unique<asio::ip::tcp::acceptor>(core_->ctx);
+  auto acc = std::make_unique<asio::ip::tcp::acceptor>(ctx);
   asio::error_code ec;
   acc->assign(family == AF_INET6 ? asio::ip::tcp::v6() : asio::ip::tcp::v4(),
               listening_socket.get(), ec);
   if (ec) return ErrnoError("proxy listener", ec.value());
   listening_socket.release();
   asio::ip::tcp::acceptor* raw = acc.get();
-  core_->listeners.push_back(std::move(acc));
-  asio::co_spawn(core_->ctx, internal::AcceptLoop(core_, raw, family),
-                 [core = core_](std::exception_ptr e) {
+  listeners.push_back(std::move(acc));
+  asio::co_spawn(ctx, AcceptLoop(shared_from_this(), raw, family, transparent),
+                 [core = shared_from_this()](std::exception_ptr e) {
                    if (e) core->stats.errors++;
                  });
   return Ok();
 }
+
+}  // namespace internal
 
 void EgressProxy::Stop() { core_->Stop(); }
 
@@ -166,6 +186,7 @@ EgressProxy::Stats EgressProxy::stats() const {
   s.leak_attempts = c.leak_attempts.load();
   s.held = c.held.load();
   s.asked = c.asked.load();
+  s.transparent = c.transparent.load();
   return s;
 }
 

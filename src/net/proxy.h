@@ -35,6 +35,7 @@
 #include "net/egress_rules.h"
 #include "net/http_parser.h"
 #include "net/resolver.h"
+#include "net/synthetic_names.h"
 
 namespace asio {
 class io_context;
@@ -46,8 +47,9 @@ class CredentialBroker;
 
 // A question for the approver: a destination that is denied only because no allow rule
 // names it. Not asked for explicit deny rules, blocked address ranges, phantom leaks or port 0.
-enum class HostTransport : uint8_t { kConnect, kHttp, kSocks5 };
-const char* HostTransportName(HostTransport t);  // "connect" | "http" | "socks5"
+enum class HostTransport : uint8_t { kConnect, kHttp, kSocks5, kTransparent };
+// "connect" | "http" | "socks5" | "transparent"
+const char* HostTransportName(HostTransport t);
 
 struct HostQuestion {
   std::string host;  // normalised: a lower-case name, or an address ("2001:db8::1", no brackets)
@@ -107,6 +109,9 @@ struct ProxyOptions {
   // reply 2, "not approved". Every request is asked again (also on a kept-alive connection): the
   // approver remembers what it granted.
   AskHostFn ask_host;
+  // Transparent capture (null: none; must outlive the proxy): the names behind the synthetic
+  // addresses that connections served by ServeTransparent were made to.
+  const SyntheticNames* synthetic = nullptr;
   std::chrono::milliseconds host_hold_timeout{60000};
   size_t max_held_connections = 16;  // per sandbox; beyond it a question is denied unasked
 };
@@ -127,6 +132,15 @@ class EgressProxy {
   // Serves a listening TCP socket (bound and listening already; any family). Callable more than
   // once. Call on the loop's thread (or before it runs).
   Status Serve(UniqueFd listening_socket);
+  // Serves transparent capture's listener (enforce/ns/capture.h): each connection was made to a
+  // synthetic address, read back with SO_ORIGINAL_DST and mapped to its name, and is then
+  // decided like a tunnel to name:port ("transparent" in the events): the name and port by the
+  // rules, the addresses it resolves to by the address rules; on a TLS port the ClientHello's
+  // SNI must name the host, on port 80 each request's Host header (requests are forwarded one
+  // by one), on any other port the name and port alone decide. A connection to an address no
+  // name was given is refused (`net.deny`, "unknown_address"). A refusal closes the connection:
+  // the client has no proxy to read a 403 from.
+  Status ServeTransparent(UniqueFd listening_socket);
 
   // Closes the listeners and every connection now (emitting their net.allow events); the loop
   // can then finish. Call on the loop's thread (or when it does not run).
@@ -147,6 +161,7 @@ class EgressProxy {
     uint64_t leak_attempts = 0;     // requests refused because they carried a phantom
     uint64_t held = 0;              // requests waiting for ask_host's answer, now
     uint64_t asked = 0;             // questions put to ask_host
+    uint64_t transparent = 0;       // connections accepted from transparent capture
   };
   // Safe from any thread.
   Stats stats() const;

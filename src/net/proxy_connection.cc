@@ -63,9 +63,11 @@ const char* StatusText(int status) {
 
 }  // namespace
 
-Connection::Connection(std::shared_ptr<ProxyCore> core, asio::ip::tcp::socket client, bool over_cap)
+Connection::Connection(std::shared_ptr<ProxyCore> core, asio::ip::tcp::socket client, bool over_cap,
+                       int transparent_family)
     : core_(std::move(core)),
       over_cap_(over_cap),
+      transparent_family_(transparent_family),
       client_(core_->ctx),
       upstream_(core_->ctx),
       id_(core_->next_connection_id++),
@@ -650,7 +652,7 @@ asio::awaitable<Connection::Fail> Connection::Authorize(Target& t, std::string* 
 bool Connection::ShouldAskHost(const Target& t, const EgressRules::Decision& d) const {
   if (!core_->options.ask_host || d.allowed || !d.rule.empty() || t.port == 0) return false;
   std::string_view via = t.via;
-  if (via != "connect" && via != "http" && via != "socks5") return false;
+  if (via != "connect" && via != "http" && via != "socks5" && via != "transparent") return false;
   // An address in a blocked range stays blocked whatever the approver says: do not ask.
   if (t.host.is_address() && !core_->rules.CheckAddress(*t.host.address, t.port).allowed) {
     return false;
@@ -672,9 +674,10 @@ asio::awaitable<Connection::Fail> Connection::AskHost(Target& t, const EgressRul
   q.host = t.host.ToString();
   q.port = t.port;
   std::string_view via = t.via;
-  q.transport = via == "http"     ? HostTransport::kHttp
-                : via == "socks5" ? HostTransport::kSocks5
-                                  : HostTransport::kConnect;
+  q.transport = via == "http"          ? HostTransport::kHttp
+                : via == "socks5"      ? HostTransport::kSocks5
+                : via == "transparent" ? HostTransport::kTransparent
+                                       : HostTransport::kConnect;
   q.connection = id_;
   // The hold has its own bound; the head/handshake deadline does not run while a human thinks.
   ClearDeadline();
@@ -962,7 +965,13 @@ asio::awaitable<void> Connection::Pump(std::shared_ptr<Connection> self, bool up
 
 asio::awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
   if (over_cap_) {
-    co_await RejectOverCap();
+    if (transparent_family_ == 0) co_await RejectOverCap();
+    CloseAll();
+    co_return;
+  }
+  if (transparent_family_ != 0) {
+    co_await ServeTransparent(self);
+    FinishUpstream();
     CloseAll();
     co_return;
   }
@@ -1143,9 +1152,9 @@ asio::awaitable<void> Connection::ServeHttp(std::shared_ptr<Connection> self) {
     first = false;
     const HttpRequestHead& head = parser.head();
     if (head.method == "CONNECT") {
-      if (intercept_) {
+      if (intercept_ || plain_origin_) {
         core_->stats.errors++;
-        co_await SendError(400, "ward: CONNECT inside an intercepted tunnel\n");
+        co_await SendError(400, "ward: CONNECT on a connection to one host\n");
         co_return;
       }
       co_await HandleConnect(self, head);

@@ -34,7 +34,9 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
     if (!stopped) SafeEmit(events, type, std::move(data));
   }
   bool IsTlsPort(uint16_t port) const;
-  void OnAccepted(int fd, int family);
+  // A listening socket (transparent: capture's); see EgressProxy::Serve/ServeTransparent.
+  Status Serve(UniqueFd listening_socket, bool transparent);
+  void OnAccepted(int fd, int family, bool transparent);
   // net.limit for the connection cap: at the first refusal, the 10th, the 100th, ..., and at
   // the end for the last count.
   void ReportOverCap(bool final);
@@ -57,14 +59,17 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   struct Counters {
     std::atomic<uint64_t> accepted{0}, active{0}, denied{0}, allowed{0}, refused_over_cap{0},
         errors{0}, bytes_up{0}, bytes_down{0}, buffered{0}, intercepted{0}, credential_uses{0},
-        leak_attempts{0}, held{0}, asked{0};
+        leak_attempts{0}, held{0}, asked{0}, transparent{0};
   } stats;
   uint64_t next_connection_id = 1;
 };
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(std::shared_ptr<ProxyCore> core, asio::ip::tcp::socket client, bool over_cap);
+  // `transparent_family`: AF_INET or AF_INET6 for a connection from transparent capture's
+  // listener of that family, 0 for the proxy's own port.
+  Connection(std::shared_ptr<ProxyCore> core, asio::ip::tcp::socket client, bool over_cap,
+             int transparent_family = 0);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -102,6 +107,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<void> Run(std::shared_ptr<Connection> self);
   asio::awaitable<void> RejectOverCap();
   asio::awaitable<void> ServeSocks(std::shared_ptr<Connection> self);
+  // proxy_transparent.cc: a connection from transparent capture (EgressProxy::ServeTransparent).
+  asio::awaitable<void> ServeTransparent(std::shared_ptr<Connection> self);
+  // Its name and port, from the original destination; nullopt when refused (event emitted).
+  std::optional<Target> TransparentTarget();
   asio::awaitable<void> ServeHttp(std::shared_ptr<Connection> self);
   asio::awaitable<void> HandleConnect(std::shared_ptr<Connection> self,
                                       const HttpRequestHead& head);
@@ -255,6 +264,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   std::shared_ptr<ProxyCore> core_;
   const bool over_cap_;
+  const int transparent_family_;  // transparent capture's listener's family; 0: the proxy's port
   Side client_;
   Side upstream_;
   bool closed_ = false;
@@ -268,6 +278,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string upstream_key_;
   Clock::time_point upstream_start_;
   uint64_t upstream_up_ = 0, upstream_down_ = 0, upstream_requests_ = 0;
+
+  // Transparent capture, port 80: the target whose requests, in origin form, this connection
+  // carries.
+  std::optional<Target> plain_origin_;
 
   // The credential broker's state for the request being forwarded.
   std::optional<Target> intercept_;  // set: this connection is an intercepted tunnel

@@ -211,21 +211,23 @@ asio::awaitable<bool> Connection::Forward(std::shared_ptr<Connection> self,
                                           const HttpRequestHead& head) {
   Target t;
   AbsoluteUri route_uri;
-  if (intercept_) {
-    // Inside an intercepted tunnel: requests for the tunnel's host, in origin form.
+  if (intercept_ || plain_origin_) {
+    // Inside an intercepted tunnel, or on a transparent connection to port 80: requests for
+    // that host, in origin form.
     if (head.target.empty() || head.target[0] != '/') {
       core_->stats.errors++;
-      co_await SendError(400, "ward: inside this tunnel send requests as /path, not " +
+      co_await SendError(400, "ward: on this connection send requests as /path, not " +
                                   QuoteUntrusted(head.target) + "\n");
       co_return false;
     }
-    t = *intercept_;
+    t = intercept_ ? *intercept_ : *plain_origin_;
     AbsoluteUri uri;
-    uri.scheme = "https";
+    uri.scheme = intercept_ ? "https" : "http";
     uri.authority = HostPort{t.host, t.port};
-    uri.explicit_port = t.port != 443;
+    uri.explicit_port = t.port != (intercept_ ? 443 : 80);
     uri.origin_form = head.target;
-    co_return co_await ForwardTo(self, head, std::move(uri), std::move(t), Mode::kIntercept);
+    co_return co_await ForwardTo(self, head, std::move(uri), std::move(t),
+                                 intercept_ ? Mode::kIntercept : Mode::kPlain);
   }
   if (MatchRoute(head, &t, &route_uri)) {
     co_return co_await ForwardTo(self, head, std::move(route_uri), std::move(t), Mode::kRoute);

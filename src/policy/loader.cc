@@ -412,8 +412,8 @@ const std::vector<std::string> kLimitKeys = {
     "memory", "pids", "cpu", "timeout", "tmp_size", "file_size", "proxy_connections"};
 const char* kNarrowOnly =
     "a workspace file (.ward.toml) may only narrow the policy: it may set filesystem.deny, "
-    "filesystem.protected, network.deny, limits.* (lower only) and workspace.access "
-    "(narrower only)";
+    "filesystem.protected, network.deny, network.transparent (false only), limits.* (lower "
+    "only) and workspace.access (narrower only)";
 
 class Loader {
  public:
@@ -847,7 +847,17 @@ class Loader {
 
   Status ApplyNetwork(const toml::node& v, const Source& src, const Origin& o, bool narrow) {
     WARD_ASSIGN_OR_RETURN(const toml::table* t, SubTable(v, o));
-    WARD_TRY(CheckKeys(*t, src, "network", {"allow", "deny"}, narrow ? kNarrowOnly : ""));
+    WARD_TRY(CheckKeys(*t, src, "network", {"allow", "deny", "transparent"},
+                       narrow ? kNarrowOnly : ""));
+    if (const toml::node* n = t->get("transparent")) {
+      Origin no = At(src, n->source(), "network.transparent");
+      WARD_ASSIGN_OR_RETURN(bool on, BoolOf(*n, no));
+      if (narrow && on) {
+        return ErrorAt(no, std::string("may only be false here: ") + kNarrowOnly);
+      }
+      policy_.network.transparent = on;
+      policy_.network.transparent_origin = no;
+    }
     for (auto [name, list] :
          {std::pair<const char*, std::vector<HostRule>*>{"allow", &policy_.network.allow},
           {"deny", &policy_.network.deny}}) {

@@ -61,6 +61,11 @@ struct HostRule {
 struct NetworkPolicy {
   std::vector<HostRule> allow;
   std::vector<HostRule> deny;
+  // Transparent capture: TCP to an allowed name reaches it without the proxy variables (the
+  // DNS stub answers with synthetic addresses the supervisor maps back to the name). On when
+  // any host is allowed; `network.transparent = false` turns it off.
+  bool transparent = true;
+  Origin transparent_origin;
 };
 
 // Concurrent connections from one sandbox to its egress proxy, when no profile says otherwise:

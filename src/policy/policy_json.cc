@@ -82,7 +82,8 @@ json PolicyToJson(const Policy& p) {
       return JsonObject()("pattern", list[i].pattern)("origin", OriginToJson(list[i].origin));
     });
   };
-  j["network"] = JsonObject()("allow", hosts(p.network.allow))("deny", hosts(p.network.deny));
+  j["network"] = JsonObject()("allow", hosts(p.network.allow))("deny", hosts(p.network.deny))(
+      "transparent", p.network.transparent);
 
   json limits = {{"memory_bytes", OptionalNumber(p.limits.memory_bytes)},
                  {"pids", OptionalNumber(p.limits.pids)},

@@ -13,6 +13,7 @@
 #include "net/egress_rules.h"
 #include "policy/host_executed.h"
 #include "policy/policy_json.h"
+#include "supervisor/egress_capture.h"
 #include "supervisor/run_credentials.h"
 
 namespace ward::supervisor {
@@ -240,15 +241,28 @@ json RulesJson(const policy::Policy& p, const enforce::LaunchPlan& plan,
   }
   // The proxy and the stub are there in every run; without a host they only refuse.
   const bool egress_allowed = !egress.empty() || p.approvals.enabled;
+  const bool capture = plan.net.capture_port != 0;
   rules.push_back(
-      {{"rule", egress_allowed ? "egress through the proxy only"
+      {{"rule", egress_allowed && capture
+                    ? "egress through the proxy, and by name to allowed hosts (transparent "
+                      "capture: the DNS stub answers synthetic addresses the supervisor maps back)"
+                : egress_allowed ? "egress through the proxy only"
                 : plan.net.enabled
                     ? "no network (the proxy and the DNS stub refuse every host, and say why)"
                     : "no network"},
-       {"why", "network.allow / network.deny"},
-       {"enforced_by", json::array({"network namespace: only lo",
-                                    plan.landlock.abi >= 4 ? "landlock: TCP ports" : "",
-                                    "seccomp: socket families unix, inet, inet6 only"})}});
+       {"why", capture ? "network.allow / network.deny / network.transparent"
+                       : "network.allow / network.deny"},
+       {"enforced_by",
+        json::array({"network namespace: only lo",
+                     capture ? "nftables in the sandbox's namespace: TCP to the synthetic ranges "
+                               "redirected to the supervisor"
+                             : "",
+                     plan.landlock.abi >= 4 ? (plan.landlock.connect_any
+                                                   ? "landlock: TCP bind ports (connect: any port, "
+                                                     "a rule allows host:*)"
+                                                   : "landlock: TCP ports")
+                                            : "",
+                     "seccomp: socket families unix, inet, inet6 only"})}});
   rules.push_back({{"rule", "environment from an allow list"},
                    {"why", "env.pass / env.set"},
                    {"enforced_by", json::array({"supervisor: builds the environment"})}});
@@ -305,6 +319,7 @@ json AxesJson(const AxesInput& a) {
                              {"env_passed", env_names}};
   axes["egress_and_mediation"] = {
       {"hosts_allowed", allowed_hosts},
+      {"transparent", a.plan.net.capture_port != 0},
       {"broker", !a.egress.empty()     ? "the supervisor's egress proxy"
                  : p.approvals.enabled ? "the supervisor's egress proxy (every host asked)"
                                        : "none: no network at all"},
@@ -344,6 +359,8 @@ Result<json> Explain(const ExplainInput& in, const enforce::KernelFeatures& f) {
   pi.env = in.env;
   enforce::PlanNotes notes;
   WARD_ASSIGN_OR_RETURN(enforce::LaunchPlan plan, enforce::PlanLaunch(*in.policy, f, pi, &notes));
+  WARD_ASSIGN_OR_RETURN(net::EgressRules egress, net::EgressRules::Compile(in.policy->network));
+  PlanTransparentCapture(*in.policy, egress, &plan);
   return ExplainPlan(in, f, plan, notes);
 }
 
@@ -461,7 +478,9 @@ std::string RenderExplain(const json& j) {
     << list(s["credentials_bound"]) << "; env " << list(s["env_passed"]) << "\n";
   const json& g = a["egress_and_mediation"];
   o << "  5. egress and mediation: hosts " << list(g["hosts_allowed"]) << "; broker "
-    << g["broker"].get<std::string>() << "; approvals " << g["approvals"].get<std::string>()
+    << g["broker"].get<std::string>()
+    << (g.value("transparent", false) ? " (proxy variables, and transparent by name)" : "")
+    << "; approvals " << g["approvals"].get<std::string>()
     << "\n";
   if (j.contains("credentials")) {
     for (const auto& c : j["credentials"]) {

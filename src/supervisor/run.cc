@@ -39,6 +39,7 @@
 #include "supervisor/container_gate.h"
 #include "supervisor/container_ports.h"
 #include "supervisor/container_execs.h"
+#include "supervisor/egress_capture.h"
 #include "supervisor/exec_relay.h"
 #include "supervisor/notifier.h"
 #include "supervisor/review_changes.h"
@@ -127,6 +128,7 @@ class SandboxServer {
     pthread_sigmask(SIG_UNBLOCK, &forwarded, nullptr);
     StartOutput();
     if (req_.policy.approvals.enabled) StartApprovals();
+    ReportCaptureOff();
     for (auto& [kind, fd] : sb_.egress_sockets) AwaitEgress(kind, std::move(fd));
     sb_.egress_sockets.clear();
     if (req_.container) ServeExposedPorts();
@@ -196,6 +198,13 @@ class SandboxServer {
       }
       net::DnsStubOptions dso;
       if (broker_) dso.name_check = broker_->DnsNameCheck(events_);
+      if (Capturing()) {
+        // Transparent capture: the stub hands out the synthetic addresses the proxy maps back.
+        synthetic_ = std::make_unique<net::SyntheticNames>();
+        po.synthetic = synthetic_.get();
+        dso.synthetic = synthetic_.get();
+        dso.synthetic_v6 = sb_.capture_v6;
+      }
       proxy_ =
           std::make_unique<net::EgressProxy>(ctx_, *egress_rules_, resolver_.get(), events_, po);
       dns_ = std::make_unique<net::DnsStub>(ctx_, *egress_rules_, resolver_.get(), events_, dso);
@@ -203,12 +212,26 @@ class SandboxServer {
     Status st;
     if (kind == enforce::FdKind::kNetProxy) {
       st = proxy_->Serve(std::move(fd));
+    } else if (kind == enforce::FdKind::kNetCapture) {
+      st = proxy_->ServeTransparent(std::move(fd));
     } else if (kind == enforce::FdKind::kNetDnsUdp) {
       st = dns_->ServeUdp(std::move(fd));
     } else {
       st = dns_->ServeTcp(std::move(fd));
     }
     if (!st.ok()) Emit("net.error", {{"reason", "serve"}, {"detail", st.ToString()}});
+  }
+
+  // Transparent capture is on when it was planned and the namespace has it (the sockets came).
+  bool Capturing() const { return plan_.net.capture_port != 0 && sb_.capture_error.empty(); }
+
+  // Said once at the start when capture was planned and could not be set up: the run goes on
+  // with the proxy variables alone.
+  void ReportCaptureOff() {
+    out_->egress.transparent = Capturing();
+    if (plan_.net.capture_port == 0 || sb_.capture_error.empty()) return;
+    out_->egress.transparent_off = sb_.capture_error;
+    Emit("net.error", {{"reason", "capture"}, {"detail", sb_.capture_error}});
   }
 
   // Connections from the pod's network to the ports the container exposes; one that cannot be
@@ -237,6 +260,7 @@ class SandboxServer {
       out_->egress.denied = ps.denied;
       out_->egress.bytes_up = ps.bytes_up;
       out_->egress.bytes_down = ps.bytes_down;
+      out_->egress.transparent_connections = ps.transparent;
       out_->egress.intercepted = ps.intercepted;
       out_->egress.credential_uses = ps.credential_uses;
       out_->egress.leak_attempts = ps.leak_attempts;
@@ -775,6 +799,7 @@ class SandboxServer {
   // Declared after ctx_: destroyed before it (StopEgress resets them earlier anyway).
   std::unique_ptr<net::Resolver> resolver_;
   std::vector<std::shared_ptr<asio::posix::stream_descriptor>> egress_waits_;  // AwaitEgress
+  std::unique_ptr<net::SyntheticNames> synthetic_;  // before the proxy and stub that use it
   std::unique_ptr<net::EgressProxy> proxy_;
   std::unique_ptr<net::DnsStub> dns_;
   std::unique_ptr<net::PortForwarder> ports_;  // a container's exposed ports
@@ -881,7 +906,10 @@ nlohmann::json EgressToJson(const Outcome::Egress& e) {
                       {"bytes_down", e.bytes_down},
                       {"dns_queries", e.dns_queries},
                       {"dns_answered", e.dns_answered},
-                      {"dns_nxdomain", e.dns_nxdomain}};
+                      {"dns_nxdomain", e.dns_nxdomain},
+                      {"transparent", e.transparent}};
+  if (e.transparent) j["transparent_connections"] = e.transparent_connections;
+  if (!e.transparent_off.empty()) j["transparent_off"] = e.transparent_off;
   if (e.credentials) {
     j["credentials"] = {{"intercepted", e.intercepted},
                         {"uses", e.credential_uses},
@@ -1234,6 +1262,7 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
   term.Capture();
   Result<enforce::LaunchPlan> plan = PlanRun(req, features, term, &out.notes);
   if (!plan.ok()) return Refused(std::move(out), plan.status().ToString());
+  PlanTransparentCapture(req.policy, *egress, &*plan);
   TraceMark("planned");
   const RunCredentialsOptions creds_options = CredentialsOptionsFor(req);
   if (std::string refused = CompletePlan(req, creds_options, term, &*plan); !refused.empty()) {

@@ -130,6 +130,9 @@ struct Outcome {
   struct Egress {
     bool enabled = false;
     uint64_t connections = 0, allowed = 0, denied = 0, bytes_up = 0, bytes_down = 0;
+    bool transparent = false;  // transparent capture was on
+    uint64_t transparent_connections = 0;  // of `connections`, those it captured
+    std::string transparent_off;           // why it was off although planned ("" otherwise)
     uint64_t dns_queries = 0, dns_answered = 0, dns_nxdomain = 0;
     bool credentials = false;  // a credential broker served this run
     uint64_t intercepted = 0, credential_uses = 0, leak_attempts = 0;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/cpu.h"
+#include "enforce/ns/capture.h"
 
 namespace ward::enforce {
 
@@ -43,19 +44,73 @@ int BringUpLoopback(int* netns) {
 
 namespace {
 
-constexpr int kMaxSockets = 3;
+constexpr int kMaxSockets = 5;
 
 // Shared between the supervisor and the helper (the helper's results are written here).
 struct NetHelper {
   int userns;  // init's user namespace (a pidfd or an ns file), -1: the caller's own
   NetSpec net;
   int netns = -1;
-  int socks[kMaxSockets] = {-1, -1, -1};
+  int socks[kMaxSockets] = {-1, -1, -1, -1, -1};
+  static_assert(kMaxSockets == 5, "every slot starts at -1");
   int snmp = -1, snmp6 = -1;
   FdKind kinds[kMaxSockets] = {};
   int err = 0;
   const char* what = nullptr;
+  int capture_err = 0;  // capture could not be set up (the run goes on without it)
+  const char* capture_what = nullptr;
+  bool capture_v6 = false;
 };
+
+// A socket of the helper's, bound to the loopback address of `family` at `port` (listening
+// for SOCK_STREAM). 0 or errno.
+int LoopbackSocket(int family, int type, uint16_t port, int* out) {
+  int fd = socket(family, type | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  *out = fd;
+  int one = 1;
+  struct sockaddr_in sa = {};
+  struct sockaddr_in6 sa6 = {};
+  struct sockaddr* addr = reinterpret_cast<struct sockaddr*>(&sa);
+  socklen_t len = sizeof sa;
+  if (family == AF_INET) {
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(port);
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  } else {
+    sa6.sin6_family = AF_INET6;
+    sa6.sin6_port = htons(port);
+    sa6.sin6_addr = in6addr_loopback;
+    addr = reinterpret_cast<struct sockaddr*>(&sa6);
+    len = sizeof sa6;
+    if (setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0) return errno;
+  }
+  if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+      bind(fd, addr, len) != 0 || (type == SOCK_STREAM && listen(fd, 1024) != 0)) {
+    return errno;
+  }
+  return 0;
+}
+
+// Transparent capture: the ranges routed and redirected, and the listener they reach (on ::1 as
+// well when IPv6 is captured). A failure leaves the run without it, said by the supervisor.
+void SetUpCaptureListeners(NetHelper* h, int* next) {
+  int rc = SetUpCapture(h->net, &h->capture_v6, &h->capture_what);
+  if (rc != 0) {
+    h->capture_err = -rc;
+    return;
+  }
+  for (int family : {AF_INET, AF_INET6}) {
+    if (family == AF_INET6 && !h->capture_v6) break;
+    h->kinds[*next] = FdKind::kNetCapture;
+    if (int err = LoopbackSocket(family, SOCK_STREAM, h->net.capture_port, &h->socks[(*next)++]);
+        err != 0) {
+      h->capture_err = err;
+      h->capture_what = "creating the capture listener";
+      return;
+    }
+  }
+}
 
 // The helper: shares the supervisor's fd table (what it opens is the supervisor's), and its
 // memory too except under AddressSanitizer. It allocates nothing.
@@ -77,26 +132,18 @@ int NetHelperMain(void* arg) {
       uint16_t port;
       FdKind kind;
       bool wanted;
-    } socks[kMaxSockets] = {{SOCK_STREAM, h->net.proxy_port, FdKind::kNetProxy, true},
-                            {SOCK_DGRAM, 53, FdKind::kNetDnsUdp, h->net.dns},
-                            {SOCK_STREAM, 53, FdKind::kNetDnsTcp, h->net.dns}};
-    for (int i = 0; i < kMaxSockets; ++i) {
-      if (!socks[i].wanted) continue;
-      int fd = socket(AF_INET, socks[i].type | SOCK_CLOEXEC, 0);
-      if (fd < 0) fail(errno, "creating the proxy and DNS sockets");
-      h->socks[i] = fd;
-      h->kinds[i] = socks[i].kind;
-      struct sockaddr_in sa = {};
-      sa.sin_family = AF_INET;
-      sa.sin_port = htons(socks[i].port);
-      sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      int one = 1;
-      if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
-          bind(fd, reinterpret_cast<struct sockaddr*>(&sa), sizeof sa) != 0 ||
-          (socks[i].type == SOCK_STREAM && listen(fd, 1024) != 0)) {
-        fail(errno, "creating the proxy and DNS sockets");
+    } socks[] = {{SOCK_STREAM, h->net.proxy_port, FdKind::kNetProxy, true},
+                 {SOCK_DGRAM, 53, FdKind::kNetDnsUdp, h->net.dns},
+                 {SOCK_STREAM, 53, FdKind::kNetDnsTcp, h->net.dns}};
+    int next = 0;
+    for (const auto& s : socks) {
+      if (!s.wanted) continue;
+      h->kinds[next] = s.kind;
+      if (int err = LoopbackSocket(AF_INET, s.type, s.port, &h->socks[next++]); err != 0) {
+        fail(err, "creating the proxy and DNS sockets");
       }
     }
+    if (h->net.capture_port != 0) SetUpCaptureListeners(h, &next);
   }
   // This thread's view of /proc/net is the new namespace's, and an open file keeps it.
   h->snmp = open("/proc/thread-self/net/snmp", O_RDONLY | O_CLOEXEC);
@@ -146,6 +193,13 @@ Result<SandboxNet> CreateSandboxNet(int userns, const NetSpec& net) {
   out.snmp6.reset(h->snmp6);
   const int err = h->err;
   const std::string what = h->what ? h->what : "";
+  if (h->capture_err != 0) {
+    out.capture_error = std::string(h->capture_what ? h->capture_what : "transparent capture") +
+                        ": " + std::strerror(h->capture_err);
+    // Half made: none of it is served (the stub then hands out real addresses, as without).
+    std::erase_if(out.sockets, [](const auto& s) { return s.first == FdKind::kNetCapture; });
+  }
+  out.capture_v6 = h->capture_v6 && h->capture_err == 0;
   h->~NetHelper();
   munmap(mem, kSize);
   if (pid < 0) return ErrnoError("net: starting the helper that creates the namespace", clone_err);

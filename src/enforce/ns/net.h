@@ -2,6 +2,7 @@
 // egress proxy) the proxy's and DNS stub's listening sockets on 127.0.0.1, served from outside.
 #pragma once
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct SandboxNet {
   // The namespace's own IP counters (/proc/net/snmp and snmp6 as seen inside), opened there:
   // read after the run by CountUnroutedSends. -1 where /proc did not give them.
   UniqueFd snmp, snmp6;
+  // Transparent capture (NetSpec::capture_port): why it is off although planned ("" when it is
+  // on or was not planned), and whether it covers IPv6.
+  std::string capture_error;
+  bool capture_v6 = false;
 };
 
 // How many sends of the sandbox found no route out of its namespace (the kernel's OutNoRoutes
