@@ -9,7 +9,7 @@ PKGS="build-essential cmake pkg-config git
 libseccomp-dev libtomlplusplus-dev libcli11-dev nlohmann-json3-dev libfmt-dev libssl-dev
 libasio-dev zlib1g-dev libgtest-dev libgmock-dev googletest libbenchmark-dev
 clang clang-format clang-tidy libclang-rt-14-dev
-iproute2 curl ca-certificates python3 hyperfine bubblewrap util-linux passwd procps
+iproute2 curl ca-certificates python3 python3-paramiko hyperfine bubblewrap util-linux passwd procps
 nodejs npm openssl busybox-static
 runsc"
 [ "${1:-}" = kernels ] && PKGS="$PKGS $KERNEL_PKGS"

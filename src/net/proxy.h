@@ -25,7 +25,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/events.h"
@@ -112,6 +114,13 @@ struct ProxyOptions {
   // Transparent capture (null: none; must outlive the proxy): the names behind the synthetic
   // addresses that connections served by ServeTransparent were made to.
   const SyntheticNames* synthetic = nullptr;
+  // Transparent connections to these ports must speak HTTP: forwarded request by request, each
+  // Host header checked against the name.
+  std::vector<uint16_t> http_ports = {80};
+  // How a transparent connection's original destination is read (null: SO_ORIGINAL_DST, the
+  // destination before capture's redirect). Tests substitute their own.
+  std::function<std::optional<std::pair<IpAddress, uint16_t>>(int fd, int family)>
+      original_destination;
   std::chrono::milliseconds host_hold_timeout{60000};
   size_t max_held_connections = 16;  // per sandbox; beyond it a question is denied unasked
 };

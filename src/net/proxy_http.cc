@@ -224,7 +224,7 @@ asio::awaitable<bool> Connection::Forward(std::shared_ptr<Connection> self,
     AbsoluteUri uri;
     uri.scheme = intercept_ ? "https" : "http";
     uri.authority = HostPort{t.host, t.port};
-    uri.explicit_port = t.port != (intercept_ ? 443 : 80);
+    uri.explicit_port = t.port != (intercept_ ? 443 : 80);  // as the Host header names it
     uri.origin_form = head.target;
     co_return co_await ForwardTo(self, head, std::move(uri), std::move(t),
                                  intercept_ ? Mode::kIntercept : Mode::kPlain);

@@ -4,6 +4,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <array>
+#include <cstring>
+
 #include "net/proxy_connection.h"
 
 namespace ward::net::internal {
@@ -13,10 +17,7 @@ namespace {
 // linux/netfilter_ipv6/ip6_tables.h: the same number at SOL_IP and SOL_IPV6).
 constexpr int kSoOriginalDst = 80;
 
-struct Destination {
-  IpAddress addr;
-  uint16_t port = 0;
-};
+using Destination = std::pair<IpAddress, uint16_t>;
 
 std::optional<Destination> OriginalDestination(int fd, int family) {
   if (family == AF_INET) {
@@ -38,20 +39,23 @@ std::optional<Destination> OriginalDestination(int fd, int family) {
 std::optional<Connection::Target> Connection::TransparentTarget() {
   Target t;
   t.via = "transparent";
+  const auto& read = core_->options.original_destination;
+  const int fd = client_.sock.native_handle();
   std::optional<Destination> dst =
-      OriginalDestination(client_.sock.native_handle(), transparent_family_);
+      read ? read(fd, transparent_family_) : OriginalDestination(fd, transparent_family_);
   if (!dst) {
     core_->stats.errors++;
     return std::nullopt;
   }
-  t.port = dst->port;
-  std::optional<std::string> name = core_->options.synthetic->NameOf(dst->addr);
+  const auto& [addr, port] = *dst;
+  t.port = port;
+  std::optional<std::string> name = core_->options.synthetic->NameOf(addr);
   Result<Host> host = name ? ParseHost(*name) : Result<Host>(Status(Code::kNotFound, ""));
   if (!host.ok() || host->is_address()) {
     // Nothing the DNS stub gave out: a guessed address in the range, or the listener itself.
-    t.host.address = dst->addr;
+    t.host.address = addr;
     EmitDeny(t, "unknown_address", "", "",
-             dst->addr.ToUriString() + " is not an address the sandbox's DNS stub gave out");
+             addr.ToUriString() + " is not an address the sandbox's DNS stub gave out");
     return std::nullopt;
   }
   t.host = std::move(host).value();
@@ -63,7 +67,9 @@ asio::awaitable<void> Connection::ServeTransparent(std::shared_ptr<Connection> s
   std::optional<Target> target = TransparentTarget();
   if (!target) co_return;
   Target& t = *target;
-  if (t.port == 80 && !(core_->broker != nullptr && core_->broker->Intercepts(t.host, t.port))) {
+  const auto& http = core_->options.http_ports;
+  if (std::find(http.begin(), http.end(), t.port) != http.end() &&
+      !(core_->broker != nullptr && core_->broker->Intercepts(t.host, t.port))) {
     // Plain HTTP: forwarded request by request, each decided (a refusal is a 403 the client
     // reads) and each Host header checked against the name (ForwardTo).
     plain_origin_ = t;

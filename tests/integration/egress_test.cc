@@ -59,7 +59,14 @@ TEST_F(EgressTest, CurlReachesAnAllowedHostOnly) {
             {"-n", host}, WithState());
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("403"), std::string::npos) << r.err;
-  // Around the proxy: no route, no TCP rights.
+  // Around the proxy: the name still reaches it, by transparent capture (the same rules).
+  r = Shell("curl -sS --noproxy '*' --max-time 30 -o /dev/null -w '%{http_code}' https://" + host +
+                "/",
+            {"-n", host}, WithState());
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out, "000");
+  // Without capture: no route, no TCP rights.
+  WriteFile(ws_ + "/.ward.toml", "[network]\ntransparent = false\n");
   r = Shell("curl -sS --noproxy '*' --max-time 5 -o /dev/null https://" + host + "/", {"-n", host},
             WithState());
   EXPECT_NE(r.status, 0);

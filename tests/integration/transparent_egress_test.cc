@@ -3,6 +3,8 @@
 // it, and nothing else. Local servers on the host's loopback stand in for the world, allowed by
 // address as the other egress tests do, and named with --resolve.
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -74,6 +76,66 @@ elif mode == "quic":
     except socket.timeout:
         print("udp timed out")
     request(socket.create_connection((host, int(sys.argv[4])), timeout=10))
+)PY";
+
+// A small SSH server (paramiko, Debian's python3-paramiko) on the host's loopback: accepts any
+// user without authentication, runs the git command each session asks for (logged to
+// LOG) in the repository's directory, and prints its port.
+constexpr const char* kSshServer = R"PY(
+import paramiko, shlex, socket, subprocess, sys, threading
+log = open(sys.argv[1], "a", buffering=1)
+key = paramiko.ECDSAKey.generate()
+
+class Server(paramiko.ServerInterface):
+    def __init__(self):
+        self.command, self.ready = None, threading.Event()
+    def get_allowed_auths(self, username):
+        return "none"
+    def check_auth_none(self, username):
+        return paramiko.AUTH_SUCCESSFUL
+    def check_channel_request(self, kind, chanid):
+        return paramiko.OPEN_SUCCEEDED
+    def check_channel_exec_request(self, channel, command):
+        self.command = command.decode()
+        self.ready.set()
+        return True
+
+def serve(conn):
+    t = paramiko.Transport(conn)
+    t.add_server_key(key)
+    srv = Server()
+    t.start_server(server=srv)
+    chan = t.accept(20)
+    if chan is None or not srv.ready.wait(20):
+        return
+    log.write(srv.command + "\n")
+    argv = shlex.split(srv.command)
+    if argv[0] not in ("git-upload-pack", "git-receive-pack"):
+        chan.send_exit_status(1); chan.close(); return
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    def up():
+        while True:
+            d = chan.recv(65536)
+            if not d:
+                break
+            p.stdin.write(d); p.stdin.flush()
+        p.stdin.close()
+    threading.Thread(target=up, daemon=True).start()
+    while True:
+        d = p.stdout.read1(65536)
+        if not d:
+            break
+        chan.sendall(d)
+    chan.send_exit_status(p.wait())
+    chan.close()
+
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(8)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
 )PY";
 
 class TransparentEgressTest : public SandboxTest {
@@ -198,6 +260,58 @@ TEST_F(TransparentEgressTest, TransparentFalseLeavesTheProxyVariablesOnly) {
   r = Client("resolve app.test 80", {"-n", "app.test"});
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("network.transparent"), std::string::npos) << r.err;
+}
+
+TEST_F(TransparentEgressTest, GitOverSshReachesAnAllowedNameByItsNameRule) {
+  if (!PathExists("/usr/bin/python3") ||
+      RunProgram({"/usr/bin/python3", "-c", "import paramiko"}).status != 0) {
+    GTEST_SKIP() << "python3-paramiko is not installed (scripts/deps.sh installs it)";
+  }
+  // A repository with one commit, served over SSH.
+  const std::string srv = root_->path() + "/srv";
+  MakeDirs(srv);
+  RunResult r = RunProgram(
+      {"/bin/sh", "-c",
+       "set -e; cd " + srv +
+           "; git init -q --bare repo.git; git init -q src; cd src;"
+           " git -c user.email=t@t -c user.name=t commit -q --allow-empty -m over-ssh;"
+           " git push -q ../repo.git HEAD:refs/heads/main; git -C ../repo.git symbolic-ref HEAD"
+           " refs/heads/main"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  WriteFile(srv + "/server.py", kSshServer);
+  int out_pipe[2];
+  ASSERT_EQ(pipe(out_pipe), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_pipe[1], 1);
+    execl("/usr/bin/python3", "python3", (srv + "/server.py").c_str(), (srv + "/log").c_str(),
+          nullptr);
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  char buf[32] = {};
+  ssize_t n = read(out_pipe[0], buf, sizeof buf - 1);
+  close(out_pipe[0]);
+  ASSERT_GT(n, 0);
+  const int port = atoi(buf);
+  const std::string ssh =
+      "GIT_SSH_COMMAND='ssh -F /dev/null -o StrictHostKeyChecking=no "
+      "-o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 -o BatchMode=yes' ";
+  const std::string url = "ssh://git@repo.test:" + std::to_string(port) + srv + "/repo.git";
+  r = Shell(ssh + "git clone -q " + url + " clone 2>&1 && git -C clone log --format=%s",
+            Allow("repo.test", port), WithState());
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("over-ssh"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(ReadFile(srv + "/log").find("git-upload-pack"), std::string::npos);
+  // Another name: no address, no connection.
+  const std::string log_before = ReadFile(srv + "/log");
+  r = Shell(ssh + "git clone -q ssh://git@other.test:" + std::to_string(port) + srv +
+                "/repo.git clone2 2>&1",
+            Allow("repo.test", port), WithState());
+  EXPECT_NE(r.status, 0) << r.out;
+  EXPECT_EQ(ReadFile(srv + "/log"), log_before);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
 }
 
 TEST_F(TransparentEgressTest, ExplainSaysWhetherCaptureIsOn) {

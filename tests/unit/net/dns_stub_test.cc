@@ -221,6 +221,46 @@ TEST_F(DnsStubTest, AllowedNameResolvesAAndAaaa) {
   EXPECT_TRUE(Denials().empty());
 }
 
+TEST_F(DnsStubTest, WithCaptureAnAllowedNameGetsItsSyntheticAddressesOnly) {
+  StopAll();
+  SyntheticNames names(/*max_names=*/2);
+  DnsStubOptions o;
+  o.synthetic = &names;
+  Start(o);
+  Answer a = Parse(Exchange(Query(1, "AlLoWeD.TeSt", 1)));
+  EXPECT_EQ(a.rcode, 0);
+  EXPECT_EQ(a.addrs, std::vector<std::string>{"198.18.0.1"});
+  Answer aaaa = Parse(Exchange(Query(2, "allowed.test", 28)));
+  EXPECT_EQ(aaaa.addrs, std::vector<std::string>{"fd77:6172:6400::1"});
+  // One address per name for the session, the real ones never shown.
+  Answer many = Parse(Exchange(Query(3, "many.wild.test", 1)));
+  EXPECT_EQ(many.addrs, std::vector<std::string>{"198.18.0.2"});
+  EXPECT_EQ(Parse(Exchange(Query(4, "allowed.test", 1))).addrs,
+            std::vector<std::string>{"198.18.0.1"});
+  EXPECT_EQ(names.NameOf(Ip("198.18.0.2")), "many.wild.test");
+  // A name with no IPv6 address has none here either; a full table answers SERVFAIL.
+  EXPECT_TRUE(Parse(Exchange(Query(5, "many.wild.test", 28))).addrs.empty());
+  resolver_->Set("third.wild.test", {Ip("192.0.2.3")});
+  EXPECT_EQ(Parse(Exchange(Query(6, "third.wild.test", 1))).rcode, 2);
+  // Denied names are as before: NXDOMAIN, unresolved, no address given.
+  EXPECT_EQ(Parse(Exchange(Query(7, "denied.test", 1))).rcode, 3);
+  EXPECT_EQ(names.size(), 2u);
+}
+
+TEST_F(DnsStubTest, WithoutIpv6CaptureAaaaHasNoAnswer) {
+  StopAll();
+  SyntheticNames names;
+  DnsStubOptions o;
+  o.synthetic = &names;
+  o.synthetic_v6 = false;
+  Start(o);
+  Answer aaaa = Parse(Exchange(Query(1, "allowed.test", 28)));
+  EXPECT_EQ(aaaa.rcode, 0);
+  EXPECT_TRUE(aaaa.addrs.empty());
+  EXPECT_EQ(Parse(Exchange(Query(2, "allowed.test", 1))).addrs,
+            std::vector<std::string>{"198.18.0.1"});
+}
+
 TEST_F(DnsStubTest, NamesAreNormalisedBeforeResolvingAndEchoedAsAsked) {
   Answer a = Parse(Exchange(Query(1, "AlLoWeD.TeSt", 1)));
   EXPECT_EQ(a.rcode, 0);

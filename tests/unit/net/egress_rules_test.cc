@@ -283,5 +283,18 @@ TEST(EgressRulesTest, ParsedRuleShapes) {
   }
 }
 
+TEST(EgressRulesTest, AllowedNamePortsAreWhatCaptureOpens) {
+  auto ports = [](std::vector<std::string> allow, std::vector<std::string> deny = {}) {
+    return Compile(std::move(allow), std::move(deny)).AllowedNamePorts();
+  };
+  auto p = ports({"a.test", "*.b.test:8443", "c.test:22", "10.0.0.0/8:5432", "[::1]:3000"});
+  EXPECT_EQ(p.ports, (std::vector<uint16_t>{22, 80, 443, 8443}));
+  EXPECT_FALSE(p.any);
+  p = ports({"a.test:*", "c.test:22"});
+  EXPECT_TRUE(p.any);
+  EXPECT_TRUE(ports({"10.0.0.5", "192.0.2.0/24:443"}).empty());
+  EXPECT_TRUE(ports({}).empty());
+}
+
 }  // namespace
 }  // namespace ward::net

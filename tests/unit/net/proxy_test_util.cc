@@ -300,12 +300,18 @@ ProxyHarness::ProxyHarness(EgressRules rules, ProxyOptions options,
                            std::map<std::string, std::vector<IpAddress>> names) {
   resolver_ = std::make_unique<FakeResolver>(loop_.ctx());
   for (auto& [name, addrs] : names) resolver_->Set(name, addrs);
+  const bool transparent = options.synthetic != nullptr;
   proxy_ = std::make_unique<EgressProxy>(loop_.ctx(), std::move(rules), resolver_.get(), &sink_,
                                          std::move(options));
   Listener l = ListenTcp();
   port_ = l.port;
   Status st = proxy_->Serve(std::move(l.fd));
   if (!st.ok()) std::abort();
+  if (transparent) {
+    Listener t = ListenTcp();
+    transparent_port_ = t.port;
+    if (!proxy_->ServeTransparent(std::move(t.fd)).ok()) std::abort();
+  }
   loop_.Start();
 }
 

@@ -96,13 +96,15 @@ class LoopThread {
   std::thread thread_;
 };
 
-// A proxy on 127.0.0.1:port with a FakeResolver, its own loop thread and a memory event sink.
+// A proxy on 127.0.0.1:port with a FakeResolver, its own loop thread and a memory event sink;
+// with options.synthetic, transparent capture's listener too (127.0.0.1:transparent_port()).
 class ProxyHarness {
  public:
   ProxyHarness(EgressRules rules, ProxyOptions options = {},
                std::map<std::string, std::vector<IpAddress>> names = {});
   ~ProxyHarness();
   uint16_t port() const { return port_; }
+  uint16_t transparent_port() const { return transparent_port_; }
   EgressProxy::Stats stats() { return proxy_->stats(); }
   std::vector<Event> events() const { return sink_.events(); }
   std::vector<Event> events(std::string_view type) const;
@@ -119,6 +121,7 @@ class ProxyHarness {
   std::unique_ptr<FakeResolver> resolver_;
   std::unique_ptr<EgressProxy> proxy_;
   uint16_t port_ = 0;
+  uint16_t transparent_port_ = 0;
   bool stopped_ = false;
 };
 

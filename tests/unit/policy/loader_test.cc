@@ -1017,5 +1017,21 @@ TEST(Flags, ExplicitNameRuleForTheSameVariableFromTheCommandLine) {
   ExpectError(Load(fs, f), {"--env", "belongs to credential 'TOKEN'"});
 }
 
+TEST(Loader, NetworkTransparentIsOnUnlessAProfileTurnsItOff) {
+  Result<Policy> r = LoadText("[network]\nallow = [\"a.test\"]\n");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_TRUE(r->network.transparent);
+  r = LoadText("[network]\nallow = [\"a.test\"]\ntransparent = false\n");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_FALSE(r->network.transparent);
+  EXPECT_EQ(r->network.transparent_origin.line, 3);
+  EXPECT_EQ(r->network.transparent_origin.key, "network.transparent");
+  r = LoadText("[network]\ntransparent = \"no\"\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("network.transparent"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("boolean"), std::string::npos) << r.status().message();
+}
+
 }  // namespace
 }  // namespace ward::policy

@@ -305,5 +305,15 @@ TEST(WorkspaceFile, TheReadersRefusalIsTheErrorAfterThePath) {
   EXPECT_EQ(ErrorOf(r), kFile + ": a FIFO, not a regular file: remove it (rm X)");
 }
 
+TEST(WorkspaceFile, TransparentCaptureMayOnlyBeTurnedOff) {
+  Result<Policy> r = WithWorkspaceFile("[network]\ntransparent = false\n");
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  EXPECT_FALSE(r->network.transparent);
+  EXPECT_EQ(r->network.transparent_origin.source, kFile);
+  EXPECT_EQ(r->network.transparent_origin.line, 2);
+  ExpectNarrowError(WithWorkspaceFile("[network]\ntransparent = true\n"), 2,
+                    "network.transparent");
+}
+
 }  // namespace
 }  // namespace ward::policy
