@@ -12,12 +12,14 @@
 //       A bare splice(2) relay to 127.0.0.1:PORT (no protocol, no policy, the proxy's
 //       client-side TCP settings): the least CPU per byte any relay spends on this machine.
 //   ward_proxy_bench latency --target HOST:PORT [--proxy PORT] [--via direct|forward|connect|
-//                    socks5] [-n N]
+//                    socks5|transparent] [-n N]
 //       N sequential new connections, each one small request; prints p50/p99/mean in µs.
+//       transparent: to HOST's address as resolved (inside a sandbox, by transparent capture).
 //
 // Servers print "listening PORT" on stdout once ready and run until SIGINT/SIGTERM.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -243,17 +245,19 @@ int RunRelay(uint16_t port, uint16_t upstream_port, bool system_cc) {
 
 // ------------------------------------------------------------------ latency
 
-UniqueFd ConnectLoopback(uint16_t port) {
+UniqueFd ConnectTo(in_addr_t addr, uint16_t port) {
   UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sa.sin_addr.s_addr = addr;
   sa.sin_port = htons(port);
   if (connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) return UniqueFd();
   int one = 1;
   setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
 }
+
+UniqueFd ConnectLoopback(uint16_t port) { return ConnectTo(htonl(INADDR_LOOPBACK), port); }
 
 // Reads until the buffer holds `until` (or, with until empty, until n bytes).
 bool RecvUntil(int fd, std::string* buf, const std::string& until, size_t n = 0) {
@@ -267,10 +271,30 @@ bool RecvUntil(int fd, std::string* buf, const std::string& until, size_t n = 0)
 }
 
 // One small request on a new connection; false on any failure.
+// `via` transparent: host's own address (inside a sandbox with transparent capture, the
+// synthetic one the DNS stub gave), resolved once like a client's cache.
+in_addr_t TransparentAddress(const std::string& host) {
+  static const in_addr_t addr = [&] {
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) {
+      Die("cannot resolve " + host);
+    }
+    in_addr_t a = reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr.s_addr;
+    freeaddrinfo(res);
+    return a;
+  }();
+  return addr;
+}
+
 bool OneRequest(const std::string& via, const std::string& host, uint16_t target_port,
                 uint16_t proxy_port) {
   const std::string authority = host + ":" + std::to_string(target_port);
-  UniqueFd fd = ConnectLoopback(via == "direct" ? target_port : proxy_port);
+  UniqueFd fd = via == "transparent"
+                    ? ConnectTo(TransparentAddress(host), target_port)
+                    : ConnectLoopback(via == "direct" ? target_port : proxy_port);
   if (!fd) return false;
   std::string buf;
   std::string path = "/small";

@@ -184,9 +184,14 @@ TEST_F(EgressTest, GitCloneOverHttpsThroughTheProxy) {
 
 TEST_F(EgressTest, DirectRoutesStayClosed) {
   std::string host = "allowed.example";
-  EXPECT_EQ(Probe({"connect", "192.0.2.1", "443"}, {"-n", host}).out, TcpConnectRefusal());
+  EXPECT_EQ(Probe({"connect", "192.0.2.1", "8443"}, {"-n", host}).out, TcpConnectRefusal());
   EXPECT_EQ(Probe({"udp", "192.0.2.53", "53"}, {"-n", host}).out, "err ENETUNREACH sendto\n");
-  EXPECT_EQ(Probe({"connect", "2001:db8::1", "443"}, {"-n", host}).out, TcpConnectRefusal());
+  EXPECT_EQ(Probe({"connect", "2001:db8::1", "8443"}, {"-n", host}).out, TcpConnectRefusal());
+  // The ports an allowed name has are open to Landlock (transparent capture reaches names on
+  // them); a real address there still has no route.
+  EXPECT_EQ(Probe({"connect", "192.0.2.1", "443"}, {"-n", host}).out, "err ENETUNREACH connect\n");
+  EXPECT_EQ(Probe({"connect", "2001:db8::1", "443"}, {"-n", host}).out,
+            "err ENETUNREACH connect\n");
   EXPECT_EQ(Probe({"raw"}, {"-n", host}).out, "err EPERM socket\n");
   // Control: the proxy port itself is reachable.
   RunResult r = Probe({"getenv", "HTTPS_PROXY"}, {"-n", host});
