@@ -78,6 +78,7 @@ struct DnsCore : std::enable_shared_from_this<DnsCore> {
   EventSink* const events;
   const DnsStubOptions options;
   bool stopped = false;
+  bool synthetic_full_said = false;
   size_t inflight = 0;
   std::vector<std::unique_ptr<asio::ip::udp::socket>> udp;
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> listeners;
@@ -229,7 +230,15 @@ std::optional<std::vector<IpAddress>> DnsCore::Shown(const std::string& name,
   std::vector<IpAddress> shown;
   if (!v4 && !(v6 && options.synthetic_v6)) return shown;  // no data for this sandbox
   std::optional<SyntheticNames::Pair> pair = options.synthetic->AddressesFor(name);
-  if (!pair) return std::nullopt;
+  if (!pair) {
+    // Said once: every new name is SERVFAIL from now on.
+    if (!synthetic_full_said) {
+      synthetic_full_said = true;
+      SafeEmit(events, "net.limit",
+               {{"limit", "synthetic_names"}, {"cap", options.synthetic->size()}, {"name", name}});
+    }
+    return std::nullopt;
+  }
   if (v4) shown.push_back(pair->v4);
   if (v6 && options.synthetic_v6) shown.push_back(pair->v6);
   return shown;

@@ -39,7 +39,8 @@ struct DnsStubOptions {
   // Transparent capture (null: none; must outlive the stub): an allowed name that resolves is
   // answered with its synthetic addresses instead of the real ones (A when it has IPv4
   // addresses, AAAA when it has IPv6 ones and `synthetic_v6`), so that the sandbox connects to
-  // the name, never to an address the supervisor found. A full table answers SERVFAIL.
+  // the name, never to an address the supervisor found. A full table answers SERVFAIL (and the
+  // first time, one `net.limit` event with limit "synthetic_names").
   SyntheticNames* synthetic = nullptr;
   bool synthetic_v6 = true;
 };

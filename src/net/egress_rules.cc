@@ -6,18 +6,16 @@
 
 namespace ward::net {
 
-namespace {
-
-constexpr size_t kMaxPatternBytes = kMaxHostInputBytes + 16;
-
-// Same text as policy::Origin::ToString(); kept here so that the pure net code (and its fuzz
-// targets) links without the policy library.
 std::string FormatOrigin(const policy::Origin& o) {
   std::string s = o.source.empty() ? "unknown" : o.source;
   if (o.line > 0) s += ":" + std::to_string(o.line);
   if (!o.key.empty()) s += " (" + o.key + ")";
   return s;
 }
+
+namespace {
+
+constexpr size_t kMaxPatternBytes = kMaxHostInputBytes + 16;
 
 Result<HostRule::Ports> ParsePort(std::string_view p, uint16_t* port) {
   if (p == "*") return HostRule::Ports::kAny;

@@ -93,6 +93,10 @@ class EgressRules {
   std::vector<HostRule> deny_;
 };
 
+// Same text as policy::Origin::ToString(); here so that the pure net code (and its fuzz
+// targets) links without the policy library.
+std::string FormatOrigin(const policy::Origin& o);
+
 // The `-n` flag that allows `host` on `port` alone: "-n example.com" for 80 and 443 (what a bare
 // pattern allows), "-n example.com:8443", "-n 10.0.0.5", "-n [fd00::1]:3000".
 std::string AllowFlag(const Host& host, uint16_t port);

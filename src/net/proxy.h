@@ -36,6 +36,7 @@
 #include "net/content_decoder.h"
 #include "net/egress_rules.h"
 #include "net/http_parser.h"
+#include "net/request_rules.h"
 #include "net/resolver.h"
 #include "net/synthetic_names.h"
 
@@ -58,6 +59,11 @@ struct HostQuestion {
   uint16_t port = 0;
   HostTransport transport = HostTransport::kConnect;
   uint64_t connection = 0;  // the client connection's id in this proxy (1, 2, ...)
+  // A request an "ask" method and path rule matched (ProxyOptions::request_rules); both empty
+  // for a question about the host itself.
+  std::string method;
+  std::string path;  // the request's path and query, as the rules read it
+  std::string rule;  // the asking rule, as RequestRules::Decision::rule
 };
 // `done(true)` approves. Call it at most once (later calls are ignored), from any thread, while
 // the proxy's io_context exists; an answer after the hold ended (timeout, the client left, the
@@ -121,6 +127,14 @@ struct ProxyOptions {
   // destination before capture's redirect). Tests substitute their own.
   std::function<std::optional<std::pair<IpAddress, uint16_t>>(int fd, int family)>
       original_destination;
+  // Method and path rules (net/request_rules.h). Each request to a host they govern is checked
+  // before it is sent, whichever way it came (forwarded, a route, an intercepted tunnel, a
+  // transparent connection to an HTTP port); a refusal is a 403 with the rule and one
+  // `net.deny` (reason "request_rule"). A tunnel to a governed host that the credential broker
+  // does not intercept is refused: it would hide the requests. Requests an "ask" rule matches
+  // go to ask_host with the method and path (HostQuestion::method, path); without ask_host they
+  // are refused.
+  RequestRules request_rules;
   std::chrono::milliseconds host_hold_timeout{60000};
   size_t max_held_connections = 16;  // per sandbox; beyond it a question is denied unasked
 };

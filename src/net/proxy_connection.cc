@@ -661,7 +661,8 @@ bool Connection::ShouldAskHost(const Target& t, const EgressRules::Decision& d) 
 }
 
 asio::awaitable<Connection::Fail> Connection::AskHost(Target& t, const EgressRules::Decision& d,
-                                                      std::string* detail) {
+                                                      std::string* detail,
+                                                      const HostQuestion* request) {
   auto deny = [&](const char* outcome, std::string why) {
     *detail = "not approved: " + why;
     EmitDeny(t, "not_approved", "", "", *detail, {{"approval", outcome}}, d.allow_with);
@@ -679,6 +680,11 @@ asio::awaitable<Connection::Fail> Connection::AskHost(Target& t, const EgressRul
                 : via == "transparent" ? HostTransport::kTransparent
                                        : HostTransport::kConnect;
   q.connection = id_;
+  if (request != nullptr) {
+    q.method = request->method;
+    q.path = request->path;
+    q.rule = request->rule;
+  }
   // The hold has its own bound; the head/handshake deadline does not run while a human thinks.
   ClearDeadline();
   auto hold = std::make_shared<HostHold>(core_->ctx.get_executor());
@@ -969,13 +975,14 @@ asio::awaitable<void> Connection::Run(std::shared_ptr<Connection> self) {
     CloseAll();
     co_return;
   }
+  SetDeadline(core_->options.header_timeout, Phase::kHead);
   if (transparent_family_ != 0) {
+    // The head timeout holds until the first request or handshake, as on the proxy's port.
     co_await ServeTransparent(self);
     FinishUpstream();
     CloseAll();
     co_return;
   }
-  SetDeadline(core_->options.header_timeout, Phase::kHead);
   asio::error_code ec;
   co_await ReadMore(client_, kSniffBytes, ec);
   if (!ec) {
@@ -1089,7 +1096,8 @@ asio::awaitable<void> Connection::ServeSocks(std::shared_ptr<Connection> self) {
   std::string detail;
   Fail f = co_await Authorize(t, &detail);
   const bool intercept =
-      f == Fail::kNone && core_->broker != nullptr && core_->broker->Intercepts(t.host, t.port);
+      f == Fail::kNone && Intercepts(t);
+  if (f == Fail::kNone && !intercept && RefuseUninspectedTunnel(t)) f = Fail::kDenied;
   if (f == Fail::kNone && !intercept) f = co_await ConnectUpstream(t, &detail);
   switch (f) {
     case Fail::kNone:
@@ -1190,7 +1198,11 @@ asio::awaitable<void> Connection::HandleConnect(std::shared_ptr<Connection> self
     co_return;
   }
   asio::error_code ec;
-  if (core_->broker != nullptr && core_->broker->Intercepts(t.host, t.port)) {
+  if (!Intercepts(t) && RefuseUninspectedTunnel(t)) {
+    co_await SendRefusal(t);
+    co_return;
+  }
+  if (Intercepts(t)) {
     // A credential's host: the tunnel ends here (whatever the port, it must be TLS).
     co_await WriteAll(client_, kConnectEstablished, ec);
     if (ec) co_return;

@@ -133,6 +133,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   enum class Link { kFailed, kFresh, kReused };
   asio::awaitable<bool> CheckRequestHost(const HttpRequestHead& head, const AbsoluteUri& uri,
                                          const Target& t, Mode mode);
+  // proxy_request_rules.cc. A request to a host the method and path rules govern: true when
+  // they allow it (or an approver did); otherwise the client has its 403.
+  asio::awaitable<bool> CheckRequestRules(std::shared_ptr<Connection> self,
+                                          const HttpRequestHead& head, const AbsoluteUri& uri,
+                                          const Target& t);
+  // A tunnel to t that would carry requests the rules govern unseen (not intercepted): emits
+  // net.deny and returns true.
+  bool RefuseUninspectedTunnel(const Target& t);
+  bool Intercepts(const Target& t) const;  // the credential broker terminates t's tunnels
   asio::awaitable<std::optional<UpstreamRequest>> PrepareUpstreamRequest(
       const HttpRequestHead& head, AbsoluteUri& uri, const Target& t, Mode mode);
   asio::awaitable<bool> ApplyCredentials(const Target& t, Mode mode, UpstreamRequest& req,
@@ -183,7 +192,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool ShouldAskHost(const Target& t, const EgressRules::Decision& d) const;
   // Holds the request while ask_host decides; kNone when approved. Otherwise emits net.deny
   // ("not_approved") and returns kDenied, or kClosed when the client left or the proxy stops.
-  asio::awaitable<Fail> AskHost(Target& t, const EgressRules::Decision& d, std::string* detail);
+  // `request`: the method, path and rule of a request an "ask" rule matched (null: the host).
+  asio::awaitable<Fail> AskHost(Target& t, const EgressRules::Decision& d, std::string* detail,
+                                const HostQuestion* request = nullptr);
   // While held: a client that hangs up cancels the hold.
   asio::awaitable<void> WatchHeldClient(std::shared_ptr<Connection> self,
                                         std::shared_ptr<HostHold> hold);

@@ -251,6 +251,7 @@ asio::awaitable<bool> Connection::ForwardTo(std::shared_ptr<Connection> self,
                                             const HttpRequestHead& head, AbsoluteUri uri, Target t,
                                             Mode mode) {
   if (!co_await CheckRequestHost(head, uri, t, mode)) co_return false;
+  if (!co_await CheckRequestRules(self, head, uri, t)) co_return false;
   std::optional<UpstreamRequest> req = co_await PrepareUpstreamRequest(head, uri, t, mode);
   if (!req) co_return false;
   HttpResponseParser rp(head.method == "HEAD", core_->options.http_limits);

@@ -68,8 +68,7 @@ asio::awaitable<void> Connection::ServeTransparent(std::shared_ptr<Connection> s
   if (!target) co_return;
   Target& t = *target;
   const auto& http = core_->options.http_ports;
-  if (std::find(http.begin(), http.end(), t.port) != http.end() &&
-      !(core_->broker != nullptr && core_->broker->Intercepts(t.host, t.port))) {
+  if (std::find(http.begin(), http.end(), t.port) != http.end()) {
     // Plain HTTP: forwarded request by request, each decided (a refusal is a 403 the client
     // reads) and each Host header checked against the name (ForwardTo).
     plain_origin_ = t;
@@ -79,11 +78,12 @@ asio::awaitable<void> Connection::ServeTransparent(std::shared_ptr<Connection> s
   std::string detail;
   Fail f = co_await Authorize(t, &detail);
   if (f != Fail::kNone) co_return;  // the event says why; the client sees the connection end
-  if (core_->broker != nullptr && core_->broker->Intercepts(t.host, t.port)) {
+  if (Intercepts(t)) {
     if (!co_await RequireClientHello(t)) co_return;
     co_await Intercept(self, t);
     co_return;
   }
+  if (RefuseUninspectedTunnel(t)) co_return;
   if (core_->IsTlsPort(t.port)) {
     // As for CONNECT: the SNI is checked before the upstream hears of this connection.
     if (!co_await RequireClientHello(t)) co_return;

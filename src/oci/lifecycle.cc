@@ -29,6 +29,7 @@
 #include "oci/run_flags.h"
 #include "oci/seccomp_filter.h"
 #include "oci/state.h"
+#include "supervisor/egress_capture.h"
 #include "supervisor/run.h"
 
 namespace ward::oci {
@@ -44,16 +45,21 @@ struct Prepared {
   std::vector<std::string> warnings;
 };
 
-// ward's own listeners inside the container (the proxy, the DNS stub) are not the container's to
-// expose: a peer in the pod would be joined to the proxy, with the container's rules and its
-// credentials' routes.
+// ward's own listeners inside the container (the proxy, the DNS stub, transparent capture's) are
+// not the container's to expose: a peer in the pod would be joined to the proxy, with the
+// container's rules and its credentials' routes.
 Status CheckExposedPorts(const std::vector<uint16_t>& ports) {
-  const std::vector<uint16_t> ward_own = enforce::NetSpec().tcp_ports();
+  enforce::NetSpec net;
+  net.capture_port = supervisor::kCapturePort;  // whether or not this container's is planned
+  const std::vector<uint16_t> ward_own = net.tcp_ports();
   for (uint16_t port : ports) {
     if (std::find(ward_own.begin(), ward_own.end(), port) != ward_own.end()) {
       return InvalidArgument("annotation run.ward/expose: port " + std::to_string(port) +
                              " is ward's own inside the container (its " +
-                             (port == 53 ? "DNS stub" : "egress proxy") + "), not one to expose");
+                             (port == 53                           ? "DNS stub"
+                              : port == supervisor::kCapturePort ? "transparent capture"
+                                                                 : "egress proxy") +
+                             "), not one to expose");
     }
   }
   return Ok();
@@ -80,7 +86,7 @@ Result<Prepared> Prepare(const CreateOptions& o) {
   WARD_ASSIGN_OR_RETURN(p.image, ContainerRoot(p.bundle));
   WARD_ASSIGN_OR_RETURN(p.image.cgroup_path,
                         EngineCgroupPath(p.bundle.config.cgroups_path, o.systemd_cgroup));
-  if (policy::AnyCredentialEnabled(p.policy)) {
+  if (policy::InterceptsTls(p.policy)) {
     WARD_ASSIGN_OR_RETURN(p.image.ca_bundle, CaBundleInImage(p.bundle));
   }
   for (const PlannedRlimit& r : rlimits) {

@@ -434,6 +434,7 @@ class Loader {
     WARD_TRY(LoadWorkspaceFile());
     WARD_TRY(ApplyFlags());
     WARD_TRY(FinishCredentials());
+    AllowRuleHosts();
     return std::move(policy_);
   }
 
@@ -847,8 +848,13 @@ class Loader {
 
   Status ApplyNetwork(const toml::node& v, const Source& src, const Origin& o, bool narrow) {
     WARD_ASSIGN_OR_RETURN(const toml::table* t, SubTable(v, o));
-    WARD_TRY(CheckKeys(*t, src, "network", {"allow", "deny", "transparent"},
+    WARD_TRY(CheckKeys(*t, src, "network", {"allow", "deny", "transparent", "rules"},
                        narrow ? kNarrowOnly : ""));
+    if (const toml::node* n = t->get("rules")) {
+      Origin no = At(src, n->source(), "network.rules");
+      if (narrow) return ErrorAt(no, std::string("not allowed here: ") + kNarrowOnly);
+      WARD_TRY(ApplyRequestRules(*n, src, no));
+    }
     if (const toml::node* n = t->get("transparent")) {
       Origin no = At(src, n->source(), "network.transparent");
       WARD_ASSIGN_OR_RETURN(bool on, BoolOf(*n, no));
@@ -875,6 +881,121 @@ class Loader {
       }
     }
     return Ok();
+  }
+
+  // [[network.rules]]: tables of host, methods, paths and action, appended in order.
+  Status ApplyRequestRules(const toml::node& n, const Source& src, const Origin& o) {
+    const auto* arr = n.as_array();
+    if (arr == nullptr) return WrongType(o, "an array of tables ([[network.rules]])", n);
+    for (const toml::node& el : *arr) {
+      Origin eo = At(src, el.source(), "network.rules");
+      if (eo.line == 0) eo.line = o.line;
+      WARD_ASSIGN_OR_RETURN(const toml::table* t, SubTable(el, eo));
+      WARD_TRY(CheckKeys(*t, src, "network.rules", {"host", "methods", "paths", "action"}));
+      RequestRule rule;
+      rule.origin = eo;
+      const toml::node* host = t->get("host");
+      if (host == nullptr) {
+        return ErrorAt(eo, "a rule needs a host (host = \"api.example.com\")");
+      }
+      Origin ho = At(src, host->source(), "network.rules.host");
+      WARD_ASSIGN_OR_RETURN(rule.host, StringOf(*host, ho));
+      if (const toml::node* m = t->get("methods")) {
+        Origin mo = At(src, m->source(), "network.rules.methods");
+        WARD_ASSIGN_OR_RETURN(std::vector<Item> items, StringList(*m, src, mo));
+        for (const Item& it : items) rule.methods.push_back(it.value);
+      }
+      if (const toml::node* p = t->get("paths")) {
+        Origin po = At(src, p->source(), "network.rules.paths");
+        WARD_ASSIGN_OR_RETURN(std::vector<Item> items, StringList(*p, src, po));
+        for (const Item& it : items) rule.paths.push_back(it.value);
+      }
+      if (const toml::node* a = t->get("action")) {
+        Origin ao = At(src, a->source(), "network.rules.action");
+        WARD_ASSIGN_OR_RETURN(std::string action, StringOf(*a, ao));
+        WARD_ASSIGN_OR_RETURN(rule.action, RequestActionOf(action, ao));
+      }
+      WARD_TRY(CheckRequestRule(rule));
+      policy_.network.rules.push_back(std::move(rule));
+    }
+    return Ok();
+  }
+
+  static Result<RequestRule::Action> RequestActionOf(const std::string& s, const Origin& o) {
+    for (auto a : {RequestRule::Action::kAllow, RequestRule::Action::kDeny,
+                   RequestRule::Action::kAsk}) {
+      if (s == RequestActionName(a)) return a;
+    }
+    return ErrorAt(o, Quote(s) + " is not an action: use \"allow\", \"deny\" or \"ask\"");
+  }
+
+  // A rule's host is one host (a name, "*.name" or an address, with an optional port), its
+  // methods tokens, its paths absolute.
+  Status CheckRequestRule(RequestRule& rule) {
+    const Origin& o = rule.origin;
+    WARD_TRY(CheckHost(Item{rule.host, o}));
+    if (rule.host.find('/') != std::string::npos) {
+      return ErrorAt(o, "rule host " + Quote(rule.host) +
+                            " is a network; a rule names one host (a name, *.name or an address)");
+    }
+    if (rule.action != RequestRule::Action::kDeny) WARD_TRY(CheckAllowIsNarrow(Item{rule.host, o}));
+    for (std::string& m : rule.methods) {
+      const bool token = !m.empty() && m.size() <= 32 &&
+                         std::all_of(m.begin(), m.end(), [](char c) {
+                           return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '-';
+                         });
+      if (!token) {
+        return ErrorAt(o, "method " + Quote(m) + " is not an HTTP method (GET, POST, PUT, ...)");
+      }
+      std::transform(m.begin(), m.end(), m.begin(),
+                     [](char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 32) : c; });
+    }
+    for (const std::string& p : rule.paths) {
+      if ((p[0] != '/' && p[0] != '*') || HasControl(p) || p.find(' ') != std::string::npos ||
+          p.size() > 1024) {
+        return ErrorAt(o, "path " + Quote(p) +
+                              " must start with / (or *), without spaces or control characters");
+      }
+    }
+    return Ok();
+  }
+
+  // `-n 'GET,HEAD host[:port][/path]'`: one allow rule, before the profiles' rules.
+  Status AddRuleFlag(const std::string& spec, const Origin& o, size_t* at) {
+    const size_t space = spec.find(' ');
+    RequestRule rule;
+    rule.origin = o;
+    std::string methods = spec.substr(0, space);
+    std::string target = spec.substr(space + 1);
+    while (!target.empty() && target[0] == ' ') target.erase(0, 1);
+    for (size_t start = 0; start <= methods.size();) {
+      size_t comma = methods.find(',', start);
+      if (comma == std::string::npos) comma = methods.size();
+      rule.methods.push_back(methods.substr(start, comma - start));
+      start = comma + 1;
+    }
+    const size_t slash = target.find('/');
+    rule.host = target.substr(0, slash);
+    if (slash != std::string::npos) rule.paths.push_back(target.substr(slash));
+    if (rule.host.empty()) {
+      return ErrorAt(o, Quote(spec) + " names no host; expected 'GET host' or 'GET,HEAD host/path*'");
+    }
+    WARD_TRY(CheckRequestRule(rule));
+    policy_.network.rules.insert(policy_.network.rules.begin() + static_cast<long>((*at)++),
+                                 std::move(rule));
+    return Ok();
+  }
+
+  // A host that an allow or ask rule names is reachable by name (its requests are then limited
+  // by its rules), like a credential's hosts: it joins `network.allow` with the rule's origin.
+  void AllowRuleHosts() {
+    std::vector<HostRule>& allow = policy_.network.allow;
+    for (const RequestRule& r : policy_.network.rules) {
+      if (r.action == RequestRule::Action::kDeny) continue;
+      const bool listed = std::any_of(allow.begin(), allow.end(),
+                                      [&](const HostRule& a) { return a.pattern == r.host; });
+      if (!listed) allow.push_back(HostRule{r.host, r.origin});
+    }
   }
 
   // Values shared by profiles and the command line.
@@ -1279,9 +1400,14 @@ class Loader {
          {std::tuple<const std::vector<std::string>*, std::vector<HostRule>*, const char*>{
               &flags_.allow_net, &policy_.network.allow, "--allow-net"},
           {&flags_.deny_net, &policy_.network.deny, "--deny-net"}}) {
+      size_t rule_at = 0;
       for (const std::string& h : *list) {
         Item it{h, cli(flag)};
         if (h.empty()) return ErrorAt(it.origin, "empty host pattern");
+        if (out == &policy_.network.allow && h.find(' ') != std::string::npos) {
+          WARD_TRY(AddRuleFlag(h, it.origin, &rule_at));
+          continue;
+        }
         WARD_TRY(CheckHost(it));
         if (out == &policy_.network.allow) WARD_TRY(CheckAllowIsNarrow(it));
         out->push_back(HostRule{h, it.origin});

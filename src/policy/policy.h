@@ -58,9 +58,25 @@ struct HostRule {
   Origin origin;
 };
 
+// A method and path rule (network.rules, or `-n 'GET host/path'`): which requests to a host are
+// allowed, refused or asked about. The first rule that matches a request decides it; a host
+// some rule names is limited to what its rules allow. Parsed and matched by net::RequestRules.
+struct RequestRule {
+  enum class Action { kAllow, kDeny, kAsk };
+  std::string host;                  // a name, "*.name" or one address, with an optional port
+  std::vector<std::string> methods;  // upper case; empty: every method
+  std::vector<std::string> paths;    // "/repos/acme/*" ('*' matches anything); empty: every path
+  Action action = Action::kAllow;
+  Origin origin;
+};
+const char* RequestActionName(RequestRule::Action a);  // "allow" | "deny" | "ask"
+
 struct NetworkPolicy {
   std::vector<HostRule> allow;
   std::vector<HostRule> deny;
+  // In order: the command line's first, then the profiles' (a base profile's before those of
+  // the profiles extending it).
+  std::vector<RequestRule> rules;
   // Transparent capture: TCP to an allowed name reaches it without the proxy variables (the
   // DNS stub answers with synthetic addresses the supervisor maps back to the name). On when
   // any host is allowed; `network.transparent = false` turns it off.
@@ -162,5 +178,8 @@ struct Policy {
 
 // Whether any credential is enabled (the run then brokers credentials through its proxy).
 bool AnyCredentialEnabled(const Policy& policy);
+// Whether the run's proxy terminates TLS for some host, with the session CA: an enabled
+// credential's hosts, and the hosts method and path rules name (their requests must be seen).
+bool InterceptsTls(const Policy& policy);
 
 }  // namespace ward::policy

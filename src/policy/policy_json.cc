@@ -82,8 +82,13 @@ json PolicyToJson(const Policy& p) {
       return JsonObject()("pattern", list[i].pattern)("origin", OriginToJson(list[i].origin));
     });
   };
+  auto rules = JsonArray(p.network.rules.size(), [&](size_t i) -> json {
+    const RequestRule& r = p.network.rules[i];
+    return JsonObject()("host", r.host)("methods", r.methods)("paths", r.paths)(
+        "action", RequestActionName(r.action))("origin", OriginToJson(r.origin));
+  });
   j["network"] = JsonObject()("allow", hosts(p.network.allow))("deny", hosts(p.network.deny))(
-      "transparent", p.network.transparent);
+      "transparent", p.network.transparent)("rules", std::move(rules));
 
   json limits = {{"memory_bytes", OptionalNumber(p.limits.memory_bytes)},
                  {"pids", OptionalNumber(p.limits.pids)},

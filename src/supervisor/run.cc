@@ -105,6 +105,8 @@ class SandboxServer {
         signals_(ctx_) {}
 
   void StopOnAuditFailure(AuditStop* stop) { audit_stop_ = stop; }
+  // The method and path rules the proxy checks requests with (must outlive the server).
+  void CheckRequestsWith(const net::RequestRules* rules) { request_rules_ = rules; }
   // Init's messages the container's gate received (AwaitContainerStart), handled before the rest.
   void HandleFirst(std::vector<EarlyControl> early) { early_ = std::move(early); }
   // A live sandbox: the check after each exec (ExecRelay::CheckAfterEachExec).
@@ -196,6 +198,7 @@ class SandboxServer {
         po.ask_host = approvals_->HostAsker();
         po.host_hold_timeout = std::chrono::milliseconds(req_.policy.approvals.timeout_ms + 1000);
       }
+      if (request_rules_ != nullptr) po.request_rules = *request_rules_;
       net::DnsStubOptions dso;
       if (broker_) dso.name_check = broker_->DnsNameCheck(events_);
       if (Capturing()) {
@@ -799,6 +802,7 @@ class SandboxServer {
   // Declared after ctx_: destroyed before it (StopEgress resets them earlier anyway).
   std::unique_ptr<net::Resolver> resolver_;
   std::vector<std::shared_ptr<asio::posix::stream_descriptor>> egress_waits_;  // AwaitEgress
+  const net::RequestRules* request_rules_ = nullptr;
   std::unique_ptr<net::SyntheticNames> synthetic_;  // before the proxy and stub that use it
   std::unique_ptr<net::EgressProxy> proxy_;
   std::unique_ptr<net::DnsStub> dns_;
@@ -1090,7 +1094,7 @@ std::string CompletePlan(const RunRequest& req, const RunCredentialsOptions& cre
                          const TerminalState& term, enforce::LaunchPlan* plan) {
   // Credentials: checked now; their secrets are fetched only after the clone, so that sandbox
   // init, a copy of this process's memory, never holds one.
-  if (policy::AnyCredentialEnabled(req.policy)) {
+  if (policy::InterceptsTls(req.policy)) {
     Status st = PlanRunCredentials(req.policy, creds_options, plan);
     if (!st.ok()) return std::move(st).With("credentials").ToString();
   }
@@ -1175,7 +1179,7 @@ Status CheckAndOpenAudit(const RunRequest& req, const std::shared_ptr<AuditStop>
 // A run that brokers credentials or asks a webhook needs OpenSSL: opening it overlaps with
 // the planning, on a thread settled before the clone (a clone copies only the calling thread).
 void StartTlsPreload(const RunRequest& req, std::optional<ElsewhereThread>* preload) {
-  if (!policy::AnyCredentialEnabled(req.policy) && req.approvals.approver.empty()) return;
+  if (!policy::InterceptsTls(req.policy) && req.approvals.approver.empty()) return;
   try {
     preload->emplace([] { (void)libssl::Load(); });
   } catch (const std::system_error&) {
@@ -1251,6 +1255,8 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
   // the run with the rule's origin.
   Result<net::EgressRules> egress = net::EgressRules::Compile(req.policy.network);
   if (!egress.ok()) return Refused(std::move(out), egress.status().ToString());
+  Result<net::RequestRules> request_rules = net::RequestRules::Compile(req.policy.network.rules);
+  if (!request_rules.ok()) return Refused(std::move(out), request_rules.status().ToString());
   net::ResolverOverrides overrides;
   if (std::string bad = AddResolveOverrides(req.resolve, &overrides); !bad.empty()) {
     return Refused(std::move(out), std::move(bad));
@@ -1326,6 +1332,7 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
     SandboxServer server(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
                          &overrides, creds.broker.get(), events);
     server.StopOnAuditFailure(audit_stop.get());
+    server.CheckRequestsWith(&*request_rules);
     server.HandleFirst(std::move(early));
     server.RecordCreationsIn(&journal);
     if (req.container || req.exec_channel >= 0) server.GatherExecDenialsIn(&denials);

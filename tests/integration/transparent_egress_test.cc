@@ -314,6 +314,21 @@ TEST_F(TransparentEgressTest, GitOverSshReachesAnAllowedNameByItsNameRule) {
   waitpid(pid, nullptr, 0);
 }
 
+TEST_F(TransparentEgressTest, OnlyCapturedConnectionsAreTracked) {
+  // The namespace's nat rule turns connection tracking on; the sandbox's other packets must not
+  // fill the kernel's shared table. Control: a captured connection is tracked while it lasts.
+  LocalHttp server("tracked");
+  const std::string script =
+      "python3 -c \"import socket\n"
+      "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+      "for p in range(20000, 20300): s.sendto(b'x', ('127.0.0.1', p))\n"
+      "c = socket.create_connection(('app.test', " + std::to_string(server.port()) + "))\n"
+      "print(open('/proc/sys/net/netfilter/nf_conntrack_count').read().strip())\"";
+  RunResult r = Shell(script, Allow("app.test", server.port()), WithState());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "1\n");
+}
+
 TEST_F(TransparentEgressTest, ExplainSaysWhetherCaptureIsOn) {
   RunResult r = RunWard({"explain", "-n", "app.test", "--", "true"}, WithState());
   EXPECT_EQ(r.status, 0) << r.err;

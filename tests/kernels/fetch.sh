@@ -49,7 +49,7 @@ mkdir -p "$mods"
 # tree cannot).
 python3 "$here/modules.py" "$src_mods/$release" "$mods" \
   virtio_pci virtio_blk virtio_net 9pnet_virtio 9p overlay crc32c_generic crc32c_intel ext4 \
-  unix_diag inet_diag tcp_diag udp_diag nf_tables nft_chain_nat nft_redir
+  unix_diag inet_diag tcp_diag udp_diag nf_tables nft_chain_nat nft_redir nft_ct
 cp "$src_mods/$release/modules.builtin" "$mods/" 2>/dev/null || true
 echo "$release" > "$out/release"
 echo "$(dpkg-deb -f "$deb" Package)=$(dpkg-deb -f "$deb" Version)" > "$out/used"

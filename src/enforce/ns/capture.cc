@@ -112,7 +112,9 @@ namespace {
 
 constexpr char kTable[] = "ward";
 constexpr char kChain[] = "capture";
+constexpr char kRawChain[] = "untracked";
 constexpr int kNatDstPriority = -100;  // NF_IP_PRI_NAT_DST: where `nft` puts a dnat chain
+constexpr int kRawPriority = -300;     // NF_IP_PRI_RAW: before connection tracking
 
 uint16_t NftType(int msg) {
   return static_cast<uint16_t>((NFNL_SUBSYS_NFTABLES << 8) | msg);
@@ -128,19 +130,20 @@ void NfGenHeader(NlWriter& w, int family, uint16_t res_id) {
 
 // One expression of a rule: NFTA_LIST_ELEM { NAME, DATA { ... } }; the caller fills DATA.
 struct Expr {
-  Expr(NlWriter& w, const char* name) : w(w) {
+  Expr(NlWriter& w, const char* name, bool has_data = true) : w(w), has_data(has_data) {
     elem = w.BeginNest(NFTA_LIST_ELEM);
     w.AttrString(NFTA_EXPR_NAME, name);
-    data = w.BeginNest(NFTA_EXPR_DATA);
+    if (has_data) data = w.BeginNest(NFTA_EXPR_DATA);
   }
   ~Expr() {
-    w.EndNest(data);
+    if (has_data) w.EndNest(data);
     w.EndNest(elem);
   }
   Expr(const Expr&) = delete;
   Expr& operator=(const Expr&) = delete;
   NlWriter& w;
-  size_t elem, data;
+  bool has_data;
+  size_t elem = 0, data = 0;
 };
 
 void DataValue(NlWriter& w, uint16_t type, const void* data, size_t n) {
@@ -149,10 +152,10 @@ void DataValue(NlWriter& w, uint16_t type, const void* data, size_t n) {
   w.EndNest(nest);
 }
 
-void CompareEq(NlWriter& w, const void* data, size_t n) {
+void Compare(NlWriter& w, const void* data, size_t n, uint32_t op = NFT_CMP_EQ) {
   Expr e(w, "cmp");
   w.AttrBe32(NFTA_CMP_SREG, NFT_REG_1);
-  w.AttrBe32(NFTA_CMP_OP, NFT_CMP_EQ);
+  w.AttrBe32(NFTA_CMP_OP, op);
   DataValue(w, NFTA_CMP_DATA, data, n);
 }
 
@@ -178,23 +181,30 @@ void LoadDestinationPrefix(NlWriter& w, int family, int prefix_len, size_t* n) {
   DataValue(w, NFTA_BITWISE_XOR, zero, *n);
 }
 
-// meta l4proto tcp  <daddr> == addr/prefix_len  redirect to :port
-void RedirectRuleExpressions(NlWriter& w, int family, const uint8_t* addr, int prefix_len,
-                             uint16_t port) {
-  const size_t list = w.BeginNest(NFTA_RULE_EXPRESSIONS);
-  {
-    Expr e(w, "meta");
-    w.AttrBe32(NFTA_META_KEY, NFT_META_L4PROTO);
-    w.AttrBe32(NFTA_META_DREG, NFT_REG_1);
-  }
-  const uint8_t tcp = IPPROTO_TCP;
-  CompareEq(w, &tcp, 1);
+void LoadL4Proto(NlWriter& w) {
+  Expr e(w, "meta");
+  w.AttrBe32(NFTA_META_KEY, NFT_META_L4PROTO);
+  w.AttrBe32(NFTA_META_DREG, NFT_REG_1);
+}
+
+// <daddr> op addr/prefix_len
+void MatchRange(NlWriter& w, int family, const uint8_t* addr, int prefix_len, uint32_t op) {
   size_t n = 0;
   LoadDestinationPrefix(w, family, prefix_len, &n);
   uint8_t want[16] = {};
   std::memcpy(want, addr, n);
   if (prefix_len % 8 != 0) want[n - 1] &= static_cast<uint8_t>(0xff << (8 - prefix_len % 8));
-  CompareEq(w, want, n);
+  Compare(w, want, n, op);
+}
+
+// meta l4proto tcp  <daddr> == addr/prefix_len  redirect to :port
+void RedirectRuleExpressions(NlWriter& w, int family, const uint8_t* addr, int prefix_len,
+                             uint16_t port) {
+  const size_t list = w.BeginNest(NFTA_RULE_EXPRESSIONS);
+  LoadL4Proto(w);
+  const uint8_t tcp = IPPROTO_TCP;
+  Compare(w, &tcp, 1);
+  MatchRange(w, family, addr, prefix_len, NFT_CMP_EQ);
   {
     Expr e(w, "immediate");
     w.AttrBe32(NFTA_IMMEDIATE_DREG, NFT_REG_1);
@@ -208,40 +218,77 @@ void RedirectRuleExpressions(NlWriter& w, int family, const uint8_t* addr, int p
   w.EndNest(list);
 }
 
+// Connection tracking (which the nat chain turns on for the whole namespace) only for what is
+// captured: everything else is `notrack`, so that the sandbox's other packets (UDP to closed
+// ports, its own loopback traffic) cost no entries in the kernel's shared table. `tcp`: the
+// rule for "meta l4proto != tcp", else for "<daddr> != range". A captured connection's replies
+// go to the synthetic address (its source: the ranges are local), so they stay tracked.
+void NotrackRuleExpressions(NlWriter& w, int family, const uint8_t* addr, int prefix_len,
+                            bool tcp) {
+  const size_t list = w.BeginNest(NFTA_RULE_EXPRESSIONS);
+  if (tcp) {
+    LoadL4Proto(w);
+    const uint8_t proto = IPPROTO_TCP;
+    Compare(w, &proto, 1, NFT_CMP_NEQ);
+  } else {
+    MatchRange(w, family, addr, prefix_len, NFT_CMP_NEQ);
+  }
+  { Expr e(w, "notrack", /*has_data=*/false); }
+  w.EndNest(list);
+}
+
+// One base chain of table "ward" at the output hook.
+void NewChain(NlWriter& w, int nfproto, const char* name, const char* type, int priority,
+              uint32_t seq) {
+  const size_t m = w.BeginMessage(NftType(NFT_MSG_NEWCHAIN),
+                                  NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE, seq);
+  NfGenHeader(w, nfproto, 0);
+  w.AttrString(NFTA_CHAIN_TABLE, kTable);
+  w.AttrString(NFTA_CHAIN_NAME, name);
+  const size_t hook = w.BeginNest(NFTA_CHAIN_HOOK);
+  w.AttrBe32(NFTA_HOOK_HOOKNUM, NF_INET_LOCAL_OUT);
+  w.AttrBe32(NFTA_HOOK_PRIORITY, static_cast<uint32_t>(priority));
+  w.EndNest(hook);
+  w.AttrString(NFTA_CHAIN_TYPE, type);
+  w.EndMessage(m);
+}
+
+// A rule appended to `chain`; `expressions` writes its NFTA_RULE_EXPRESSIONS.
+template <typename F>
+void NewRule(NlWriter& w, int nfproto, const char* chain, uint32_t seq, F expressions) {
+  const size_t m = w.BeginMessage(NftType(NFT_MSG_NEWRULE),
+                                  NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_APPEND, seq);
+  NfGenHeader(w, nfproto, 0);
+  w.AttrString(NFTA_RULE_TABLE, kTable);
+  w.AttrString(NFTA_RULE_CHAIN, chain);
+  expressions();
+  w.EndMessage(m);
+}
+
 }  // namespace
 
 size_t BuildRedirect(char* buf, size_t cap, int family, const uint8_t* addr, int prefix_len,
                      uint16_t port, uint32_t seq) {
   NlWriter w(buf, cap);
   const int nfproto = family == AF_INET ? NFPROTO_IPV4 : NFPROTO_IPV6;
-  const uint16_t ack = NLM_F_REQUEST | NLM_F_ACK;
 
   size_t m = w.BeginMessage(NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, seq++);
   NfGenHeader(w, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);
   w.EndMessage(m);
 
-  m = w.BeginMessage(NftType(NFT_MSG_NEWTABLE), ack | NLM_F_CREATE, seq++);
+  m = w.BeginMessage(NftType(NFT_MSG_NEWTABLE), NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE, seq++);
   NfGenHeader(w, nfproto, 0);
   w.AttrString(NFTA_TABLE_NAME, kTable);
   w.EndMessage(m);
 
-  m = w.BeginMessage(NftType(NFT_MSG_NEWCHAIN), ack | NLM_F_CREATE, seq++);
-  NfGenHeader(w, nfproto, 0);
-  w.AttrString(NFTA_CHAIN_TABLE, kTable);
-  w.AttrString(NFTA_CHAIN_NAME, kChain);
-  const size_t hook = w.BeginNest(NFTA_CHAIN_HOOK);
-  w.AttrBe32(NFTA_HOOK_HOOKNUM, NF_INET_LOCAL_OUT);
-  w.AttrBe32(NFTA_HOOK_PRIORITY, static_cast<uint32_t>(kNatDstPriority));
-  w.EndNest(hook);
-  w.AttrString(NFTA_CHAIN_TYPE, "nat");
-  w.EndMessage(m);
-
-  m = w.BeginMessage(NftType(NFT_MSG_NEWRULE), ack | NLM_F_CREATE | NLM_F_APPEND, seq++);
-  NfGenHeader(w, nfproto, 0);
-  w.AttrString(NFTA_RULE_TABLE, kTable);
-  w.AttrString(NFTA_RULE_CHAIN, kChain);
-  RedirectRuleExpressions(w, family, addr, prefix_len, port);
-  w.EndMessage(m);
+  NewChain(w, nfproto, kChain, "nat", kNatDstPriority, seq++);
+  NewRule(w, nfproto, kChain, seq++,
+          [&] { RedirectRuleExpressions(w, family, addr, prefix_len, port); });
+  NewChain(w, nfproto, kRawChain, "filter", kRawPriority, seq++);
+  for (bool tcp : {true, false}) {
+    NewRule(w, nfproto, kRawChain, seq++,
+            [&] { NotrackRuleExpressions(w, family, addr, prefix_len, tcp); });
+  }
 
   m = w.BeginMessage(NFNL_MSG_BATCH_END, NLM_F_REQUEST, seq++);
   NfGenHeader(w, AF_UNSPEC, NFNL_SUBSYS_NFTABLES);

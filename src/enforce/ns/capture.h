@@ -7,7 +7,9 @@
 //    routed at all (the namespace has no other route) and UDP to them finds no socket and is
 //    refused at once (QUIC falls back to TCP instead of waiting);
 //  - an nftables nat rule at the output hook redirects their TCP to 127.0.0.1 / [::1] at the
-//    capture port, where the listener reads the original destination (SO_ORIGINAL_DST).
+//    capture port, where the listener reads the original destination (SO_ORIGINAL_DST); every
+//    other packet is left untracked (a nat chain turns connection tracking on for the whole
+//    namespace, and its table is the kernel's, shared by every namespace).
 // Netlink is spoken directly: no nft binary, no library. Nothing here allocates: it runs in a
 // helper that shares the supervisor's memory.
 #pragma once
@@ -51,12 +53,13 @@ class NlWriter {
 // The route making `prefix_len` bits of `addr` local through interface `ifindex`.
 size_t BuildLocalRoute(char* buf, size_t cap, int family, const uint8_t* addr, int prefix_len,
                        int ifindex, uint32_t seq);
-// One nftables batch: table "ward", a nat chain at the output hook, and the rule redirecting
-// TCP to addr/prefix_len to `port`, for one family (AF_INET or AF_INET6). Three messages ask
-// for an acknowledgement.
+// One nftables batch for one family (AF_INET or AF_INET6): table "ward"; a nat chain at the
+// output hook with the rule redirecting TCP to addr/prefix_len to `port`; a raw chain before
+// connection tracking that leaves untracked whatever is not such TCP. Six messages ask for an
+// acknowledgement.
 size_t BuildRedirect(char* buf, size_t cap, int family, const uint8_t* addr, int prefix_len,
                      uint16_t port, uint32_t seq);
-inline constexpr int kRedirectAcks = 3;
+inline constexpr int kRedirectAcks = 6;
 
 }  // namespace internal
 }  // namespace ward::enforce

@@ -399,6 +399,10 @@ Result<std::unique_ptr<CredentialBroker>> CredentialBroker::Create(
     WARD_ASSIGN_OR_RETURN(BrokeredCredential c, BuildCredential(s, names, routes, ca));
     b->creds_.push_back(std::move(c));
   }
+  for (const policy::HostRule& h : b->options_.inspect_hosts) {
+    WARD_ASSIGN_OR_RETURN(HostRule rule, ParseCredentialHost("network.rules", h, ca));
+    b->inspect_.push_back(std::move(rule));
+  }
   std::vector<SecretForm> forms;
   for (const BrokeredCredential& c : b->creds_) {
     std::vector<SecretForm> f = SecretForms(c.secret, c.phantom);
@@ -406,7 +410,7 @@ Result<std::unique_ptr<CredentialBroker>> CredentialBroker::Create(
   }
   b->mask_table_ = std::make_unique<SecretMaskTable>(std::move(forms));
   WARD_ASSIGN_OR_RETURN(b->upstream_ctx_, MakeUpstreamTlsContext(b->options_.upstream));
-  if (b->options_.intercept && !b->creds_.empty()) {
+  if (b->options_.intercept && (!b->creds_.empty() || !b->inspect_.empty())) {
     WARD_ASSIGN_OR_RETURN(b->authority_, TlsAuthority::Create(std::move(ca)));
   }
   return b;
@@ -424,7 +428,10 @@ bool CredentialBroker::Intercepts(const Host& host, uint16_t port) const {
   for (const BrokeredCredential& c : creds_) {
     if (c.MatchesHost(host, port)) return true;
   }
-  return false;
+  return std::any_of(inspect_.begin(), inspect_.end(), [&](const HostRule& r) {
+    if (!r.MatchesPort(port, /*deny_rule=*/false)) return false;
+    return host.is_address() ? r.MatchesAddress(*host.address) : r.MatchesName(host.name);
+  });
 }
 
 const BrokeredCredential* CredentialBroker::FindPhantomInName(std::string_view name) const {

@@ -59,6 +59,10 @@ struct BrokeredCredential {
 struct BrokerOptions {
   UpstreamTlsOptions upstream;
   bool intercept = true;  // false: CONNECT to a credential's host stays an opaque tunnel
+  // Hosts whose tunnels are intercepted without a secret, so that their requests can be
+  // checked one by one (method and path rules, net/request_rules.h): names or single
+  // addresses, which the session CA's name constraints then include.
+  std::vector<policy::HostRule> inspect_hosts;
 };
 
 class CredentialBroker {
@@ -71,7 +75,8 @@ class CredentialBroker {
 
   const std::vector<BrokeredCredential>& credentials() const { return creds_; }
   const BrokeredCredential* FindRoute(std::string_view route) const;
-  // Whether a tunnel to host:port is terminated and its requests rewritten.
+  // Whether a tunnel to host:port is terminated (and its requests rewritten, for a
+  // credential's host).
   bool Intercepts(const Host& host, uint16_t port) const;
 
   // A phantom inside a destination name (CONNECT or SOCKS target, DNS query name): compared
@@ -138,6 +143,7 @@ class CredentialBroker {
   CredentialBroker() = default;
 
   std::vector<BrokeredCredential> creds_;
+  std::vector<HostRule> inspect_;  // BrokerOptions::inspect_hosts
   BrokerOptions options_;
   SslCtxPtr upstream_ctx_;
   std::unique_ptr<TlsAuthority> authority_;

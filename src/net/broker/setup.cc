@@ -99,11 +99,17 @@ Result<CredentialSetup> PrepareCredentials(const policy::Policy& policy,
     }
     specs.push_back(std::move(s));
   }
-  if (specs.empty()) return setup;
+  // Method and path rules need their hosts' requests: their tunnels are intercepted too.
+  std::vector<policy::HostRule> inspect;
+  for (const policy::RequestRule& r : policy.network.rules) {
+    inspect.push_back(policy::HostRule{r.host, r.origin});
+  }
+  if (specs.empty() && inspect.empty()) return setup;
   for (const CredentialSpec& s : specs) setup.secrets.push_back(s.secret);
   BrokerOptions bo;
   bo.upstream.extra_ca_files = options.upstream_ca_files;
   bo.intercept = options.intercept;
+  bo.inspect_hosts = std::move(inspect);
   auto broker = CredentialBroker::Create(std::move(specs), std::move(bo));
   if (!broker.ok()) return Status(broker.status().code(), broker.status().message());
   setup.broker = std::move(broker).value();

@@ -35,7 +35,7 @@ inline constexpr std::string_view kCaBundleVariables[] = {"SSL_CERT_FILE", "REQU
                                                           "GIT_SSL_CAINFO"};
 
 struct CredentialSetup {
-  std::unique_ptr<CredentialBroker> broker;  // null when no credential is enabled
+  std::unique_ptr<CredentialBroker> broker;  // null when nothing is brokered or inspected
   // To set inside, over whatever the env rules produced: each credential's `env` = its
   // phantom, its `route_env` with {route_url} filled in, and the CA bundle variables.
   std::vector<std::pair<std::string, std::string>> env;

@@ -92,13 +92,16 @@ TEST(CaptureTest, TheBatchRedirectsTcpToTheRangeToThePort) {
   size_t n = internal::BuildRedirect(buf, sizeof buf, AF_INET6, range, 64, 3129, 1);
   ASSERT_GT(n, 0u);
   std::vector<Message> m = Split(buf, n);
-  ASSERT_EQ(m.size(), 5u);
+  ASSERT_EQ(m.size(), 8u);
   EXPECT_EQ(m[0].type, NFNL_MSG_BATCH_BEGIN);
-  EXPECT_EQ(m[4].type, NFNL_MSG_BATCH_END);
+  EXPECT_EQ(m[7].type, NFNL_MSG_BATCH_END);
   const uint16_t nft = NFNL_SUBSYS_NFTABLES << 8;
   EXPECT_EQ(m[1].type, nft | NFT_MSG_NEWTABLE);
   EXPECT_EQ(m[2].type, nft | NFT_MSG_NEWCHAIN);
   EXPECT_EQ(m[3].type, nft | NFT_MSG_NEWRULE);
+  EXPECT_EQ(m[4].type, nft | NFT_MSG_NEWCHAIN);
+  EXPECT_EQ(m[5].type, nft | NFT_MSG_NEWRULE);
+  EXPECT_EQ(m[6].type, nft | NFT_MSG_NEWRULE);
   int acks = 0;
   for (const Message& msg : m) acks += (msg.flags & NLM_F_ACK) ? 1 : 0;
   EXPECT_EQ(acks, internal::kRedirectAcks);
@@ -122,6 +125,17 @@ TEST(CaptureTest, TheBatchRedirectsTcpToTheRangeToThePort) {
   }
   EXPECT_TRUE(prefix);
   EXPECT_TRUE(port);
+  // Before connection tracking, everything but TCP to the range is left untracked.
+  std::vector<std::pair<uint16_t, std::string>> raw;
+  Walk(m[4].payload.substr(sizeof(nfgenmsg)), &raw);
+  EXPECT_TRUE(HasString(raw, "filter"));
+  for (int i : {5, 6}) {
+    std::vector<std::pair<uint16_t, std::string>> untracked;
+    Walk(m[i].payload.substr(sizeof(nfgenmsg)), &untracked);
+    EXPECT_TRUE(HasString(untracked, "notrack")) << i;
+    EXPECT_TRUE(HasString(untracked, "cmp")) << i;
+    EXPECT_FALSE(HasString(untracked, "redir")) << i;
+  }
 }
 
 TEST(CaptureTest, AnOddPrefixIsMaskedAndATooSmallBufferGivesNothing) {
@@ -129,7 +143,7 @@ TEST(CaptureTest, AnOddPrefixIsMaskedAndATooSmallBufferGivesNothing) {
   const uint8_t range[4] = {198, 19, 0, 0};  // host bits set: masked to 198.18.0.0/15, two bytes compared
   size_t n = internal::BuildRedirect(buf, sizeof buf, AF_INET, range, 15, 3129, 1);
   std::vector<Message> m = Split(buf, n);
-  ASSERT_EQ(m.size(), 5u);
+  ASSERT_EQ(m.size(), 8u);
   std::vector<std::pair<uint16_t, std::string>> rule;
   Walk(m[3].payload.substr(sizeof(nfgenmsg)), &rule);
   EXPECT_TRUE(HasString(rule, "bitwise"));

@@ -242,6 +242,10 @@ TEST_F(DnsStubTest, WithCaptureAnAllowedNameGetsItsSyntheticAddressesOnly) {
   EXPECT_TRUE(Parse(Exchange(Query(5, "many.wild.test", 28))).addrs.empty());
   resolver_->Set("third.wild.test", {Ip("192.0.2.3")});
   EXPECT_EQ(Parse(Exchange(Query(6, "third.wild.test", 1))).rcode, 2);
+  EXPECT_EQ(Parse(Exchange(Query(8, "third.wild.test", 1))).rcode, 2);
+  size_t limits = 0;
+  for (const Event& e : events_.events()) limits += e.type == "net.limit" ? 1 : 0;
+  EXPECT_EQ(limits, 1u);
   // Denied names are as before: NXDOMAIN, unresolved, no address given.
   EXPECT_EQ(Parse(Exchange(Query(7, "denied.test", 1))).rcode, 3);
   EXPECT_EQ(names.size(), 2u);

@@ -138,6 +138,19 @@ TEST_F(ProxyTransparentTest, OtherPortsAreDecidedByNameAndPortAlone) {
   EXPECT_EQ(tls_.accepted(), 0u);
 }
 
+TEST_F(ProxyTransparentTest, AConnectionThatSendsNothingIsClosedAtTheHeadTimeout) {
+  ProxyOptions o;
+  o.http_ports = {origin_.port()};
+  o.header_timeout = std::chrono::milliseconds(200);
+  Start({"web.test:" + std::to_string(origin_.port())}, o);
+  To("web.test", origin_.port());
+  UniqueFd fd = Connect();
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(WaitClosed(fd.get(), 3000));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_TRUE(proxy_->WaitFor([](const EgressProxy::Stats& s) { return s.active == 0; }));
+}
+
 TEST_F(ProxyTransparentTest, AnAddressNoNameWasGivenIsRefused) {
   Start({"raw.test:" + std::to_string(origin_.port())});
   names_.AddressesFor("raw.test");

@@ -1033,5 +1033,62 @@ TEST(Loader, NetworkTransparentIsOnUnlessAProfileTurnsItOff) {
   EXPECT_NE(r.status().message().find("boolean"), std::string::npos) << r.status().message();
 }
 
+TEST(Loader, NetworkRulesAreReadInOrderAndTheirHostsAllowed) {
+  RunFlags flags;
+  flags.allow_net = {"GET,head registry.test/pkgs/*", "plain.test"};
+  Result<Policy> r = LoadText(R"([network]
+allow = ["api.test"]
+[[network.rules]]
+host = "api.test"
+methods = ["GET", "HEAD"]
+paths = ["/repos/acme/*", "/user"]
+action = "allow"
+[[network.rules]]
+host = "push.test"
+paths = ["*/git-receive-pack"]
+action = "deny"
+)",
+                              flags);
+  ASSERT_TRUE(r.ok()) << ErrorOf(r);
+  const auto& rules = r->network.rules;
+  ASSERT_EQ(rules.size(), 3u);
+  // The command line's first: it is what this run asked for.
+  EXPECT_EQ(rules[0].host, "registry.test");
+  EXPECT_EQ(rules[0].methods, (std::vector<std::string>{"GET", "HEAD"}));
+  EXPECT_EQ(rules[0].paths, std::vector<std::string>{"/pkgs/*"});
+  EXPECT_EQ(rules[0].origin.key, "--allow-net");
+  EXPECT_EQ(rules[1].host, "api.test");
+  EXPECT_EQ(rules[1].paths.size(), 2u);
+  EXPECT_EQ(rules[1].origin.line, 3);
+  EXPECT_EQ(rules[2].action, RequestRule::Action::kDeny);
+  // Allow rules' hosts are reachable by name; a deny rule's host is not made so.
+  std::vector<std::string> allow;
+  for (const auto& a : r->network.allow) allow.push_back(a.pattern);
+  EXPECT_NE(std::find(allow.begin(), allow.end(), "registry.test"), allow.end());
+  EXPECT_NE(std::find(allow.begin(), allow.end(), "plain.test"), allow.end());
+  EXPECT_EQ(std::find(allow.begin(), allow.end(), "push.test"), allow.end());
+}
+
+TEST(Loader, BadNetworkRulesNameTheirLine) {
+  for (const auto& [text, want] : std::vector<std::pair<std::string, std::string>>{
+           {"[[network.rules]]\nmethods = [\"GET\"]\n", "needs a host"},
+           {"[[network.rules]]\nhost = \"a.test\"\naction = \"maybe\"\n", "not an action"},
+           {"[[network.rules]]\nhost = \"a.test\"\nmethods = [\"G T\"]\n", "not an HTTP method"},
+           {"[[network.rules]]\nhost = \"a.test\"\npaths = [\"repos\"]\n", "must start with /"},
+           {"[[network.rules]]\nhost = \"10.0.0.0/8\"\n", "names one host"},
+           {"[[network.rules]]\nhost = \"*\"\n", "--allow-net-anything"},
+           {"[[network.rules]]\nhost = \"a.test\"\nverb = \"GET\"\n", "unknown key"},
+           {"[network]\nrules = \"GET a.test\"\n", "array of tables"}}) {
+    Result<Policy> r = LoadText(text);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("network.rules"), std::string::npos)
+        << r.status().message();
+  }
+  RunFlags flags;
+  flags.allow_net = {"GET "};
+  EXPECT_FALSE(LoadText("", flags).ok());
+}
+
 }  // namespace
 }  // namespace ward::policy

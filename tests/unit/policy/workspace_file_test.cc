@@ -315,5 +315,10 @@ TEST(WorkspaceFile, TransparentCaptureMayOnlyBeTurnedOff) {
                     "network.transparent");
 }
 
+TEST(WorkspaceFile, NetworkRulesAreNotForAWorkspaceFile) {
+  ExpectNarrowError(WithWorkspaceFile("[network]\n[[network.rules]]\nhost = \"example.com\"\n"),
+                    2, "network.rules");
+}
+
 }  // namespace
 }  // namespace ward::policy

@@ -1,0 +1,73 @@
+// Method and path rules (policy::RequestRule, `network.rules`): which requests to a host the
+// proxy lets through. Pure.
+//
+// A host that some rule names ("governed") is limited to what its rules allow: each request
+// to it is matched against the rules in order and the first that matches decides (allow, deny,
+// ask); a request no rule matches is refused. Hosts no rule names are left to the allow and
+// deny lists alone. A rule matches when its host pattern matches the host and port (a bare
+// name: 80 and 443, as in network.allow), its methods include the method (none listed: every
+// one) and one of its paths matches the path (none listed: every path).
+//
+// Paths: a pattern without '?' is matched against the request's path, one with '?' against the
+// path and query; '*' matches any run of characters ('/' included), everything else literally.
+// The path is compared as the server will read it: percent-escapes of unreserved characters
+// decoded. A request target that could be read two ways is refused for a governed host,
+// whatever the rules say: "." or ".." segments (escaped or not), an escaped '/', a backslash,
+// an escaped NUL or a target that is not in origin form.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "net/egress_rules.h"
+#include "net/idna.h"
+#include "policy/policy.h"
+
+namespace ward::net {
+
+class RequestRules {
+ public:
+  RequestRules() = default;  // no rules: nothing is governed
+
+  // Errors name the rule's origin.
+  static Result<RequestRules> Compile(const std::vector<policy::RequestRule>& rules);
+
+  bool empty() const { return rules_.empty(); }
+  // Whether some rule names host:port (its requests must be seen, and checked).
+  bool Governs(const Host& host, uint16_t port) const;
+
+  struct Decision {
+    enum class Action : uint8_t { kAllow, kDeny, kAsk };
+    Action action = Action::kDeny;
+    std::string rule;  // the deciding rule ("GET,HEAD api.example.com /repos/*"), "" when none
+    policy::Origin origin;
+    std::string reason;  // one line: why it is refused (or asked), for the 403 and the record
+  };
+  // For a request to a governed host: `method` as sent, `target` the request target in origin
+  // form ("/path?query"). Untrusted input; never throws.
+  Decision Check(const Host& host, uint16_t port, std::string_view method,
+                 std::string_view target) const;
+
+ private:
+  struct Rule {
+    HostRule host;
+    std::vector<std::string> methods;
+    std::vector<std::string> paths;
+    policy::RequestRule::Action action = policy::RequestRule::Action::kAllow;
+    std::string text;
+    policy::Origin origin;
+  };
+  std::vector<Rule> rules_;
+};
+
+// The path (and query) of `target` as a server reads it, escapes of unreserved characters
+// decoded; nullopt when it could be read more than one way (see above). Exposed for tests.
+std::optional<std::string> CanonicalRequestPath(std::string_view target);
+
+// Whether `pattern` ('*' matches any run, everything else literal) matches `text` whole.
+bool MatchPathPattern(std::string_view pattern, std::string_view text);
+
+}  // namespace ward::net
