@@ -45,6 +45,9 @@ asio::awaitable<bool> Connection::CheckRequestRules(std::shared_ptr<Connection> 
     if (f == Fail::kNone) co_return true;
     if (f == Fail::kClosed) co_return false;
   } else {
+    if (d.action == RequestRules::Decision::Action::kAsk) {
+      d.reason += "; this run asks no one (ward run --ask)";
+    }
     EmitDeny(t, "request_rule", "", "", d.reason, extra);
     refusal_ = d.reason;
   }

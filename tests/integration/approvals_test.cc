@@ -270,6 +270,44 @@ TEST_F(ApprovalsTest, HostDeniedIsRefusedAndNeverReached) {
   EXPECT_EQ(hosts, 1);
 }
 
+// A request an "ask" method and path rule matches is held while the approver is asked, with
+// its method and path; an approval scoped to the path's directory covers the next request
+// there, and a request elsewhere is asked again (here denied, and never sent).
+TEST_F(ApprovalsTest, AnAskRuleAsksForTheRequestAndGrantsItsPathPrefix) {
+  LocalHttp up("deleted");
+  const std::string host = "api.test:" + std::to_string(up.port());
+  const std::string profile = root_->path() + "/ask-rules.toml";
+  WriteFile(profile, "extends = \"default\"\n"
+                     "[[network.rules]]\nhost = \"" + host + "\"\nmethods = [\"DELETE\"]\n"
+                     "action = \"ask\"\n"
+                     "[[network.rules]]\nhost = \"" + host + "\"\naction = \"allow\"\n");
+  chmod(profile.c_str(), 0644);
+  Approver approver(runtime_, [](const json& req) -> std::optional<json> {
+    if (req.value("kind", "") != "request") return json{{"op", "deny"}};
+    if (req.value("path", "").rfind("/repos/acme/", 0) == 0) {
+      return json{{"op", "approve"}, {"scope", "session"}, {"prefix", true}};
+    }
+    return json{{"op", "deny"}};
+  });
+  const std::string base = "http://" + host;
+  RunResult r = Shell("for p in /repos/acme/a /repos/acme/b /other/x; do curl -sS --max-time 20 "
+                      "-o /dev/null -w '%{http_code} ' -X DELETE " + base + "$p; done",
+                      {"--ask", "-p", profile, "-n", "127.0.0.1:" + std::to_string(up.port()),
+                       "--resolve", "api.test:127.0.0.1"},
+                      Opts());
+  EXPECT_EQ(r.out, "200 200 403 ") << r.out << r.err << approver.errors();
+  EXPECT_EQ(up.hits(), 2);
+  std::vector<json> asked;
+  for (const json& q : approver.seen()) {
+    if (q.value("kind", "") == "request") asked.push_back(q);
+  }
+  ASSERT_EQ(asked.size(), 2u);  // /repos/acme/b rode on the first grant
+  EXPECT_EQ(asked[0]["method"], "DELETE");
+  EXPECT_EQ(asked[0]["path"], "/repos/acme/a");
+  EXPECT_EQ(asked[0]["subject"], "api.test");
+  EXPECT_EQ(asked[1]["path"], "/other/x");
+}
+
 // The audit trail has the question, the answer and the refused open.
 TEST_F(ApprovalsTest, DenialsAreAudited) {
   Approver approver(runtime_, [](const json&) { return json{{"op", "deny"}}; });

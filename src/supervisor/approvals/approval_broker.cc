@@ -164,6 +164,22 @@ Status WidenToHostPattern(const ApprovalRequest& r, const std::string& asked, Gr
   return Ok();
 }
 
+// A request's grant widened to a prefix of its path, for the same method, host and port: the
+// path up to its last '/' when `asked` is empty.
+Status WidenToRequestPrefix(const ApprovalRequest& r, const std::string& asked, GrantSpec* spec) {
+  const std::string path = r.path.substr(0, r.path.find('?'));
+  std::string prefix = asked.empty() ? path.substr(0, path.rfind('/') + 1) : asked;
+  if (prefix.empty() || prefix[0] != '/') {
+    return InvalidArgument("a request prefix starts with / (\"/repos/acme/\")");
+  }
+  if (r.path.compare(0, prefix.size(), prefix) != 0) {
+    return InvalidArgument(prefix + " is not a prefix of " + r.path);
+  }
+  spec->match = SubjectMatch::kRequestPrefix;
+  spec->path = std::move(prefix);
+  return Ok();
+}
+
 // What an allowing answer grants: the request's exact subject, or (a prefix in the answer)
 // the directory or domain it is widened to.
 Result<GrantSpec> GrantSpecFor(const ApprovalRequest& r, const ChannelAnswer& answer) {
@@ -174,9 +190,16 @@ Result<GrantSpec> GrantSpecFor(const ApprovalRequest& r, const ChannelAnswer& an
   spec.scope = answer.scope;
   spec.subject = r.subject;
   spec.match = r.kind == RequestKind::kFile ? SubjectMatch::kExactPath : SubjectMatch::kExactHost;
+  if (r.kind == RequestKind::kRequest) {
+    spec.match = SubjectMatch::kRequestPath;
+    spec.method = r.method;
+    spec.path = r.path;
+  }
   if (!answer.prefix) return spec;
   if (r.kind == RequestKind::kFile) {
     WARD_TRY(WidenToPathPrefix(r, *answer.prefix, &spec));
+  } else if (r.kind == RequestKind::kRequest) {
+    WARD_TRY(WidenToRequestPrefix(r, *answer.prefix, &spec));
   } else {
     WARD_TRY(WidenToHostPattern(r, *answer.prefix, &spec));
   }
@@ -196,7 +219,17 @@ void SpendOnceGrant(std::vector<Grant>* grants, Grant* g) {
 
 }  // namespace
 
-const char* RequestKindName(RequestKind k) { return k == RequestKind::kFile ? "file" : "host"; }
+const char* RequestKindName(RequestKind k) {
+  switch (k) {
+    case RequestKind::kFile:
+      return "file";
+    case RequestKind::kHost:
+      return "host";
+    case RequestKind::kRequest:
+      return "request";
+  }
+  return "?";
+}
 
 const char* FileAccessName(FileAccess a) {
   switch (a) {
@@ -280,6 +313,10 @@ const char* SubjectMatchName(SubjectMatch m) {
       return "host";
     case SubjectMatch::kHostPattern:
       return "host_pattern";
+    case SubjectMatch::kRequestPath:
+      return "request";
+    case SubjectMatch::kRequestPrefix:
+      return "request_prefix";
   }
   return "?";
 }
@@ -305,6 +342,11 @@ nlohmann::json RequestToJson(const ApprovalRequest& r) {
   } else {
     j["port"] = r.port;
   }
+  if (r.kind == RequestKind::kRequest) {
+    j["method"] = r.method;
+    j["path"] = r.path;
+    j["rule"] = r.rule;
+  }
   j["pid"] = r.pid;
   j["exe"] = r.exe;
   j["when"] = audit::FormatTimestamp(r.when);
@@ -320,6 +362,10 @@ nlohmann::json GrantToJson(const Grant& g) {
     j["access"] = FileAccessName(g.spec.access);
   } else {
     j["port"] = g.spec.port;
+  }
+  if (g.spec.kind == RequestKind::kRequest) {
+    j["method"] = g.spec.method;
+    j["path"] = g.spec.path;
   }
   j["scope"] = ScopeName(g.spec.scope);
   j["uses"] = g.uses;
@@ -352,6 +398,7 @@ bool MatchPathGlob(const std::vector<std::string>& pattern, std::string_view pat
 
 std::string DescribeRequest(const ApprovalRequest& r) {
   if (r.kind == RequestKind::kFile) return std::string(FileAccessName(r.access)) + " " + r.subject;
+  if (r.kind == RequestKind::kRequest) return r.method + " " + HostPort(r.subject, r.port) + r.path;
   return "connect " + HostPort(r.subject, r.port);
 }
 
@@ -456,7 +503,8 @@ void ApprovalBroker::StartAsk(ApprovalRequest request, Callback done) {
     if (closed_) {
       decided = Deny("broker", "the session is ending");
     } else if (std::optional<Grant> g =
-                   MatchLocked(request.kind, request.subject, request.access, request.port, &ev)) {
+                   MatchLocked(request.kind, request.subject, request.access, request.port, &ev,
+                               request.method, request.path)) {
       ApprovalDecision d;
       d.allow = true;
       d.channel = "grant";
@@ -612,6 +660,15 @@ Result<Grant> ApprovalBroker::CreateGrantLocked(const GrantSpec& spec_in, std::s
       }
       break;
     }
+    case SubjectMatch::kRequestPath:
+    case SubjectMatch::kRequestPrefix: {
+      if (spec.kind != RequestKind::kRequest || spec.method.empty() || spec.path.empty() ||
+          spec.path[0] != '/') {
+        return InvalidArgument("a request grant names a method and a path starting with /");
+      }
+      WARD_ASSIGN_OR_RETURN(spec.subject, NormalizeSubject(RequestKind::kHost, spec.subject));
+      break;
+    }
     case SubjectMatch::kExactHost: {
       if (spec.kind != RequestKind::kHost)
         return InvalidArgument("a host grant must be a host grant");
@@ -680,9 +737,10 @@ void ApprovalBroker::ExpireLocked(std::vector<Emitted>* ev) {
 
 std::optional<Grant> ApprovalBroker::MatchLocked(RequestKind kind, const std::string& subject,
                                                  FileAccess access, uint16_t port,
-                                                 std::vector<Emitted>* ev) {
+                                                 std::vector<Emitted>* ev, std::string_view method,
+                                                 std::string_view path) {
   std::optional<net::Host> host;
-  if (kind == RequestKind::kHost) {
+  if (kind != RequestKind::kFile) {
     Result<net::Host> h = net::ParseHost(subject);
     if (!h.ok()) return std::nullopt;
     host = std::move(h).value();
@@ -699,6 +757,12 @@ std::optional<Grant> ApprovalBroker::MatchLocked(RequestKind kind, const std::st
         return g.spec.port == port && g.spec.subject == host_text;
       case SubjectMatch::kHostPattern:
         return g.spec.port == port && HostMatchesPattern(*host, g.spec.subject);
+      case SubjectMatch::kRequestPath:
+      case SubjectMatch::kRequestPrefix:
+        return g.spec.port == port && g.spec.subject == host_text && g.spec.method == method &&
+               (g.spec.match == SubjectMatch::kRequestPath
+                    ? g.spec.path == path
+                    : path.substr(0, g.spec.path.size()) == g.spec.path);
     }
     return false;
   };
@@ -730,6 +794,22 @@ std::optional<Grant> ApprovalBroker::Match(RequestKind kind, std::string_view su
     std::lock_guard<std::mutex> lock(mu_);
     ExpireLocked(&ev);
     g = MatchLocked(kind, *norm, access, port, &ev);
+  }
+  EmitAll(std::move(ev));
+  return g;
+}
+
+std::optional<Grant> ApprovalBroker::MatchRequest(std::string_view host, uint16_t port,
+                                                  std::string_view method,
+                                                  std::string_view path) {
+  Result<std::string> norm = NormalizeSubject(RequestKind::kRequest, host);
+  if (!norm.ok()) return std::nullopt;
+  std::vector<Emitted> ev;
+  std::optional<Grant> g;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ExpireLocked(&ev);
+    g = MatchLocked(RequestKind::kRequest, *norm, FileAccess::kRead, port, &ev, method, path);
   }
   EmitAll(std::move(ev));
   return g;

@@ -1,5 +1,6 @@
 // The approval broker: the only way the policy grows during a run. A request (a file
-// the policy does not allow, a host not on the allow list) is answered by, in order: a live
+// the policy does not allow, a host not on the allow list, an HTTP request an "ask" method and
+// path rule matched) is answered by, in order: a live
 // grant, the policy's standing answers (`auto_deny`, then `auto_allow_once`), then the
 // configured channels (the per-session socket, the terminal prompt, a webhook) — the first
 // answer wins, and no answer within `timeout_ms` means deny. Every request, answer and grant
@@ -33,8 +34,8 @@
 
 namespace ward::supervisor {
 
-enum class RequestKind : uint8_t { kFile, kHost };
-const char* RequestKindName(RequestKind k);  // "file" | "host"
+enum class RequestKind : uint8_t { kFile, kHost, kRequest };
+const char* RequestKindName(RequestKind k);  // "file" | "host" | "request"
 
 // What a file request wants. A grant covers a request when its access includes the request's:
 // read ⊂ read-write ⊂ create and write ⊂ read-write (create: may also create the file).
@@ -48,10 +49,13 @@ struct ApprovalRequest {
   RequestKind kind = RequestKind::kFile;
   // file: the absolute path as the sandbox sees it (normalised lexically by the broker: the
   // opener must refuse symlinks on the way, so "a/../b" and "b" are the same file);
-  // host: a name or an address (normalised: IDNA, lower case; addresses canonical).
+  // host, request: a name or an address (normalised: IDNA, lower case; addresses canonical).
   std::string subject;
   FileAccess access = FileAccess::kRead;       // file requests
-  uint16_t port = 0;                           // host requests
+  uint16_t port = 0;                           // host and request requests
+  std::string method;                          // request: as sent ("GET")
+  std::string path;                            // request: path and query, as the rules read it
+  std::string rule;                            // request: the "ask" rule that matched
   pid_t pid = 0;                               // best effort: the asking process
   std::string exe;                             // best effort: its executable
   std::chrono::system_clock::time_point when;  // set by the broker
@@ -73,15 +77,20 @@ enum class SubjectMatch : uint8_t {
   kPathPrefix,   // the path and everything below it (component-wise: /a/b covers /a/b/c, not /a/bc)
   kExactHost,    // that host (name or address)
   kHostPattern,  // "*.example.com": its subdomains, not itself
+  kRequestPath,    // requests: that method, host, port and path (with its query)
+  kRequestPrefix,  // requests: that method, host and port, a path starting with the prefix
 };
-const char* SubjectMatchName(SubjectMatch m);  // "path" | "prefix" | "host" | "host_pattern"
+// "path" | "prefix" | "host" | "host_pattern" | "request" | "request_prefix"
+const char* SubjectMatchName(SubjectMatch m);
 
 struct GrantSpec {
   RequestKind kind = RequestKind::kFile;
   SubjectMatch match = SubjectMatch::kExactPath;
   std::string subject;
   FileAccess access = FileAccess::kRead;  // files
-  uint16_t port = 0;                      // hosts: exactly this port
+  uint16_t port = 0;                      // hosts and requests: exactly this port
+  std::string method;                     // requests: exactly this method
+  std::string path;                       // requests: the path, or the prefix
   GrantScope scope;
 };
 
@@ -105,8 +114,9 @@ struct ChannelAnswer {
   bool allow = false;
   GrantScope scope;  // when allowing
   // When allowing: widen the subject. Empty string: the default widening (files: the parent
-  // directory; hosts: "*." + the parent domain). Otherwise a path prefix containing the
-  // requested path, or a host pattern "*.suffix" matching the requested host.
+  // directory; hosts: "*." + the parent domain; requests: the path up to its last '/', same
+  // method). Otherwise a path prefix containing the requested path, a host pattern "*.suffix"
+  // matching the requested host, or for a request a prefix of its path ("/repos/acme/").
   std::optional<std::string> prefix;
   std::string reason;  // optional, for the audit trail
 };
@@ -169,6 +179,9 @@ class ApprovalBroker : public std::enable_shared_from_this<ApprovalBroker> {
   // is normalised like Ask's; a relative path or a bad host never matches. Thread-safe.
   std::optional<Grant> Match(RequestKind kind, std::string_view subject, FileAccess access,
                              uint16_t port);
+  // The same for an HTTP request (RequestKind::kRequest) to host:port.
+  std::optional<Grant> MatchRequest(std::string_view host, uint16_t port, std::string_view method,
+                                    std::string_view path);
 
   // An answer for a pending request from a passive approver (the socket). kNotFound when it is
   // not pending (unknown, or already decided); kInvalidArgument for a bad prefix (the request
@@ -219,7 +232,8 @@ class ApprovalBroker : public std::enable_shared_from_this<ApprovalBroker> {
   bool IsPending(uint64_t id) const;
   // Callers hold mu_.
   std::optional<Grant> MatchLocked(RequestKind kind, const std::string& subject, FileAccess access,
-                                   uint16_t port, std::vector<Emitted>* events);
+                                   uint16_t port, std::vector<Emitted>* events,
+                                   std::string_view method = {}, std::string_view path = {});
   void ExpireLocked(std::vector<Emitted>* events);
   Result<Grant> CreateGrantLocked(const GrantSpec& spec, std::string_view channel,
                                   uint64_t request_id, std::vector<Emitted>* events);

@@ -102,6 +102,9 @@ std::string PromptChannel::Question(const ApprovalRequest& r, std::chrono::milli
   std::string what =
       r.kind == RequestKind::kFile
           ? std::string("to ") + FileAccessName(r.access) + " " + Shorten(r.subject, 300)
+      : r.kind == RequestKind::kRequest
+          ? "to send " + Shorten(r.method, 16) + " " + Shorten(r.subject, 200) + " port " +
+                std::to_string(r.port) + " " + Shorten(r.path, 300)
           : "to connect to " + Shorten(r.subject, 300) + " port " + std::to_string(r.port);
   // Everything from the sandbox goes through the sanitiser: no escape sequence reaches the
   // terminal, no bidi override reorders what the human reads.

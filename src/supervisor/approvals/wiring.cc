@@ -90,11 +90,20 @@ net::AskHostFn ApprovalsRuntime::HostAsker() const {
   return [weak](const net::HostQuestion& q, net::HostAnswerFn done) {
     std::shared_ptr<ApprovalBroker> broker = weak.lock();
     if (!broker) return done(false);
-    if (broker->Match(RequestKind::kHost, q.host, FileAccess::kRead, q.port)) return done(true);
     ApprovalRequest request;
-    request.kind = RequestKind::kHost;
     request.subject = q.host;
     request.port = q.port;
+    if (!q.method.empty()) {
+      // A request an "ask" method and path rule matched: granted by method and path.
+      if (broker->MatchRequest(q.host, q.port, q.method, q.path)) return done(true);
+      request.kind = RequestKind::kRequest;
+      request.method = q.method;
+      request.path = q.path;
+      request.rule = q.rule;
+    } else {
+      if (broker->Match(RequestKind::kHost, q.host, FileAccess::kRead, q.port)) return done(true);
+      request.kind = RequestKind::kHost;
+    }
     broker->Ask(std::move(request),
                 [done = std::move(done)](const ApprovalDecision& d) { done(d.allow); });
   };

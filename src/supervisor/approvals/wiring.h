@@ -57,7 +57,8 @@ class ApprovalsRuntime {
   const std::string& socket_path() const { return socket_path_; }
   const std::vector<std::string>& channels() const { return channels_; }
   // The proxy's host hold (ProxyOptions::ask_host): a live grant answers at once, else the
-  // broker asks (kind host, the destination's port); no answer in time denies.
+  // broker asks (kind host, the destination's port; kind request, with the method and path,
+  // for a request an "ask" method and path rule matched); no answer in time denies.
   net::AskHostFn HostAsker() const;
 
   // The session ends: pending questions are denied, the socket is removed.

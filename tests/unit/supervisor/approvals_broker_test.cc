@@ -544,5 +544,48 @@ TEST_F(BrokerTest, PromptQuestionIsSafeForTheTerminal) {
   EXPECT_NE(lq.find("secret.key"), std::string::npos);
 }
 
+TEST_F(BrokerTest, ARequestGrantCoversItsMethodAndPathPrefixOnly) {
+  auto b = Make();
+  auto ch = AddScripted(*b, "socket");
+  ApprovalRequest req;
+  req.kind = RequestKind::kRequest;
+  req.subject = "API.test";
+  req.port = 443;
+  req.method = "DELETE";
+  req.path = "/repos/acme/app?force=1";
+  DecisionBox box;
+  uint64_t id = b->Ask(req, box.Fn());
+  ASSERT_TRUE(WaitAsked(*ch, id));
+  ChannelAnswer a;
+  a.allow = true;
+  a.scope.lifetime = Lifetime::kSession;
+  a.prefix = std::string();  // the default: the path's directory
+  ASSERT_TRUE(b->Answer(id, a, "socket").ok());
+  ASSERT_TRUE(RunUntil(io_, [&] { return box.d.has_value(); }));
+  ASSERT_TRUE(box.d->allow);
+  EXPECT_EQ(box.d->grant->spec.match, SubjectMatch::kRequestPrefix);
+  EXPECT_EQ(box.d->grant->spec.path, "/repos/acme/");
+  EXPECT_TRUE(b->MatchRequest("api.test", 443, "DELETE", "/repos/acme/other").has_value());
+  EXPECT_FALSE(b->MatchRequest("api.test", 443, "PUT", "/repos/acme/other").has_value());
+  EXPECT_FALSE(b->MatchRequest("api.test", 443, "DELETE", "/repos/other").has_value());
+  EXPECT_FALSE(b->MatchRequest("api.test", 8443, "DELETE", "/repos/acme/x").has_value());
+  EXPECT_FALSE(b->MatchRequest("other.test", 443, "DELETE", "/repos/acme/x").has_value());
+  // A host grant does not cover a request, nor the other way round.
+  EXPECT_FALSE(b->Match(RequestKind::kHost, "api.test", FileAccess::kRead, 443).has_value());
+  // A prefix that is not the request's is refused; the request stays pending.
+  DecisionBox second;
+  req.path = "/repos/zeta/x";
+  uint64_t id2 = b->Ask(req, second.Fn());
+  ASSERT_TRUE(WaitAsked(*ch, id2));
+  a.prefix = std::string("/repos/acme/");
+  EXPECT_FALSE(b->Answer(id2, a, "socket").ok());
+  GrantSpec bad;
+  bad.kind = RequestKind::kRequest;
+  bad.match = SubjectMatch::kRequestPrefix;
+  bad.subject = "api.test";
+  bad.path = "repos";
+  EXPECT_FALSE(b->CreateGrant(bad, "test", 0).ok());
+}
+
 }  // namespace
 }  // namespace ward::supervisor
