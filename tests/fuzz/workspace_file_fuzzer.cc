@@ -80,5 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const HostRule& h : r->network.allow) FUZZ_CHECK(AllowsHost(base, h.pattern));
   FUZZ_CHECK(r->deny.size() >= base.deny.size());
   FUZZ_CHECK(r->audit == base.audit);
+  FUZZ_CHECK(r->network.rules.size() == base.network.rules.size());
+  if (r->network.transparent) FUZZ_CHECK(base.network.transparent);
   return 0;
 }
