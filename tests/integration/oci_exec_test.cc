@@ -120,8 +120,13 @@ TEST_F(OciExecTest, AnExecRunsInsideWithTheContainersLayers) {
 TEST_F(OciExecTest, ADetachedExecIsTheEnginesToWaitForAndSignal) {
   const pid_t pid = StartLongRunning("e2");
   ASSERT_GT(pid, 0) << Err();
-  const size_t alone = ProcessCount("e2");
-  ASSERT_GE(alone, 2u);  // init and the command (and the exec server)
+  // init and the command (and the exec server); `start` may return before init forked it.
+  size_t alone = ProcessCount("e2");
+  for (int i = 0; i < 100 && alone < 2; ++i) {
+    usleep(50 * 1000);
+    alone = ProcessCount("e2");
+  }
+  ASSERT_GE(alone, 2u);
   const std::string pid_file = root_->path() + "/exec.pid";
   ASSERT_EQ(Oci({"exec", "--detach", "--pid-file", pid_file, "e2", "sh", "-c",
                  "trap 'echo got-term; exit 9' TERM; echo ready; while :; do sleep 0.05; done"}),
