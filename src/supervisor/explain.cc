@@ -320,6 +320,7 @@ json AxesJson(const AxesInput& a) {
   axes["egress_and_mediation"] = {
       {"hosts_allowed", allowed_hosts},
       {"transparent", a.plan.net.capture_port != 0},
+      {"request_rules", a.in.policy->network.rules.size()},
       {"broker", !a.egress.empty()     ? "the supervisor's egress proxy"
                  : p.approvals.enabled ? "the supervisor's egress proxy (every host asked)"
                                        : "none: no network at all"},
@@ -480,6 +481,10 @@ std::string RenderExplain(const json& j) {
   o << "  5. egress and mediation: hosts " << list(g["hosts_allowed"]) << "; broker "
     << g["broker"].get<std::string>()
     << (g.value("transparent", false) ? " (proxy variables, and transparent by name)" : "")
+    << (g.value("request_rules", 0) > 0
+            ? "; " + std::to_string(g.value("request_rules", 0)) +
+                  " method and path rules (their hosts' requests checked one by one)"
+            : "")
     << "; approvals " << g["approvals"].get<std::string>()
     << "\n";
   if (j.contains("credentials")) {

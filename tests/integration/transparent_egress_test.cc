@@ -333,6 +333,9 @@ TEST_F(TransparentEgressTest, ExplainSaysWhetherCaptureIsOn) {
   RunResult r = RunWard({"explain", "-n", "app.test", "--", "true"}, WithState());
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("transparent by name"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("method and path rules"), std::string::npos) << r.out;
+  r = RunWard({"explain", "-n", "GET app.test", "--", "true"}, WithState());
+  EXPECT_NE(r.out.find("1 method and path rules"), std::string::npos) << r.out;
   WriteFile(ws_ + "/.ward.toml", "[network]\ntransparent = false\n");
   r = RunWard({"explain", "-n", "app.test", "--", "true"}, WithState());
   EXPECT_EQ(r.status, 0) << r.err;
