@@ -86,6 +86,24 @@ void ProxyCore::OnAccepted(int fd, int family, bool transparent) {
   Connection::Start(conn);
 }
 
+void ProxyCore::ResolveGovernedNames() {
+  const std::vector<Host> names = options.request_rules.NamedHosts();
+  if (names.empty() || resolver == nullptr) return;
+  governed_ready = std::make_unique<asio::steady_timer>(ctx, Clock::time_point::max());
+  governed_pending = names.size();
+  std::weak_ptr<ProxyCore> weak = weak_from_this();
+  for (const Host& h : names) {
+    resolver->Resolve(h.name, [weak, h](Result<std::vector<IpAddress>> addrs) {
+      auto core = weak.lock();
+      if (!core) return;
+      if (addrs.ok()) {
+        for (const IpAddress& a : *addrs) core->governed_addresses.emplace(a, h);
+      }
+      if (--core->governed_pending == 0) core->governed_ready->cancel();
+    });
+  }
+}
+
 void ProxyCore::ReportOverCap(bool final) {
   const uint64_t refused = stats.refused_over_cap.load();
   if (refused == over_cap_reported) return;
@@ -118,7 +136,9 @@ void ProxyCore::Stop() {
 EgressProxy::EgressProxy(asio::io_context& ctx, EgressRules rules, Resolver* resolver,
                          EventSink* events, ProxyOptions options)
     : core_(std::make_shared<internal::ProxyCore>(ctx, std::move(rules), resolver, events,
-                                                  std::move(options))) {}
+                                                  std::move(options))) {
+  core_->ResolveGovernedNames();
+}
 
 EgressProxy::~EgressProxy() { Stop(); }
 

@@ -585,7 +585,19 @@ asio::awaitable<void> Connection::SendFailure(Fail f, const Target& t, const std
 
 // ------------------------------------------------------------------ policy and upstream
 
+asio::awaitable<void> Connection::WaitForGovernedAddresses(const Target& t) {
+  if (!t.host.is_address() || core_->governed_pending == 0 || !core_->governed_ready) co_return;
+  asio::steady_timer bound(core_->ctx, core_->options.connect_timeout);
+  bound.async_wait([ready = core_->governed_ready.get(), core = core_](const asio::error_code& ec) {
+    if (!ec && core->governed_pending > 0) ready->cancel();  // a resolver that never answers
+  });
+  asio::error_code ec;
+  co_await core_->governed_ready->async_wait(Await(ec));
+}
+
 asio::awaitable<Connection::Fail> Connection::Authorize(Target& t, std::string* detail) {
+  co_await WaitForGovernedAddresses(t);
+  if (closed_) co_return Fail::kClosed;
   const EgressRules& rules = core_->rules;
   EgressRules::Decision d = rules.CheckHost(t.host, t.port);
   t.approved = false;
@@ -637,6 +649,9 @@ asio::awaitable<Connection::Fail> Connection::Authorize(Target& t, std::string* 
       first_denial = std::move(ad);
       denied_addr = a;
     }
+  }
+  if (!t.host.is_address() && core_->options.request_rules.Governs(t.host, t.port)) {
+    for (const IpAddress& a : t.addrs) core_->governed_addresses.emplace(a, t.host);
   }
   if (t.addrs.empty()) {
     *detail = first_denial->reason;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -41,6 +42,14 @@ struct ProxyCore : std::enable_shared_from_this<ProxyCore> {
   // the end for the last count.
   void ReportOverCap(bool final);
   void Stop();
+  // Addresses that hosts the method and path rules govern resolved to (and the host), so that
+  // reaching such an address by itself, or by another name, is governed by that host's rules.
+  std::map<IpAddress, Host> governed_addresses;
+  // The governed names resolved when the proxy starts (their addresses join the map above);
+  // until they are, a connection to an address waits (WaitForGovernedAddresses).
+  void ResolveGovernedNames();
+  size_t governed_pending = 0;
+  std::unique_ptr<asio::steady_timer> governed_ready;  // cancelled when none is pending
 
   asio::io_context& ctx;
   const EgressRules rules;
@@ -138,9 +147,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<bool> CheckRequestRules(std::shared_ptr<Connection> self,
                                           const HttpRequestHead& head, const AbsoluteUri& uri,
                                           const Target& t);
+  // The rules' decision on a request to a governed host, after the checks that hold whatever
+  // the rules say (no method or path override header, no body on a method without one).
+  RequestRules::Decision CheckGovernedRequest(const HttpRequestHead& head, const AbsoluteUri& uri,
+                                              const Host& host, uint16_t port) const;
   // A tunnel to t that would carry requests the rules govern unseen (not intercepted): emits
   // net.deny and returns true.
   bool RefuseUninspectedTunnel(const Target& t);
+  // The host whose method and path rules decide t's requests: t's own, or, for an address (or
+  // a name pinned to one) that a governed host resolved to or that a rule names, that host;
+  // nullopt when no rule governs t.
+  std::optional<Host> GoverningHost(const Target& t) const;
   bool Intercepts(const Target& t) const;  // the credential broker terminates t's tunnels
   asio::awaitable<std::optional<UpstreamRequest>> PrepareUpstreamRequest(
       const HttpRequestHead& head, AbsoluteUri& uri, const Target& t, Mode mode);
@@ -186,6 +203,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // upstream at once instead of at the idle timeout. Pipelined bytes end the watch.
   asio::awaitable<void> WatchClient(std::shared_ptr<Connection> self, uint64_t generation);
 
+  // A destination given as an address waits, bounded, until the governed names' addresses are
+  // known: it may be one of them.
+  asio::awaitable<void> WaitForGovernedAddresses(const Target& t);
   // Decides t (name, then the pinned addresses); emits net.deny / net.error.
   asio::awaitable<Fail> Authorize(Target& t, std::string* detail);
   // Whether a name denial `d` for t goes to ProxyOptions::ask_host (proxy_hold.cc has the hold).
@@ -293,6 +313,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Transparent capture, port 80: the target whose requests, in origin form, this connection
   // carries.
   std::optional<Target> plain_origin_;
+  // The request being forwarded is to a host the method and path rules govern (its upstream
+  // connection is then not kept after a body).
+  bool governed_body_ = false;
 
   // The credential broker's state for the request being forwarded.
   std::optional<Target> intercept_;  // set: this connection is an intercepted tunnel

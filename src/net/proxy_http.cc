@@ -294,7 +294,9 @@ asio::awaitable<std::optional<Connection::UpstreamRequest>> Connection::PrepareU
       !co_await ApplyCredentials(t, mode, req, up.headers, uri.origin_form)) {
     co_return std::nullopt;
   }
-  req.wire = SerializeUpstreamRequest(up, uri, /*keep_alive=*/true);
+  // A governed request with a body is the upstream connection's last: an origin that does not
+  // read the body would take what is in it for the next request, which no rule has seen.
+  req.wire = SerializeUpstreamRequest(up, uri, /*keep_alive=*/!(governed_body_ && req.has_body));
   co_return std::move(req);
 }
 

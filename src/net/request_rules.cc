@@ -28,7 +28,9 @@ std::optional<std::string> DecodeUnreserved(std::string_view path) {
   out.reserve(path.size());
   for (size_t i = 0; i < path.size(); ++i) {
     const auto c = static_cast<unsigned char>(path[i]);
-    if (c == '\\' || Control(c)) return std::nullopt;
+    // ';' starts path parameters, which some servers (servlet containers) strip from a segment
+    // ("/pub/..;/admin" is "/admin" there).
+    if (c == '\\' || c == ';' || Control(c)) return std::nullopt;
     if (c != '%') {
       out += static_cast<char>(c);
       continue;
@@ -87,8 +89,12 @@ const char* ActionName(policy::RequestRule::Action a) {
   return "?";
 }
 
+// A rule's bare host governs every port of it (a host with rules is limited to what they
+// allow, whichever port the allow list opens); "host:port" that port only.
 bool HostMatches(const HostRule& r, const Host& host, uint16_t port) {
-  if (!r.MatchesPort(port, /*deny_rule=*/false)) return false;
+  if (r.ports != HostRule::Ports::kDefault && !r.MatchesPort(port, /*deny_rule=*/false)) {
+    return false;
+  }
   if (host.is_address()) return r.MatchesAddress(*host.address);
   return r.MatchesName(host.name);
 }
@@ -111,14 +117,19 @@ std::optional<std::string> CanonicalRequestPath(std::string_view target) {
   return *path + std::string(query);
 }
 
-bool MatchPathPattern(std::string_view pattern, std::string_view text) {
-  // Iterative glob with one backtrack point: linear in practice, O(n * m) at worst.
+namespace {
+
+bool LowerEq(char a, char b) { return AsciiLower(a) == AsciiLower(b); }
+
+// MatchPathPattern, ignoring ASCII case when `fold`.
+bool Glob(std::string_view pattern, std::string_view text, bool fold) {
   size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
   while (t < text.size()) {
     if (p < pattern.size() && pattern[p] == '*') {
       star = p++;
       mark = t;
-    } else if (p < pattern.size() && pattern[p] == text[t]) {
+    } else if (p < pattern.size() &&
+               (fold ? LowerEq(pattern[p], text[t]) : pattern[p] == text[t])) {
       ++p;
       ++t;
     } else if (star != std::string_view::npos) {
@@ -130,6 +141,12 @@ bool MatchPathPattern(std::string_view pattern, std::string_view text) {
   }
   while (p < pattern.size() && pattern[p] == '*') ++p;
   return p == pattern.size();
+}
+
+}  // namespace
+
+bool MatchPathPattern(std::string_view pattern, std::string_view text) {
+  return Glob(pattern, text, /*fold=*/false);
 }
 
 Result<RequestRules> RequestRules::Compile(const std::vector<policy::RequestRule>& rules) {
@@ -145,13 +162,33 @@ Result<RequestRules> RequestRules::Compile(const std::vector<policy::RequestRule
     }
     rule.host = std::move(host).value();
     rule.methods = r.methods;
-    rule.paths = r.paths;
+    for (const std::string& pattern : r.paths) {
+      // Patterns are read as requests are: escapes of unreserved characters decoded.
+      const size_t q = pattern.find('?');
+      std::optional<std::string> path = DecodeUnreserved(pattern.substr(0, q));
+      if (!path) {
+        return InvalidArgument(FormatOrigin(r.origin) + ": path '" + pattern +
+                               "' has an escape a request path cannot have (%2F, %00, ';', ...)");
+      }
+      rule.paths.push_back(*path + (q == std::string::npos ? "" : pattern.substr(q)));
+    }
     rule.action = r.action;
     rule.origin = r.origin;
     rule.text = (r.methods.empty() ? std::string("*") : Join(r.methods, ',')) + " " + r.host +
                 (r.paths.empty() ? std::string() : " " + Join(r.paths, ',')) + " (" +
                 ActionName(r.action) + ")";
     out.rules_.push_back(std::move(rule));
+  }
+  return out;
+}
+
+std::vector<Host> RequestRules::NamedHosts() const {
+  std::vector<Host> out;
+  for (const Rule& r : rules_) {
+    if (r.host.kind != HostRule::Kind::kExact) continue;
+    Host h;
+    h.name = r.host.name;
+    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(std::move(h));
   }
   return out;
 }
@@ -178,13 +215,19 @@ RequestRules::Decision RequestRules::Check(const Host& host, uint16_t port,
   const std::string path = canon->substr(0, canon->find('?'));
   for (const Rule& r : rules_) {
     if (!HostMatches(r.host, host, port)) continue;
+    // Methods without regard to case: some servers read "delete" as DELETE.
     if (!r.methods.empty() &&
-        std::find(r.methods.begin(), r.methods.end(), method) == r.methods.end()) {
+        std::none_of(r.methods.begin(), r.methods.end(),
+                     [&](const std::string& m) { return EqualsIgnoreCase(m, method); })) {
       continue;
     }
+    // Refusing and asking rules match paths without regard to case too (some servers, GitHub's
+    // owner and repository names among them, do not tell "/Acme" from "/acme"): over-refusing
+    // is safe, under-refusing is not.
+    const bool fold = r.action != policy::RequestRule::Action::kAllow;
     const bool path_matches =
         r.paths.empty() || std::any_of(r.paths.begin(), r.paths.end(), [&](const std::string& p) {
-          return MatchPathPattern(p, p.find('?') == std::string::npos ? path : *canon);
+          return Glob(p, p.find('?') == std::string::npos ? path : *canon, fold);
         });
     if (!path_matches) continue;
     d.rule = r.text;

@@ -5,15 +5,18 @@
 // to it is matched against the rules in order and the first that matches decides (allow, deny,
 // ask); a request no rule matches is refused. Hosts no rule names are left to the allow and
 // deny lists alone. A rule matches when its host pattern matches the host and port (a bare
-// name: 80 and 443, as in network.allow), its methods include the method (none listed: every
-// one) and one of its paths matches the path (none listed: every path).
+// host: every port; "host:port": that one), its methods include the method (none listed: every
+// one; compared without regard to case) and one of its paths matches the path (none listed:
+// every path; deny and ask rules compare without regard to case, so that a server that folds
+// case cannot be reached around them).
 //
 // Paths: a pattern without '?' is matched against the request's path, one with '?' against the
 // path and query; '*' matches any run of characters ('/' included), everything else literally.
 // The path is compared as the server will read it: percent-escapes of unreserved characters
-// decoded. A request target that could be read two ways is refused for a governed host,
-// whatever the rules say: "." or ".." segments (escaped or not), an escaped '/', a backslash,
-// an escaped NUL or a target that is not in origin form.
+// decoded (in the patterns too). A request target that could be read two ways is refused for a
+// governed host, whatever the rules say: "." or ".." segments (escaped or not), an empty
+// segment, an escaped '/', a backslash, ';' (path parameters), an escaped NUL or a target that
+// is not in origin form. A pattern with '?' matches the query as sent, exactly.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +39,8 @@ class RequestRules {
   static Result<RequestRules> Compile(const std::vector<policy::RequestRule>& rules);
 
   bool empty() const { return rules_.empty(); }
+  // The hosts rules name exactly (not "*.name", not addresses): what can be resolved ahead.
+  std::vector<Host> NamedHosts() const;
   // Whether some rule names host:port (its requests must be seen, and checked).
   bool Governs(const Host& host, uint16_t port) const;
 

@@ -429,7 +429,10 @@ bool CredentialBroker::Intercepts(const Host& host, uint16_t port) const {
     if (c.MatchesHost(host, port)) return true;
   }
   return std::any_of(inspect_.begin(), inspect_.end(), [&](const HostRule& r) {
-    if (!r.MatchesPort(port, /*deny_rule=*/false)) return false;
+    // As the rules govern it: a bare host on every port.
+    if (r.ports != HostRule::Ports::kDefault && !r.MatchesPort(port, /*deny_rule=*/false)) {
+      return false;
+    }
     return host.is_address() ? r.MatchesAddress(*host.address) : r.MatchesName(host.name);
   });
 }

@@ -172,6 +172,8 @@ Status WidenToRequestPrefix(const ApprovalRequest& r, const std::string& asked, 
   if (prefix.empty() || prefix[0] != '/') {
     return InvalidArgument("a request prefix starts with / (\"/repos/acme/\")");
   }
+  if (prefix == "/") return InvalidArgument("a prefix grant of / would allow every path");
+  if (prefix.back() != '/') prefix += '/';  // whole components: /repos/acme is not /repos/acme-x
   if (r.path.compare(0, prefix.size(), prefix) != 0) {
     return InvalidArgument(prefix + " is not a prefix of " + r.path);
   }
@@ -665,6 +667,11 @@ Result<Grant> ApprovalBroker::CreateGrantLocked(const GrantSpec& spec_in, std::s
       if (spec.kind != RequestKind::kRequest || spec.method.empty() || spec.path.empty() ||
           spec.path[0] != '/') {
         return InvalidArgument("a request grant names a method and a path starting with /");
+      }
+      if (spec.match == SubjectMatch::kRequestPrefix &&
+          (spec.path == "/" || spec.path.back() != '/')) {
+        return InvalidArgument("a request prefix grant is a directory other than / "
+                               "(\"/repos/acme/\")");
       }
       WARD_ASSIGN_OR_RETURN(spec.subject, NormalizeSubject(RequestKind::kHost, spec.subject));
       break;

@@ -74,6 +74,44 @@ TEST_F(ProxyRequestRulesTest, APutWithABodyToAGetOnlyHostIsRefusedWithItsReason)
   EXPECT_NE(Str(deny[0].data, "why").find("PUT registry.test"), std::string::npos);
 }
 
+TEST_F(ProxyRequestRulesTest, NoSecondRequestHidesInABodyOrAnOverrideHeader) {
+  Start({GetOnly(origin_.port())});
+  const std::string smuggled = "PUT /smuggled HTTP/1.1\r\nHost: registry.test\r\n\r\n";
+  UniqueFd fd = ConnectTo(proxy_->port());
+  ASSERT_TRUE(SendAll(fd.get(), Request("GET", "/a", smuggled)));
+  testing::HttpResult r = RecvHttpResponse(fd.get());
+  EXPECT_EQ(r.status, 403);
+  EXPECT_NE(r.body.find("a body on GET"), std::string::npos) << r.body;
+  fd = ConnectTo(proxy_->port());
+  const std::string authority = "registry.test:" + std::to_string(origin_.port());
+  ASSERT_TRUE(SendAll(fd.get(), "GET http://" + authority + "/a HTTP/1.1\r\nHost: " + authority +
+                                    "\r\nX-HTTP-Method-Override: DELETE\r\n\r\n"));
+  r = RecvHttpResponse(fd.get());
+  EXPECT_EQ(r.status, 403);
+  EXPECT_NE(r.body.find("X-HTTP-Method-Override"), std::string::npos) << r.body;
+  EXPECT_TRUE(origin_.requests().empty());
+}
+
+TEST_F(ProxyRequestRulesTest, AnAddressAGovernedNameResolvesToIsGovernedToo) {
+  Start({GetOnly(origin_.port())});
+  // The server by its address (allowed by an address rule), before the name was ever asked
+  // for: the name's rules hold (the proxy resolved the governed names when it started).
+  const std::string addr = "127.0.0.1:" + std::to_string(origin_.port());
+  UniqueFd fd = ConnectTo(proxy_->port());
+  ASSERT_TRUE(SendAll(fd.get(), "PUT http://" + addr + "/pkg HTTP/1.1\r\nHost: " + addr +
+                                    "\r\nContent-Length: 1\r\n\r\nx"));
+  EXPECT_EQ(RecvHttpResponse(fd.get()).status, 403);
+  fd = ConnectTo(proxy_->port());
+  ASSERT_TRUE(SendAll(fd.get(), "CONNECT " + addr + " HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"));
+  EXPECT_EQ(RecvHttpResponse(fd.get()).status, 403);
+  fd = ConnectTo(proxy_->port());
+  ASSERT_TRUE(SendAll(fd.get(), "GET http://" + addr + "/pkg HTTP/1.1\r\nHost: " + addr +
+                                    "\r\n\r\n"));
+  EXPECT_EQ(RecvHttpResponse(fd.get()).status, 200);  // what the rules allow
+  ASSERT_EQ(origin_.requests().size(), 1u);
+  EXPECT_EQ(origin_.requests()[0].method, "GET");
+}
+
 TEST_F(ProxyRequestRulesTest, ATunnelThatWouldHideTheRequestsIsRefused) {
   Start({GetOnly(origin_.port())});
   UniqueFd fd = ConnectTo(proxy_->port());

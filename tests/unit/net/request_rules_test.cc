@@ -38,7 +38,8 @@ TEST(RequestRulesTest, AGetOnlyHostRefusesEveryOtherMethodWithAReason) {
   RequestRules rules = Compile({R("registry.test", {"GET", "HEAD"}, {})});
   EXPECT_TRUE(rules.Governs(H("registry.test"), 443));
   EXPECT_TRUE(rules.Governs(H("registry.test"), 80));
-  EXPECT_FALSE(rules.Governs(H("registry.test"), 8443));
+  // A bare host is governed on every port the allow list may open for it.
+  EXPECT_TRUE(rules.Governs(H("registry.test"), 8443));
   EXPECT_FALSE(rules.Governs(H("other.test"), 443));
   EXPECT_EQ(Decide(rules, "registry.test", "GET", "/pkg"), Action::kAllow);
   EXPECT_EQ(Decide(rules, "registry.test", "HEAD", "/pkg?x=1"), Action::kAllow);
@@ -47,7 +48,9 @@ TEST(RequestRulesTest, AGetOnlyHostRefusesEveryOtherMethodWithAReason) {
   EXPECT_EQ(d.rule, "");
   EXPECT_NE(d.reason.find("PUT registry.test/pkg"), std::string::npos) << "[" << d.reason << "]";
   EXPECT_NE(d.reason.find("no network.rules rule"), std::string::npos) << d.reason;
-  EXPECT_EQ(Decide(rules, "registry.test", "get", "/pkg"), Action::kDeny);  // methods are exact
+  // Methods without regard to case (a server may fold it).
+  EXPECT_EQ(Decide(rules, "registry.test", "get", "/pkg"), Action::kAllow);
+  EXPECT_EQ(Decide(rules, "registry.test", "put", "/pkg"), Action::kDeny);
 }
 
 TEST(RequestRulesTest, TheFirstMatchingRuleDecides) {
@@ -91,13 +94,25 @@ TEST(RequestRulesTest, PathsAreReadAsTheServerReadsThem) {
        {"/repos/acme/../../admin/x", "/repos/acme/%2e%2e/%2E%2E/admin", "/repos/acme/./x",
         "/repos/acme%2f..%2fadmin", "/repos/acme/x\\..\\..\\admin", "/repos//acme/x",
         "/repos/acme/%00", "/repos/acme/%zz", "/repos/acme/%4", "*", "http://api.test/repos/acme/x",
-        "", "/repos/acme/x#frag"}) {
+        "", "/repos/acme/x#frag", "/repos/acme/..;/../admin", "/admin;x/y", "/repos/acme/a;b"}) {
     RequestRules::Decision d = rules.Check(H("api.test"), 443, "GET", two_readings);
     EXPECT_EQ(d.action, Action::kDeny) << two_readings;
   }
   EXPECT_EQ(CanonicalRequestPath("/a/%7euser/b%20c?q=%2e"), "/a/~user/b%20c?q=%2e");
   EXPECT_EQ(CanonicalRequestPath("/a/b/"), "/a/b/");
   EXPECT_EQ(CanonicalRequestPath("/a/.."), std::nullopt);
+}
+
+TEST(RequestRulesTest, DenyRulesIgnoreCaseAndPatternsAreReadAsRequests) {
+  RequestRules rules = Compile({R("api.test", {}, {"/admin/*", "/%7Eroot/*"},
+                                  RequestRule::Action::kDeny),
+                                R("api.test", {}, {"/Repos/*"}),
+                                R("api.test", {}, {})});
+  EXPECT_EQ(Decide(rules, "api.test", "GET", "/ADMIN/x"), Action::kDeny);
+  EXPECT_EQ(Decide(rules, "api.test", "GET", "/~root/x"), Action::kDeny);
+  EXPECT_EQ(Decide(rules, "api.test", "GET", "/%7eroot/x"), Action::kDeny);
+  EXPECT_EQ(Decide(rules, "api.test", "GET", "/repos/x"), Action::kAllow);  // the catch-all
+  EXPECT_FALSE(RequestRules::Compile({R("api.test", {}, {"/a%2Fb"})}).ok());
 }
 
 TEST(RequestRulesTest, AskIsADecisionOfItsOwn) {

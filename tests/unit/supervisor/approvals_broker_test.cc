@@ -568,6 +568,7 @@ TEST_F(BrokerTest, ARequestGrantCoversItsMethodAndPathPrefixOnly) {
   EXPECT_TRUE(b->MatchRequest("api.test", 443, "DELETE", "/repos/acme/other").has_value());
   EXPECT_FALSE(b->MatchRequest("api.test", 443, "PUT", "/repos/acme/other").has_value());
   EXPECT_FALSE(b->MatchRequest("api.test", 443, "DELETE", "/repos/other").has_value());
+  EXPECT_FALSE(b->MatchRequest("api.test", 443, "DELETE", "/repos/acme-evil/x").has_value());
   EXPECT_FALSE(b->MatchRequest("api.test", 8443, "DELETE", "/repos/acme/x").has_value());
   EXPECT_FALSE(b->MatchRequest("other.test", 443, "DELETE", "/repos/acme/x").has_value());
   // A host grant does not cover a request, nor the other way round.
@@ -585,6 +586,9 @@ TEST_F(BrokerTest, ARequestGrantCoversItsMethodAndPathPrefixOnly) {
   bad.subject = "api.test";
   bad.path = "repos";
   EXPECT_FALSE(b->CreateGrant(bad, "test", 0).ok());
+  bad.path = "/";
+  bad.method = "DELETE";
+  EXPECT_FALSE(b->CreateGrant(bad, "test", 0).ok());  // every path is no prefix
 }
 
 }  // namespace
