@@ -76,19 +76,6 @@ std::string Join(const std::vector<std::string>& v, char sep) {
   return out;
 }
 
-// As policy::RequestActionName: the pure net code links without the policy library.
-const char* ActionName(policy::RequestRule::Action a) {
-  switch (a) {
-    case policy::RequestRule::Action::kAllow:
-      return "allow";
-    case policy::RequestRule::Action::kDeny:
-      return "deny";
-    case policy::RequestRule::Action::kAsk:
-      return "ask";
-  }
-  return "?";
-}
-
 // A rule's bare host governs every port of it (a host with rules is limited to what they
 // allow, whichever port the allow list opens); "host:port" that port only.
 bool HostMatches(const HostRule& r, const Host& host, uint16_t port) {
@@ -176,7 +163,7 @@ Result<RequestRules> RequestRules::Compile(const std::vector<policy::RequestRule
     rule.origin = r.origin;
     rule.text = (r.methods.empty() ? std::string("*") : Join(r.methods, ',')) + " " + r.host +
                 (r.paths.empty() ? std::string() : " " + Join(r.paths, ',')) + " (" +
-                ActionName(r.action) + ")";
+                policy::RequestActionName(r.action) + ")";
     out.rules_.push_back(std::move(rule));
   }
   return out;

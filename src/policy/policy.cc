@@ -32,18 +32,6 @@ std::optional<Layer> ParseLayer(const std::string& name) {
   return std::nullopt;
 }
 
-const char* RequestActionName(RequestRule::Action a) {
-  switch (a) {
-    case RequestRule::Action::kAllow:
-      return "allow";
-    case RequestRule::Action::kDeny:
-      return "deny";
-    case RequestRule::Action::kAsk:
-      return "ask";
-  }
-  return "?";
-}
-
 bool InterceptsTls(const Policy& policy) {
   return AnyCredentialEnabled(policy) || !policy.network.rules.empty();
 }

@@ -69,7 +69,18 @@ struct RequestRule {
   Action action = Action::kAllow;
   Origin origin;
 };
-const char* RequestActionName(RequestRule::Action a);  // "allow" | "deny" | "ask"
+// "allow" | "deny" | "ask" (inline: the pure net code names actions without linking policy)
+inline const char* RequestActionName(RequestRule::Action a) {
+  switch (a) {
+    case RequestRule::Action::kAllow:
+      return "allow";
+    case RequestRule::Action::kDeny:
+      return "deny";
+    case RequestRule::Action::kAsk:
+      return "ask";
+  }
+  return "?";
+}
 
 struct NetworkPolicy {
   std::vector<HostRule> allow;

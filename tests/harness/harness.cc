@@ -211,6 +211,29 @@ static bool InstallFilter(std::vector<sock_filter>& filter) {
          prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == 0;
 }
 
+PrintedPort StartServerPrintingItsPort(const std::vector<std::string>& argv) {
+  PrintedPort out;
+  int out_pipe[2];
+  if (pipe(out_pipe) != 0) return out;
+  out.pid = fork();
+  if (out.pid == 0) {
+    dup2(out_pipe[1], 1);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  char buf[32] = {};
+  ssize_t n = read(out_pipe[0], buf, sizeof buf - 1);
+  close(out_pipe[0]);
+  if (n > 0) out.port = atoi(buf);
+  return out;
+}
+
 RunResult RunProgram(const std::vector<std::string>& argv, const RunOptions& opts) {
   RunResult r;
   int out_pipe[2], err_pipe[2], in_pipe[2];

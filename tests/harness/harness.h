@@ -102,6 +102,15 @@ RunResult RunProgram(const std::vector<std::string>& argv, const RunOptions& opt
 // Runs `ward ARGS...`.
 RunResult RunWard(const std::vector<std::string>& args, const RunOptions& opts = {});
 
+// A server for a test (`argv`, argv[0] a full path) that prints the port it listens on as its
+// first line and serves until killed: its pid and that port (0 when it printed none). Its
+// stderr goes to /dev/null. The caller kills and reaps it.
+struct PrintedPort {
+  pid_t pid = -1;
+  int port = 0;
+};
+PrintedPort StartServerPrintingItsPort(const std::vector<std::string>& argv);
+
 // A fixture with a workspace and a canary HOME, owned by the test identity.
 class SandboxTest : public ::testing::Test {
  protected:

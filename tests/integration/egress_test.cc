@@ -151,22 +151,11 @@ TEST_F(EgressTest, GitCloneOverHttpsThroughTheProxy) {
       "print(h.server_address[1], flush=True)\n"
       "h.serve_forever()\n";
   WriteFile(srv + "/serve.py", server);
-  int out_pipe[2];
-  ASSERT_EQ(pipe(out_pipe), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out_pipe[1], 1);
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, 2);
-    execl("/usr/bin/python3", "python3", (srv + "/serve.py").c_str(), srv.c_str(), nullptr);
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  char buf[32] = {};
-  ssize_t n = read(out_pipe[0], buf, sizeof buf - 1);
-  close(out_pipe[0]);
-  ASSERT_GT(n, 0);
-  std::string port = std::to_string(atoi(buf));
+  const PrintedPort served =
+      StartServerPrintingItsPort({"/usr/bin/python3", srv + "/serve.py", srv});
+  const pid_t pid = served.pid;
+  ASSERT_GT(served.port, 0);
+  std::string port = std::to_string(served.port);
   std::string url = "https://127.0.0.1:" + port + "/repo.git";
   r = Shell("git -c http.sslCAInfo=" + srv + "/cert.pem clone -q " + url +
                 " clone && "

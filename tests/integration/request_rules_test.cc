@@ -102,24 +102,12 @@ class RequestRulesTest : public SandboxTest {
              srv_});
     ASSERT_EQ(r.status, 0) << r.err;
     WriteFile(srv_ + "/serve.py", kGitServer);
-    int out_pipe[2];
-    ASSERT_EQ(pipe(out_pipe), 0);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(out_pipe[1], 1);
-      int null = open("/dev/null", O_WRONLY);
-      dup2(null, 2);
-      execl("/usr/bin/python3", "python3", (srv_ + "/serve.py").c_str(),
-            (srv_ + "/repo.git/..").c_str(), (srv_ + "/cert.pem").c_str(),
-            (srv_ + "/key.pem").c_str(), (srv_ + "/log").c_str(), nullptr);
-      _exit(127);
-    }
-    close(out_pipe[1]);
-    char buf[32] = {};
-    ssize_t n = read(out_pipe[0], buf, sizeof buf - 1);
-    close(out_pipe[0]);
-    ASSERT_GT(n, 0);
-    port_ = std::to_string(atoi(buf));
+    const PrintedPort served = StartServerPrintingItsPort(
+        {"/usr/bin/python3", srv_ + "/serve.py", srv_, srv_ + "/cert.pem", srv_ + "/key.pem",
+         srv_ + "/log"});
+    pid_ = served.pid;
+    ASSERT_GT(served.port, 0);
+    port_ = std::to_string(served.port);
     url_ = "https://git.test:" + port_ + "/repo.git";
   }
   void TearDown() override {

@@ -279,21 +279,11 @@ TEST_F(TransparentEgressTest, GitOverSshReachesAnAllowedNameByItsNameRule) {
            " refs/heads/main"});
   ASSERT_EQ(r.status, 0) << r.err;
   WriteFile(srv + "/server.py", kSshServer);
-  int out_pipe[2];
-  ASSERT_EQ(pipe(out_pipe), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out_pipe[1], 1);
-    execl("/usr/bin/python3", "python3", (srv + "/server.py").c_str(), (srv + "/log").c_str(),
-          nullptr);
-    _exit(127);
-  }
-  close(out_pipe[1]);
-  char buf[32] = {};
-  ssize_t n = read(out_pipe[0], buf, sizeof buf - 1);
-  close(out_pipe[0]);
-  ASSERT_GT(n, 0);
-  const int port = atoi(buf);
+  const PrintedPort served =
+      StartServerPrintingItsPort({"/usr/bin/python3", srv + "/server.py", srv + "/log"});
+  const pid_t pid = served.pid;
+  ASSERT_GT(served.port, 0);
+  const int port = served.port;
   const std::string ssh =
       "GIT_SSH_COMMAND='ssh -F /dev/null -o StrictHostKeyChecking=no "
       "-o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 -o BatchMode=yes' ";

@@ -26,6 +26,7 @@ namespace {
 
 using policy::CredentialInject;
 using testing::ConnectTo;
+using testing::Str;
 using testing::EventsText;
 using testing::HaveProgram;
 using testing::Hosts;
@@ -45,10 +46,6 @@ using testing::UpstreamRequest;
 
 constexpr char kSecret[] = "sk-ant-api03-REALsecretREALsecretREALsecretREALsecret-0123456789";
 constexpr char kGithubSecret[] = "ghp_REALgithubSECRETrealGITHUBsecret0123";
-
-std::string Str(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
 
 // TLS from the test (a client inside the sandbox) over a socket that reached the proxy.
 class TlsClient {

@@ -22,6 +22,7 @@ namespace ward::net {
 namespace {
 
 using testing::ConnectTo;
+using testing::Str;
 using testing::HttpResult;
 using testing::Ip;
 using testing::MakeRules;
@@ -74,10 +75,6 @@ int SocksReply(int fd, int timeout_ms = 5000) {
 bool Silent(int fd, int ms = 200) {
   struct pollfd p = {fd, POLLIN, 0};
   return ::poll(&p, 1, ms) == 0;
-}
-
-std::string Str(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
 
 // The approver: records every question and answers it as told (hold: the test answers later,

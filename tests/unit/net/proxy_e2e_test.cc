@@ -12,6 +12,7 @@ namespace ward::net {
 namespace {
 
 using testing::ConnectTo;
+using testing::Str;
 using testing::HttpResult;
 using testing::Ip;
 using testing::MakeRules;
@@ -58,10 +59,6 @@ int Socks(int fd, const std::string& request) {
   std::string rep = RecvExactly(fd, 10);
   if (rep.size() < 10 || rep[0] != 5) return -1;
   return static_cast<uint8_t>(rep[1]);
-}
-
-std::string Str(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
 }
 
 class ProxyE2eTest : public ::testing::Test {

@@ -12,15 +12,12 @@ namespace ward::net {
 namespace {
 
 using testing::ConnectTo;
+using testing::Str;
 using testing::MakeRules;
 using testing::OriginServer;
 using testing::ProxyHarness;
 using testing::RecvHttpResponse;
 using testing::SendAll;
-
-std::string Str(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
 
 class ProxyRequestRulesTest : public ::testing::Test {
  protected:

@@ -28,6 +28,11 @@
 
 namespace ward::net::testing {
 
+// An event field that is a string ("" when absent or not one).
+inline std::string Str(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
 EgressRules MakeRules(const std::vector<std::string>& allow,
                       const std::vector<std::string>& deny = {});
 IpAddress Ip(const char* text);

@@ -14,6 +14,7 @@ namespace ward::net {
 namespace {
 
 using testing::ConnectTo;
+using testing::Str;
 using testing::MakeRules;
 using testing::OriginServer;
 using testing::ProxyHarness;
@@ -21,10 +22,6 @@ using testing::RecvHttpResponse;
 using testing::SendAll;
 using testing::TlsServer;
 using testing::WaitClosed;
-
-std::string Str(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
-}
 
 class ProxyTransparentTest : public ::testing::Test {
  protected:
