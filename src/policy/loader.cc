@@ -960,6 +960,21 @@ class Loader {
     return Ok();
   }
 
+  // One -n / --deny-net value: a host pattern for `out`, or (-n with a space) a method and
+  // path rule.
+  Status AddNetFlag(const std::string& h, const Origin& o, std::vector<HostRule>* out,
+                    size_t* rule_at) {
+    Item it{h, o};
+    if (h.empty()) return ErrorAt(it.origin, "empty host pattern");
+    if (out == &policy_.network.allow && h.find(' ') != std::string::npos) {
+      return AddRuleFlag(h, it.origin, rule_at);
+    }
+    WARD_TRY(CheckHost(it));
+    if (out == &policy_.network.allow) WARD_TRY(CheckAllowIsNarrow(it));
+    out->push_back(HostRule{h, it.origin});
+    return Ok();
+  }
+
   // `-n 'GET,HEAD host[:port][/path]'`: one allow rule, before the profiles' rules.
   Status AddRuleFlag(const std::string& spec, const Origin& o, size_t* at) {
     const size_t space = spec.find(' ');
@@ -1401,17 +1416,7 @@ class Loader {
               &flags_.allow_net, &policy_.network.allow, "--allow-net"},
           {&flags_.deny_net, &policy_.network.deny, "--deny-net"}}) {
       size_t rule_at = 0;
-      for (const std::string& h : *list) {
-        Item it{h, cli(flag)};
-        if (h.empty()) return ErrorAt(it.origin, "empty host pattern");
-        if (out == &policy_.network.allow && h.find(' ') != std::string::npos) {
-          WARD_TRY(AddRuleFlag(h, it.origin, &rule_at));
-          continue;
-        }
-        WARD_TRY(CheckHost(it));
-        if (out == &policy_.network.allow) WARD_TRY(CheckAllowIsNarrow(it));
-        out->push_back(HostRule{h, it.origin});
-      }
+      for (const std::string& h : *list) WARD_TRY(AddNetFlag(h, cli(flag), out, &rule_at));
     }
     for (const std::string& spec : flags_.allow_degraded) {
       Origin o = cli("--allow-degraded");

@@ -1243,6 +1243,24 @@ RunCredentialsOptions CredentialsOptionsFor(const RunRequest& req) {
 }
 
 // The run from its plan to the end of everything inside; the audit trail is opened on the way.
+// The run's egress, checked before anything starts: a bad pattern (an allow or deny rule, a
+// method and path rule, a --resolve override) refuses the run naming it.
+struct EgressSetup {
+  net::EgressRules rules;
+  net::RequestRules requests;
+  net::ResolverOverrides overrides;
+};
+
+Result<EgressSetup> CompileEgress(const RunRequest& req) {
+  EgressSetup e;
+  WARD_ASSIGN_OR_RETURN(e.rules, net::EgressRules::Compile(req.policy.network));
+  WARD_ASSIGN_OR_RETURN(e.requests, net::RequestRules::Compile(req.policy.network.rules));
+  if (std::string bad = AddResolveOverrides(req.resolve, &e.overrides); !bad.empty()) {
+    return InvalidArgument(bad);
+  }
+  return e;
+}
+
 Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* command) {
   Outcome out;
   auto start = Clock::now();
@@ -1251,16 +1269,8 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
   // The file system's clock (coarse): whatever changes from now on has a ctime at or after it.
   struct timespec run_start = {};
   clock_gettime(CLOCK_REALTIME_COARSE, &run_start);
-  // Egress rules and name overrides are checked before anything starts: a bad pattern refuses
-  // the run with the rule's origin.
-  Result<net::EgressRules> egress = net::EgressRules::Compile(req.policy.network);
+  Result<EgressSetup> egress = CompileEgress(req);
   if (!egress.ok()) return Refused(std::move(out), egress.status().ToString());
-  Result<net::RequestRules> request_rules = net::RequestRules::Compile(req.policy.network.rules);
-  if (!request_rules.ok()) return Refused(std::move(out), request_rules.status().ToString());
-  net::ResolverOverrides overrides;
-  if (std::string bad = AddResolveOverrides(req.resolve, &overrides); !bad.empty()) {
-    return Refused(std::move(out), std::move(bad));
-  }
   enforce::KernelFeatures features =
       req.features ? *req.features : enforce::ProbeKernel(/*probe_user_ns=*/false);
   TraceMark("kernel probed");
@@ -1268,7 +1278,7 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
   term.Capture();
   Result<enforce::LaunchPlan> plan = PlanRun(req, features, term, &out.notes);
   if (!plan.ok()) return Refused(std::move(out), plan.status().ToString());
-  PlanTransparentCapture(req.policy, *egress, &*plan);
+  PlanTransparentCapture(req.policy, egress->rules, &*plan);
   TraceMark("planned");
   const RunCredentialsOptions creds_options = CredentialsOptionsFor(req);
   if (std::string refused = CompletePlan(req, creds_options, term, &*plan); !refused.empty()) {
@@ -1329,10 +1339,10 @@ Outcome LaunchAndServe(const RunRequest& req, RunAudit* audit, CommandLookup* co
   UniqueFd net_snmp = std::move(sb->net_snmp), net_snmp6 = std::move(sb->net_snmp6);
   {
     if (plan->net.enabled) RaiseFileLimit();
-    SandboxServer server(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(), &*egress,
-                         &overrides, creds.broker.get(), events);
+    SandboxServer server(req, std::move(sb).value(), *plan, &term, &out, cgroup.get(),
+                         &egress->rules, &egress->overrides, creds.broker.get(), events);
     server.StopOnAuditFailure(audit_stop.get());
-    server.CheckRequestsWith(&*request_rules);
+    server.CheckRequestsWith(&egress->requests);
     server.HandleFirst(std::move(early));
     server.RecordCreationsIn(&journal);
     if (req.container || req.exec_channel >= 0) server.GatherExecDenialsIn(&denials);
