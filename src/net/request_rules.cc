@@ -76,17 +76,17 @@ std::string Join(const std::vector<std::string>& v, char sep) {
   return out;
 }
 
+}  // namespace
+
 // A rule's bare host governs every port of it (a host with rules is limited to what they
 // allow, whichever port the allow list opens); "host:port" that port only.
-bool HostMatches(const HostRule& r, const Host& host, uint16_t port) {
+bool RuleHostMatches(const HostRule& r, const Host& host, uint16_t port) {
   if (r.ports != HostRule::Ports::kDefault && !r.MatchesPort(port, /*deny_rule=*/false)) {
     return false;
   }
   if (host.is_address()) return r.MatchesAddress(*host.address);
   return r.MatchesName(host.name);
 }
-
-}  // namespace
 
 std::optional<std::string> CanonicalRequestPath(std::string_view target) {
   if (target.empty() || target[0] != '/' || target.find('#') != std::string_view::npos) {
@@ -182,7 +182,7 @@ std::vector<Host> RequestRules::NamedHosts() const {
 
 bool RequestRules::Governs(const Host& host, uint16_t port) const {
   return std::any_of(rules_.begin(), rules_.end(),
-                     [&](const Rule& r) { return HostMatches(r.host, host, port); });
+                     [&](const Rule& r) { return RuleHostMatches(r.host, host, port); });
 }
 
 RequestRules::Decision RequestRules::Check(const Host& host, uint16_t port,
@@ -201,7 +201,7 @@ RequestRules::Decision RequestRules::Check(const Host& host, uint16_t port,
   }
   const std::string path = canon->substr(0, canon->find('?'));
   for (const Rule& r : rules_) {
-    if (!HostMatches(r.host, host, port)) continue;
+    if (!RuleHostMatches(r.host, host, port)) continue;
     // Methods without regard to case: some servers read "delete" as DELETE.
     if (!r.methods.empty() &&
         std::none_of(r.methods.begin(), r.methods.end(),

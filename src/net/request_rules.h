@@ -72,6 +72,10 @@ class RequestRules {
 // decoded; nullopt when it could be read more than one way (see above). Exposed for tests.
 std::optional<std::string> CanonicalRequestPath(std::string_view target);
 
+// Whether a rule's host pattern covers host:port: a bare host every port of it, "host:port"
+// that port. The credential broker intercepts the rules' hosts by the same measure.
+bool RuleHostMatches(const HostRule& rule, const Host& host, uint16_t port);
+
 // Whether `pattern` ('*' matches any run, everything else literal) matches `text` whole.
 bool MatchPathPattern(std::string_view pattern, std::string_view text);
 

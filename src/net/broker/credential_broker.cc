@@ -10,6 +10,7 @@
 #include "net/broker/masker.h"
 #include "net/broker/phantom.h"
 #include "net/broker/source.h"
+#include "net/request_rules.h"
 #include "net/text_util.h"
 
 namespace ward::net {
@@ -428,13 +429,8 @@ bool CredentialBroker::Intercepts(const Host& host, uint16_t port) const {
   for (const BrokeredCredential& c : creds_) {
     if (c.MatchesHost(host, port)) return true;
   }
-  return std::any_of(inspect_.begin(), inspect_.end(), [&](const HostRule& r) {
-    // As the rules govern it: a bare host on every port.
-    if (r.ports != HostRule::Ports::kDefault && !r.MatchesPort(port, /*deny_rule=*/false)) {
-      return false;
-    }
-    return host.is_address() ? r.MatchesAddress(*host.address) : r.MatchesName(host.name);
-  });
+  return std::any_of(inspect_.begin(), inspect_.end(),
+                     [&](const HostRule& r) { return RuleHostMatches(r, host, port); });
 }
 
 const BrokeredCredential* CredentialBroker::FindPhantomInName(std::string_view name) const {
